@@ -1,0 +1,99 @@
+// File: msched/config.h
+// Every MSCHED_* environment variable, parsed in one place, once, with units
+// ("8GiB", "512M", "250ms"). A bad value yields one error naming the variable
+// and the accepted form, and the default stays in force, so a typo never
+// takes a job down. Value types; ParseConfig is thread-safe.
+// Included by src/, hook/ and the programs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "msched/status.h"
+
+namespace msched {
+
+enum class Mode : uint8_t {
+  kOff,      // full pass-through
+  kUm,       // allocations made managed, no prediction: demand paging
+  kAlloc,    // prefetch whole allocations of pointer arguments (the naive baseline)
+  kMsched,   // templates + OPT placement
+  kProfile,  // record launches and touched memory for msched-profile
+};
+enum class UnknownPolicy : uint8_t { kFault, kAlloc };
+enum class CoordMode : uint8_t { kAuto, kOff, kRequired };
+enum class JobClass : uint8_t { kUnset, kShort, kLong };
+enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+
+const char* ModeName(Mode m);
+const char* JobClassName(JobClass c);
+
+inline constexpr int kMinPriority = -100;
+inline constexpr int kMaxPriority = 100;
+
+struct Config {
+  Mode mode = Mode::kMsched;
+  std::vector<std::string> template_paths;  // files or directories
+  std::optional<uint64_t> gpu_memory;       // budget; unset = what the device reports
+  UnknownPolicy unknown = UnknownPolicy::kFault;
+  std::string stats_path;                   // empty: no statistics file
+  std::string log_path;                     // empty: stderr
+  LogLevel log_level = LogLevel::kError;
+  std::string real_libcuda = "libcuda.so.1";
+  CoordMode coord = CoordMode::kAuto;
+  std::string socket_path;                  // coordinator socket
+  uint64_t coord_wait_ns = 30ull * 1000 * 1000 * 1000;  // MSCHED_COORD=required: how long to wait
+  std::optional<uint64_t> job_memory;       // declared need, for admission
+  JobClass job_class = JobClass::kUnset;
+  int priority = 0;                         // higher runs first
+  std::string job_name;
+  std::string profile_trace;                // profile mode: where the trace goes
+};
+
+// One rejected value.
+struct ConfigError {
+  std::string variable;
+  std::string value;
+  std::string accepted;
+  // "MSCHED_MODE='fast' is not valid: expected off|um|alloc|msched|profile (kept default msched)"
+  std::string ToString() const;
+};
+
+struct ConfigParse {
+  Config config;
+  std::vector<ConfigError> errors;
+  std::vector<std::string> unknown_variables;  // MSCHED_* names nobody reads (typos)
+};
+
+// Looks a variable up; returns nullptr when unset. getenv in production.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Parses every variable of ConfigVariables() through `lookup`. `environ`
+// (optional, NAME=VALUE strings) is scanned for unknown MSCHED_* names.
+ConfigParse ParseConfig(const EnvLookup& lookup, const char* const* environ = nullptr);
+
+// The default coordinator socket for this user's view of GPU 0.
+std::string DefaultSocketPath();
+
+// "4096", "512M", "8GiB", "1.5G", "10GB": K/M/G/T and KiB.. are powers of
+// 1024; KB/MB/GB/TB are powers of 1000. Case-insensitive.
+Result<uint64_t> ParseBytes(std::string_view text);
+// "250ms", "2s", "100us", "500ns", "1.5s", "2min"; a unit is required.
+Result<uint64_t> ParseDurationNs(std::string_view text);
+// "8.0 GiB", "512.0 MiB", "4.0 KiB", "17 B": for messages and reports.
+std::string FormatBytes(uint64_t bytes);
+
+// The documented variables, for the README and `msched help`.
+struct ConfigVariable {
+  const char* name;
+  const char* accepted;
+  const char* default_value;
+  const char* meaning;
+};
+const std::vector<ConfigVariable>& ConfigVariables();
+
+}  // namespace msched

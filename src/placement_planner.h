@@ -1,0 +1,50 @@
+// Placement planning over 2 MiB chunks: given what fits, what is resident and
+// the known future (the chunks each upcoming kernel or time slice needs, in
+// order), decide what to evict and what to load at each step. PlanOpt is
+// Belady's OPT (evict what is needed furthest in the future); PlanLru is the
+// baseline. Pure functions over value types; thread-safe.
+// Used by the memory manager (hook) and the coordinator's switch planning.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace msched {
+
+using ChunkId = uint64_t;
+
+// The chunks one step needs resident together, in access order.
+using AccessStep = std::vector<ChunkId>;
+
+struct PlannerInput {
+  uint64_t capacity = 0;            // chunks that fit at once
+  std::vector<ChunkId> resident;    // resident now, least recently used first
+  std::vector<AccessStep> future;   // known future, earliest first
+};
+
+struct StepPlan {
+  std::vector<ChunkId> evict;     // in eviction order
+  std::vector<ChunkId> load;      // in access order
+  std::vector<ChunkId> unserved;  // needed but left out: the step exceeds capacity
+};
+
+// Promises, for each step in order:
+//  - every chunk of the step is resident after it, except when the step alone
+//    holds more distinct chunks than `capacity`: then its first `capacity`
+//    chunks (access order) are, and the rest are listed as unserved (they
+//    will fault);
+//  - a chunk of a step is never evicted to serve that same step;
+//  - evictions happen only when the step would otherwise exceed capacity.
+// If `resident` already exceeds capacity, the excess is evicted at step 0
+// (or at once when the future is empty).
+struct Plan {
+  std::vector<StepPlan> steps;  // one per input step
+  uint64_t loads = 0;           // misses served
+  uint64_t evictions = 0;
+  uint64_t unserved = 0;
+};
+
+Plan PlanOpt(const PlannerInput& input);
+Plan PlanLru(const PlannerInput& input);
+
+}  // namespace msched

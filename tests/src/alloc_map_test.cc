@@ -1,0 +1,89 @@
+#include "alloc_map.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace msched {
+namespace {
+
+TEST(AllocationMapTest, FindsInteriorPointers) {
+  AllocationMap m;
+  ASSERT_TRUE(m.Insert(0x1000, 0x1000, AllocKind::kManaged).ok());
+  ASSERT_TRUE(m.Insert(0x4000, 0x100, AllocKind::kPinned).ok());
+  ASSERT_NE(m.Find(0x1000), nullptr);
+  EXPECT_EQ(m.Find(0x1fff)->base, 0x1000u);  // last byte
+  EXPECT_EQ(m.Find(0x2000), nullptr);        // one past the end
+  EXPECT_EQ(m.Find(0xfff), nullptr);
+  EXPECT_EQ(m.Find(0x4050)->kind, AllocKind::kPinned);
+}
+
+TEST(AllocationMapTest, RejectsOverlapsAndEmptyAllocations) {
+  AllocationMap m;
+  ASSERT_TRUE(m.Insert(0x1000, 0x1000, AllocKind::kManaged).ok());
+  EXPECT_FALSE(m.Insert(0x1800, 0x1000, AllocKind::kManaged).ok());
+  EXPECT_FALSE(m.Insert(0x800, 0x1000, AllocKind::kManaged).ok());
+  EXPECT_FALSE(m.Insert(0x3000, 0, AllocKind::kManaged).ok());
+  EXPECT_FALSE(m.Insert(UINT64_MAX - 10, 100, AllocKind::kManaged).ok());
+  EXPECT_TRUE(m.Insert(0x2000, 0x10, AllocKind::kManaged).ok());  // adjacent is fine
+  EXPECT_EQ(m.count(), 2u);
+  EXPECT_EQ(m.total_bytes(), 0x1010u);
+}
+
+TEST(AllocationMapTest, EraseForgetsAndIdsAreNotReused) {
+  AllocationMap m;
+  Result<uint64_t> a = m.Insert(0x1000, 0x10, AllocKind::kManaged);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(m.Erase(0x1000).ok());
+  EXPECT_FALSE(m.Erase(0x1000).ok());
+  EXPECT_EQ(m.Find(0x1004), nullptr);
+  Result<uint64_t> b = m.Insert(0x1000, 0x10, AllocKind::kManaged);
+  ASSERT_TRUE(b.ok());
+  EXPECT_GT(*b, *a);
+}
+
+TEST(AllocationMapTest, ForEachOverlappingVisitsInOrder) {
+  AllocationMap m;
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(m.Insert(i * 0x100, 0x80, AllocKind::kManaged).ok());
+  std::vector<uint64_t> seen;
+  // [0x100, 0x180) overlaps 0x150; [0x400, ...) starts past the end.
+  m.ForEachOverlapping({0x150, 0x310}, [&](const Allocation& a) { seen.push_back(a.base); });
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0x100, 0x200, 0x300}));
+  seen.clear();
+  m.ForEachOverlapping({0x180, 0x200}, [&](const Allocation& a) { seen.push_back(a.base); });
+  EXPECT_TRUE(seen.empty());  // the gap between two allocations
+  seen.clear();
+  m.ForEachOverlapping({0x40, 0x41}, [&](const Allocation& a) { seen.push_back(a.base); });
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0x0}));
+}
+
+TEST(AllocationMapTest, AgreesWithLinearScanOnRandomLayouts) {
+  std::mt19937_64 rng(7);
+  AllocationMap m;
+  std::vector<std::pair<uint64_t, uint64_t>> allocs;
+  uint64_t addr = 0x10000;
+  for (int i = 0; i < 200; ++i) {
+    addr += rng() % 0x1000;
+    const uint64_t size = 1 + rng() % 0x3000;
+    ASSERT_TRUE(m.Insert(addr, size, AllocKind::kManaged).ok());
+    allocs.push_back({addr, size});
+    addr += size;
+  }
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t p = 0x10000 + rng() % (addr - 0x10000 + 0x100);
+    const Allocation* found = m.Find(p);
+    const std::pair<uint64_t, uint64_t>* expect = nullptr;
+    for (const auto& a : allocs) {
+      if (p >= a.first && p < a.first + a.second) expect = &a;
+    }
+    if (expect == nullptr) {
+      EXPECT_EQ(found, nullptr);
+    } else {
+      ASSERT_NE(found, nullptr);
+      EXPECT_EQ(found->base, expect->first);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace msched

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "msched/config.h"
+
+namespace msched {
+namespace {
+
+ConfigParse Parse(const std::map<std::string, std::string>& env, const char* const* environ = nullptr) {
+  return ParseConfig(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      environ);
+}
+
+TEST(ParseBytesTest, AcceptsUnits) {
+  EXPECT_EQ(*ParseBytes("4096"), 4096u);
+  EXPECT_EQ(*ParseBytes("512M"), 512ull << 20);
+  EXPECT_EQ(*ParseBytes("8GiB"), 8ull << 30);
+  EXPECT_EQ(*ParseBytes("8gib"), 8ull << 30);
+  EXPECT_EQ(*ParseBytes("1.5G"), 3ull << 29);
+  EXPECT_EQ(*ParseBytes("10GB"), 10'000'000'000ull);
+  EXPECT_EQ(*ParseBytes(" 2 KiB "), 2048u);
+  EXPECT_EQ(*ParseBytes("1T"), 1ull << 40);
+}
+
+TEST(ParseBytesTest, RejectsGarbage) {
+  EXPECT_FALSE(ParseBytes("").ok());
+  EXPECT_FALSE(ParseBytes("G").ok());
+  EXPECT_FALSE(ParseBytes("8 parsecs").ok());
+  EXPECT_FALSE(ParseBytes("-1G").ok());
+  EXPECT_FALSE(ParseBytes("1..2G").ok());
+  EXPECT_FALSE(ParseBytes("99999999999T").ok());
+}
+
+TEST(ParseDurationTest, NeedsAUnit) {
+  EXPECT_EQ(*ParseDurationNs("250ms"), 250'000'000u);
+  EXPECT_EQ(*ParseDurationNs("2s"), 2'000'000'000u);
+  EXPECT_EQ(*ParseDurationNs("1.5s"), 1'500'000'000u);
+  EXPECT_EQ(*ParseDurationNs("100us"), 100'000u);
+  EXPECT_EQ(*ParseDurationNs("2min"), 120'000'000'000u);
+  EXPECT_FALSE(ParseDurationNs("250").ok());
+  EXPECT_FALSE(ParseDurationNs("5 fortnights").ok());
+}
+
+TEST(ConfigTest, DefaultsWhenNothingIsSet) {
+  ConfigParse p = Parse({});
+  EXPECT_TRUE(p.errors.empty());
+  EXPECT_EQ(p.config.mode, Mode::kMsched);
+  EXPECT_EQ(p.config.unknown, UnknownPolicy::kFault);
+  EXPECT_EQ(p.config.coord, CoordMode::kAuto);
+  EXPECT_EQ(p.config.log_level, LogLevel::kError);
+  EXPECT_FALSE(p.config.gpu_memory.has_value());
+  EXPECT_EQ(p.config.real_libcuda, "libcuda.so.1");
+  EXPECT_FALSE(p.config.socket_path.empty());
+}
+
+TEST(ConfigTest, ParsesEveryVariable) {
+  ConfigParse p = Parse({{"MSCHED_MODE", "UM"},
+                         {"MSCHED_TEMPLATES", "/a.json: /dir ::"},
+                         {"MSCHED_GPU_MEMORY", "8GiB"},
+                         {"MSCHED_UNKNOWN", "alloc"},
+                         {"MSCHED_STATS", "/tmp/s.json"},
+                         {"MSCHED_LOG", "/tmp/l.log"},
+                         {"MSCHED_LOG_LEVEL", "debug"},
+                         {"MSCHED_REAL_LIBCUDA", "/opt/libcuda.so.1"},
+                         {"MSCHED_COORD", "required"},
+                         {"MSCHED_SOCKET", "/run/m.sock"},
+                         {"MSCHED_COORD_WAIT", "5s"},
+                         {"MSCHED_MEM", "20G"},
+                         {"MSCHED_CLASS", "short"},
+                         {"MSCHED_PRIORITY", "-7"},
+                         {"MSCHED_JOB_NAME", "train"},
+                         {"MSCHED_PROFILE_TRACE", "/tmp/t.jsonl"}});
+  ASSERT_TRUE(p.errors.empty()) << p.errors[0].ToString();
+  const Config& c = p.config;
+  EXPECT_EQ(c.mode, Mode::kUm);
+  EXPECT_EQ(c.template_paths, (std::vector<std::string>{"/a.json", "/dir"}));
+  EXPECT_EQ(c.gpu_memory, 8ull << 30);
+  EXPECT_EQ(c.unknown, UnknownPolicy::kAlloc);
+  EXPECT_EQ(c.stats_path, "/tmp/s.json");
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.coord, CoordMode::kRequired);
+  EXPECT_EQ(c.coord_wait_ns, 5'000'000'000u);
+  EXPECT_EQ(c.job_memory, 20ull << 30);
+  EXPECT_EQ(c.job_class, JobClass::kShort);
+  EXPECT_EQ(c.priority, -7);
+  EXPECT_EQ(c.job_name, "train");
+  EXPECT_EQ(c.profile_trace, "/tmp/t.jsonl");
+}
+
+TEST(ConfigTest, EachBadValueIsOneErrorAndKeepsTheDefault) {
+  ConfigParse p = Parse({{"MSCHED_MODE", "fast"},
+                         {"MSCHED_GPU_MEMORY", "lots"},
+                         {"MSCHED_PRIORITY", "1000"},
+                         {"MSCHED_COORD_WAIT", "30"},
+                         {"MSCHED_UNKNOWN", "alloc"}});
+  ASSERT_EQ(p.errors.size(), 4u);
+  EXPECT_EQ(p.errors[0].variable, "MSCHED_MODE");
+  EXPECT_NE(p.errors[0].ToString().find("off|um|alloc|msched|profile"), std::string::npos);
+  EXPECT_NE(p.errors[0].ToString().find("'fast'"), std::string::npos);
+  EXPECT_EQ(p.config.mode, Mode::kMsched);
+  EXPECT_FALSE(p.config.gpu_memory.has_value());
+  EXPECT_EQ(p.config.priority, 0);
+  EXPECT_EQ(p.config.unknown, UnknownPolicy::kAlloc);  // the good one still applies
+}
+
+TEST(ConfigTest, ReportsUnknownMschedVariables) {
+  const char* environ[] = {"PATH=/bin", "MSCHED_MODEE=um", "MSCHED_MODE=um", nullptr};
+  ConfigParse p = Parse({{"MSCHED_MODE", "um"}}, environ);
+  EXPECT_EQ(p.unknown_variables, (std::vector<std::string>{"MSCHED_MODEE"}));
+}
+
+TEST(ConfigTest, EveryVariableIsDocumented) {
+  for (const ConfigVariable& v : ConfigVariables()) {
+    EXPECT_NE(std::string(v.meaning), "");
+    EXPECT_NE(std::string(v.accepted), "");
+  }
+  EXPECT_GE(ConfigVariables().size(), 15u);
+}
+
+TEST(FormatBytesTest, PicksUnits) {
+  EXPECT_EQ(FormatBytes(17), "17 B");
+  EXPECT_EQ(FormatBytes(8ull << 30), "8.0 GiB");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+}
+
+}  // namespace
+}  // namespace msched

@@ -1,0 +1,64 @@
+/* File: msim/msim.h
+ * Entry points that only the simulated driver exports, beside the CUDA
+ * driver API: the virtual clock, the accesses of the last launch (for the
+ * profiler), and registration of kernels with host implementations. Tools
+ * find them with dlsym on the driver handle; on a real driver they are
+ * absent. Thread-safe. For tools, tests and benchmarks; msched's hook reads
+ * them only through dlsym.
+ */
+#ifndef MSIM_MSIM_H_
+#define MSIM_MSIM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The calling process's current virtual time, in nanoseconds. */
+CUresult msimGetTime(uint64_t* now_ns);
+/* The latest virtual time any process sharing the device has reached. */
+CUresult msimDeviceTime(uint64_t* now_ns);
+/* Declares that this process waited (for a coordinator's turn, say) until
+ * virtual time t: its clock moves to t if it is behind. */
+CUresult msimAdvanceTo(uint64_t t_ns);
+
+/* One range a launch touched, page-aligned. mode: 1 read, 2 write, 3 both. */
+typedef struct msimRange {
+  uint64_t begin;
+  uint64_t end;
+  uint32_t mode;
+  uint32_t reserved;
+} msimRange;
+
+/* The ranges the calling thread's most recent kernel launch (or memset or
+ * device-to-device copy) touched, exact to the 4 KiB page, in access order.
+ * *count receives the total; at most `capacity` are written. */
+CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, size_t* count);
+
+/* A host implementation computes a kernel's results on the data (device
+ * memory is host memory in the simulator). params[i] points to parameter i,
+ * as in cuLaunchKernel's kernelParams. */
+typedef struct msimLaunchInfo {
+  unsigned int grid[3];
+  unsigned int block[3];
+} msimLaunchInfo;
+typedef void (*msimHostKernel)(void* const* params, const msimLaunchInfo* info);
+
+/* Makes `fn` the implementation named `impl` that module files can bind to
+ * with "host": "<impl>". Registering an existing name replaces it. */
+CUresult msimRegisterHostKernel(const char* impl, msimHostKernel fn);
+
+/* Counters of the modelled device for this process, as JSON (the same text
+ * MSIM_STATS writes at exit). *size receives the length including the NUL;
+ * at most `capacity` bytes are written. */
+CUresult msimStatsJson(char* out, size_t capacity, size_t* size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MSIM_MSIM_H_ */

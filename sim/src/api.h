@@ -1,0 +1,66 @@
+// Helpers shared by the simulator's driver-API files (driver_*.cc): the one
+// guard every entry point runs through, and declarations of the per-thread
+// stream variants that cuda.h only declares under per-thread builds.
+// Used by sim/ only.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <new>
+#include <type_traits>
+
+#include "process.h"
+
+// cuda.h renames these base names to their newest ABI (cuMemAdvise ->
+// cuMemAdvise_v2). The simulator exports the older ABIs under their plain
+// names too, as the real driver does, so the renaming is undone here.
+#undef cuDeviceGetUuid
+#undef cuEventElapsedTime
+#undef cuMemPrefetchAsync
+#undef cuMemAdvise
+#undef cuGetProcAddress
+
+#define MSIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+// Declares `name` with the exact type of the PFN typedef, so a definition
+// with a wrong signature fails to compile.
+#define MSIM_DECLARE(name, pfn) MSIM_EXPORT std::remove_pointer_t<pfn> name
+
+namespace msim {
+
+enum class NeedCtx { kNo, kYes };
+
+// REQUIRES: p.mu.
+bool ValidContext(Process& p);
+
+// Runs `body(Process&)` with the process lock held, after checking that the
+// driver is initialised (and that a context is current when asked), and
+// charging the call's host time. No exception leaves it.
+template <typename F>
+CUresult Call(NeedCtx need, F&& body) noexcept {
+  Process* p = Process::Current();
+  if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  try {
+    std::lock_guard<std::mutex> lock(p->mu);
+    if (need == NeedCtx::kYes && !ValidContext(*p)) return CUDA_ERROR_INVALID_CONTEXT;
+    p->Advance(UsToNs(p->dev->profile().api_call_us));
+    return body(*p);
+  } catch (const std::bad_alloc&) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+// Shared by the launch, copy and graph entry points. REQUIRE: p.mu.
+// Schedules a device-side operation touching `ranges` on the compute engine:
+// waits for the stream, serves faults, then runs for compute_ns. False (and
+// nothing scheduled) when a range leaves the process's allocations.
+bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, uint64_t compute_ns);
+// Runs a kernel on stream `s` (start, faults, compute, host implementation).
+CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* params, const msimLaunchInfo& dims);
+// Records the touched ranges of the calling thread's last device operation.
+void SetLastAccesses(const std::vector<TouchedRange>& ranges);
+
+}  // namespace msim

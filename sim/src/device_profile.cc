@@ -1,0 +1,130 @@
+#include "device_profile.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace msim {
+namespace {
+
+using json = nlohmann::json;
+
+bool Number(const json& doc, const char* key, bool required, double lo, double hi, double* out, std::string* error) {
+  auto it = doc.find(key);
+  if (it == doc.end()) {
+    if (required) *error = std::string("missing field '") + key + "'";
+    return !required;
+  }
+  if (!it->is_number()) {
+    *error = std::string("field '") + key + "' must be a number";
+    return false;
+  }
+  const double v = it->get<double>();
+  if (!(v >= lo && v <= hi)) {
+    *error = std::string("field '") + key + "' = " + it->dump() + " is outside [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "]";
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+void CopyString(const std::string& s, char* dst, size_t cap) {
+  std::strncpy(dst, s.c_str(), cap - 1);
+  dst[cap - 1] = '\0';
+}
+
+}  // namespace
+
+bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::string* error) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    *error = "not a JSON object (truncated or malformed)";
+    return false;
+  }
+  auto fmt = doc.find("format");
+  if (fmt == doc.end() || !fmt->is_string() || fmt->get<std::string>() != "msim-device") {
+    *error = "field 'format' must be \"msim-device\"";
+    return false;
+  }
+  auto version = doc.find("version");
+  if (version == doc.end() || !version->is_number_integer() || version->get<int>() != 1) {
+    *error = "field 'version' must be 1";
+    return false;
+  }
+  DeviceProfile p;
+  auto name = doc.find("name");
+  if (name == doc.end() || !name->is_string() || name->get<std::string>().empty()) {
+    *error = "field 'name' must be a non-empty string";
+    return false;
+  }
+  CopyString(name->get<std::string>(), p.name, sizeof p.name);
+  auto dev = doc.find("device_name");
+  CopyString(dev != doc.end() && dev->is_string() ? dev->get<std::string>() : name->get<std::string>(),
+             p.device_name, sizeof p.device_name);
+  double hbm = 0, batch = 256, ccmaj = 9, ccmin = 0, sms = 80;
+  const bool ok =
+      Number(doc, "hbm_bytes", true, 1 << 20, 1e15, &hbm, error) &&
+      Number(doc, "hbm_gbps", true, 1, 1e5, &p.hbm_gbps, error) &&
+      Number(doc, "tflops", true, 0.01, 1e5, &p.tflops, error) &&
+      Number(doc, "h2d_gbps", true, 0.01, 1e4, &p.h2d_gbps, error) &&
+      Number(doc, "d2h_gbps", true, 0.01, 1e4, &p.d2h_gbps, error) &&
+      Number(doc, "fault_control_us", true, 0, 1e6, &p.fault_control_us, error) &&
+      Number(doc, "fault_min_transfer_us", false, 0, 1e6, &p.fault_min_transfer_us, error) &&
+      Number(doc, "fault_batch_size", false, 1, 65536, &batch, error) &&
+      Number(doc, "fault_batch_us", false, 0, 1e6, &p.fault_batch_us, error) &&
+      Number(doc, "prefetch_call_us", false, 0, 1e6, &p.prefetch_call_us, error) &&
+      Number(doc, "kernel_launch_us", false, 0, 1e6, &p.kernel_launch_us, error) &&
+      Number(doc, "launch_api_us", false, 0, 1e6, &p.launch_api_us, error) &&
+      Number(doc, "api_call_us", false, 0, 1e6, &p.api_call_us, error) &&
+      Number(doc, "cc_major", false, 1, 99, &ccmaj, error) &&
+      Number(doc, "cc_minor", false, 0, 9, &ccmin, error) &&
+      Number(doc, "sm_count", false, 1, 10000, &sms, error);
+  if (!ok) return false;
+  p.hbm_bytes = static_cast<uint64_t>(hbm);
+  p.fault_batch_size = static_cast<uint32_t>(batch);
+  p.cc_major = static_cast<int>(ccmaj);
+  p.cc_minor = static_cast<int>(ccmin);
+  p.sm_count = static_cast<int>(sms);
+  *out = p;
+  return true;
+}
+
+bool LoadDeviceProfile(const std::string& name_or_path, DeviceProfile* out, std::string* error) {
+  std::string path = name_or_path;
+  if (name_or_path.find('/') == std::string::npos) {
+    std::string dirs[2];
+    if (const char* env = std::getenv("MSIM_PROFILE_DIR")) dirs[0] = env;
+    dirs[1] = MSIM_SHIPPED_PROFILE_DIR;
+    path.clear();
+    for (const std::string& d : dirs) {
+      if (d.empty()) continue;
+      const std::string candidate = d + "/" + name_or_path + ".json";
+      if (std::ifstream(candidate).good()) {
+        path = candidate;
+        break;
+      }
+    }
+    if (path.empty()) {
+      *error = "no device profile named '" + name_or_path + "' in $MSIM_PROFILE_DIR or " + MSIM_SHIPPED_PROFILE_DIR;
+      return false;
+    }
+  }
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot open device profile " + path;
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!ParseDeviceProfile(ss.str(), out, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace msim

@@ -1,0 +1,45 @@
+// DeviceProfile: the numbers of one modelled GPU (capacity, bandwidths,
+// fault costs, compute rates), loaded from a JSON profile in
+// templates/devices/. A plain value type (trivially copyable: it is stored in
+// the shared device segment). Thread-compatible. Used by sim/ only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace msim {
+
+struct DeviceProfile {
+  char name[64] = {};          // profile name, e.g. "rtx5080-pcie5"
+  char device_name[96] = {};   // what cuDeviceGetName reports
+  uint64_t hbm_bytes = 0;
+  double hbm_gbps = 0;         // device memory bandwidth, for kernel cost
+  double tflops = 0;           // compute rate, for kernel cost
+  double h2d_gbps = 0;         // copy engine, host to device
+  double d2h_gbps = 0;         // copy engine, device to host
+  double fault_control_us = 0; // control-plane cost of one serviced fault
+  double fault_min_transfer_us = 0;  // floor on one fault's data transfer
+  uint32_t fault_batch_size = 256;   // faults serviced per batch
+  double fault_batch_us = 0;         // fixed cost per batch (replay)
+  double prefetch_call_us = 0;       // device-side setup of one prefetch call
+  double kernel_launch_us = 0;       // fixed device-side cost of a kernel
+  double launch_api_us = 0;          // host cost of a launch call
+  double api_call_us = 0;            // host cost of other driver calls
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+};
+
+// Parses a profile; on failure returns false and says why in *error.
+bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::string* error);
+// Loads `name_or_path`: a path when it contains '/', otherwise
+// <dir>/<name>.json for dir in $MSIM_PROFILE_DIR, then the shipped directory.
+bool LoadDeviceProfile(const std::string& name_or_path, DeviceProfile* out, std::string* error);
+
+// Nanoseconds to move `bytes` at `gbps` (10^9 bytes per second).
+inline uint64_t TransferNs(uint64_t bytes, double gbps) {
+  return gbps <= 0 ? 0 : static_cast<uint64_t>(static_cast<double>(bytes) / gbps);
+}
+inline uint64_t UsToNs(double us) { return static_cast<uint64_t>(us * 1000.0); }
+
+}  // namespace msim

@@ -1,0 +1,106 @@
+// Driver API: cuGetProcAddress (both ABIs) with version and per-thread-stream
+// flag semantics, error names and strings, and counting of unimplemented
+// calls.
+#include <cstring>
+
+#include "api.h"
+#include "proc_table.h"
+
+using msim::Process;
+using msim::ProcEntry;
+
+namespace msim {
+
+int Unsupported(const char* name) {
+  if (Process* p = Process::Current()) {
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->CountUnsupported(name);
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+}  // namespace msim
+
+namespace {
+
+struct ErrorName {
+  CUresult value;
+  const char* name;
+};
+
+#define MSIM_STUB(sym)
+#define MSIM_ENTRY(base, version, flavour, sym)
+#define MSIM_ERROR(name, value) {static_cast<CUresult>(value), #name},
+const ErrorName kErrors[] = {
+#include "cuda_entries_sim.inc"
+};
+
+const char* FindErrorName(CUresult e) {
+  for (const ErrorName& n : kErrors) {
+    if (n.value == e) return n.name;
+  }
+  return nullptr;
+}
+
+// The entry for `symbol`: the highest ABI version <= cudaVersion, preferring
+// the per-thread flavour when the flags ask for it and one exists.
+CUresult Lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                CUdriverProcAddressQueryResult* status) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (cuda_version > CUDA_VERSION) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  CUdriverProcAddressQueryResult result = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  size_t n = 0;
+  const ProcEntry* entries = msim::ProcEntries(&n);
+  const ProcEntry* best = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    const ProcEntry& e = entries[i];
+    if (std::strcmp(e.base, symbol) != 0) continue;
+    if (e.version > cuda_version) {
+      if (result == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) result = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+      continue;
+    }
+    if (e.flavour != 0 && !per_thread) continue;
+    // Higher version wins; at equal version a per-thread flavour wins when asked for.
+    if (best == nullptr || e.version > best->version || (e.version == best->version && e.flavour != 0)) best = &e;
+  }
+  if (best != nullptr) {
+    *pfn = best->fn;
+    result = CU_GET_PROC_ADDRESS_SUCCESS;
+  }
+  if (status) *status = result;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+MSIM_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult* status) {
+  return Lookup(symbol, pfn, cuda_version, flags, status);
+}
+
+MSIM_DECLARE(cuGetProcAddress, PFN_cuGetProcAddress_v11030);
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
+  return Lookup(symbol, pfn, cuda_version, flags, nullptr);
+}
+
+MSIM_EXPORT CUresult cuGetErrorName(CUresult error, const char** str) {
+  if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *str = FindErrorName(error);
+  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+MSIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** str) {
+  if (str == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (error) {
+    case CUDA_SUCCESS: *str = "no error"; return CUDA_SUCCESS;
+    case CUDA_ERROR_OUT_OF_MEMORY: *str = "out of memory"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NOT_SUPPORTED: *str = "operation not supported (by the simulated driver)"; return CUDA_SUCCESS;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *str = "an illegal memory access was encountered"; return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_VALUE: *str = "invalid argument"; return CUDA_SUCCESS;
+    default: break;
+  }
+  *str = FindErrorName(error);  // the name is the best text for the rest
+  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

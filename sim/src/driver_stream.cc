@@ -1,0 +1,296 @@
+// Driver API: streams, events, synchronisation, stream capture and graphs.
+// Synchronising moves the process's virtual clock to the completion time of
+// the work it waits for; the sticky error of an illegal access surfaces here.
+#include "api.h"
+
+using msim::Call;
+using msim::Event;
+using msim::Graph;
+using msim::NeedCtx;
+using msim::Process;
+using msim::Stream;
+
+namespace {
+
+Event* FindEvent(Process& p, CUevent e) {
+  auto* ev = reinterpret_cast<Event*>(e);
+  return p.events.count(ev) ? ev : nullptr;
+}
+
+CUresult WithStream(CUstream stream, bool ptsz, const std::function<CUresult(Process&, Stream*)>& fn) {
+  return Call(NeedCtx::kYes, [&](Process& p) {
+    CUresult err = CUDA_SUCCESS;
+    Stream* s = p.ResolveStream(stream, ptsz, &err);
+    return s ? fn(p, s) : err;
+  });
+}
+
+CUresult Synchronize(CUstream stream, bool ptsz) {
+  return WithStream(stream, ptsz, [](Process& p, Stream* s) {
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    p.AdvanceTo(s == &p.legacy ? p.OpStart(s) : s->ready);
+    return p.sticky_error;
+  });
+}
+
+CUresult Query(CUstream stream, bool ptsz) {
+  return WithStream(stream, ptsz, [](Process& p, Stream* s) {
+    if (p.sticky_error) return p.sticky_error;
+    return s->ready <= p.now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  });
+}
+
+CUresult WaitEvent(CUstream stream, CUevent event, unsigned int flags, bool ptsz) {
+  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
+    Event* ev = FindEvent(p, event);
+    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+    if (ev->recorded) s->ready = std::max(s->ready, ev->time);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult Record(CUevent event, CUstream stream, bool ptsz) {
+  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
+    Event* ev = FindEvent(p, event);
+    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    ev->time = p.OpStart(s);
+    ev->recorded = true;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult BeginCapture(CUstream stream, bool ptsz) {
+  return WithStream(stream, ptsz, [](Process& p, Stream* s) {
+    if (s == &p.legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    s->capture = std::make_shared<Graph>();
+    ++p.capturing;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult EndCapture(CUstream stream, CUgraph* graph, bool ptsz) {
+  if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
+    if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    auto* g = new Graph(*s->capture);
+    p.graphs.insert(g);
+    s->capture.reset();
+    --p.capturing;
+    *graph = reinterpret_cast<CUgraph>(g);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult IsCapturing(CUstream stream, CUstreamCaptureStatus* status, bool ptsz) {
+  if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return WithStream(stream, ptsz, [&](Process&, Stream* s) {
+    *status = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult GraphLaunch(CUgraphExec exec, CUstream stream, bool ptsz) {
+  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
+    auto* g = reinterpret_cast<Graph*>(exec);
+    if (!p.graphs.count(g) || !g->executable) return CUDA_ERROR_INVALID_HANDLE;
+    for (msim::GraphNode& n : g->nodes) {
+      std::vector<void*> params;
+      for (auto& bytes : n.params) params.push_back(bytes.data());
+      if (CUresult r = msim::RunKernel(p, s, n.kernel, params.data(), n.dims)) return r;
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult HostFunc(CUstream stream, CUhostFn fn, void* data, bool ptsz) {
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    p.OpEnd(s, p.OpStart(s));
+    fn(data);  // all earlier work on the stream has already run
+    return CUDA_SUCCESS;
+  });
+}
+
+}  // namespace
+
+MSIM_EXPORT CUresult cuStreamCreate(CUstream* ph, unsigned int flags) {
+  if (ph == nullptr || (flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kYes, [&](Process& p) {
+    auto* s = new Stream();
+    s->flags = flags;
+    s->ready = p.now();
+    p.streams.insert(s);
+    *ph = reinterpret_cast<CUstream>(s);
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned int flags, int priority) {
+  const CUresult r = cuStreamCreate(ph, flags);
+  if (r == CUDA_SUCCESS) reinterpret_cast<Stream*>(*ph)->priority = priority;
+  return r;
+}
+
+MSIM_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    auto* s = reinterpret_cast<Stream*>(stream);
+    if (!p.streams.erase(s)) return CUDA_ERROR_INVALID_HANDLE;
+    if (s->capture) --p.capturing;
+    // Work queued on it still counts toward context synchronisation.
+    p.legacy.ready = std::max(p.legacy.ready, s->flags & CU_STREAM_NON_BLOCKING ? p.legacy.ready : s->ready);
+    delete s;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuStreamGetFlags(CUstream stream, unsigned int* flags) {
+  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return WithStream(stream, false, [&](Process&, Stream* s) {
+    *flags = s->flags;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuStreamGetPriority(CUstream stream, int* priority) {
+  if (priority == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return WithStream(stream, false, [&](Process&, Stream* s) {
+    *priority = s->priority;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuStreamSynchronize(CUstream s) { return Synchronize(s, false); }
+MSIM_DECLARE(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v7000_ptsz);
+CUresult cuStreamSynchronize_ptsz(CUstream s) { return Synchronize(s, true); }
+MSIM_EXPORT CUresult cuStreamQuery(CUstream s) { return Query(s, false); }
+MSIM_DECLARE(cuStreamQuery_ptsz, PFN_cuStreamQuery_v7000_ptsz);
+CUresult cuStreamQuery_ptsz(CUstream s) { return Query(s, true); }
+MSIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int f) { return WaitEvent(s, e, f, false); }
+MSIM_DECLARE(cuStreamWaitEvent_ptsz, PFN_cuStreamWaitEvent_v7000_ptsz);
+CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int f) { return WaitEvent(s, e, f, true); }
+
+MSIM_EXPORT CUresult cuCtxSynchronize() {
+  return Call(NeedCtx::kYes, [](Process& p) {
+    p.AdvanceTo(p.AllStreamsReady());
+    return p.sticky_error;
+  });
+}
+MSIM_DECLARE(cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000);
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    auto* c = reinterpret_cast<msim::Context*>(ctx ? ctx : msim::CurrentContext());
+    if (c == nullptr || (c != &p.primary && !p.contexts.count(c))) return CUDA_ERROR_INVALID_CONTEXT;
+    p.AdvanceTo(p.AllStreamsReady());
+    return p.sticky_error;
+  });
+}
+
+// ---- Events ---------------------------------------------------------------
+
+MSIM_EXPORT CUresult cuEventCreate(CUevent* ph, unsigned int flags) {
+  if (ph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kYes, [&](Process& p) {
+    auto* ev = new Event();
+    ev->flags = flags;
+    p.events.insert(ev);
+    *ph = reinterpret_cast<CUevent>(ev);
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    Event* ev = FindEvent(p, event);
+    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    p.events.erase(ev);
+    delete ev;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return Record(e, s, false); }
+MSIM_DECLARE(cuEventRecord_ptsz, PFN_cuEventRecord_v7000_ptsz);
+CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return Record(e, s, true); }
+MSIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int) { return Record(e, s, false); }
+MSIM_DECLARE(cuEventRecordWithFlags_ptsz, PFN_cuEventRecordWithFlags_v11010_ptsz);
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int) { return Record(e, s, true); }
+
+MSIM_EXPORT CUresult cuEventSynchronize(CUevent event) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    Event* ev = FindEvent(p, event);
+    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (ev->recorded) p.AdvanceTo(ev->time);
+    return p.sticky_error;
+  });
+}
+
+MSIM_EXPORT CUresult cuEventQuery(CUevent event) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    Event* ev = FindEvent(p, event);
+    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return !ev->recorded || ev->time <= p.now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  });
+}
+
+MSIM_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
+  if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    Event* a = FindEvent(p, start);
+    Event* b = FindEvent(p, end);
+    if (a == nullptr || b == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    if (a->time > p.now() || b->time > p.now()) return CUDA_ERROR_NOT_READY;
+    *ms = static_cast<float>((static_cast<double>(b->time) - static_cast<double>(a->time)) / 1e6);
+    return CUDA_SUCCESS;
+  });
+}
+MSIM_DECLARE(cuEventElapsedTime, PFN_cuEventElapsedTime_v2000);
+CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) { return cuEventElapsedTime_v2(ms, start, end); }
+
+// ---- Capture and graphs ---------------------------------------------------
+
+MSIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode) { return BeginCapture(s, false); }
+MSIM_DECLARE(cuStreamBeginCapture_v2_ptsz, PFN_cuStreamBeginCapture_v10010_ptsz);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode) { return BeginCapture(s, true); }
+MSIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* g) { return EndCapture(s, g, false); }
+MSIM_DECLARE(cuStreamEndCapture_ptsz, PFN_cuStreamEndCapture_v10000_ptsz);
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) { return EndCapture(s, g, true); }
+MSIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return IsCapturing(s, st, false); }
+MSIM_DECLARE(cuStreamIsCapturing_ptsz, PFN_cuStreamIsCapturing_v10000_ptsz);
+CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return IsCapturing(s, st, true); }
+
+MSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kYes, [&](Process& p) {
+    auto* g = reinterpret_cast<Graph*>(graph);
+    if (!p.graphs.count(g) || g->executable) return CUDA_ERROR_INVALID_HANDLE;
+    auto* e = new Graph(*g);
+    e->executable = true;
+    p.graphs.insert(e);
+    *exec = reinterpret_cast<CUgraphExec>(e);
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { return GraphLaunch(e, s, false); }
+MSIM_DECLARE(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz);
+CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return GraphLaunch(e, s, true); }
+
+MSIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    auto* g = reinterpret_cast<Graph*>(graph);
+    if (!p.graphs.erase(g)) return CUDA_ERROR_INVALID_HANDLE;
+    delete g;
+    return CUDA_SUCCESS;
+  });
+}
+MSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) { return cuGraphDestroy(reinterpret_cast<CUgraph>(exec)); }
+
+MSIM_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) { return HostFunc(s, fn, data, false); }
+MSIM_DECLARE(cuLaunchHostFunc_ptsz, PFN_cuLaunchHostFunc_v10000_ptsz);
+CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* data) { return HostFunc(s, fn, data, true); }

@@ -1,0 +1,218 @@
+#include "process.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace msim {
+namespace {
+
+// Launches a stream may queue before the host blocks, like a pushbuffer.
+constexpr size_t kQueueDepth = 1024;
+
+Process* g_process = nullptr;
+std::once_flag g_init_once;
+CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
+
+void WriteStatsAtExit() {
+  Process* p = Process::Current();
+  if (p == nullptr) return;
+  std::lock_guard<std::mutex> lock(p->mu);
+  if (const char* path = std::getenv("MSIM_STATS")) {
+    std::ofstream out(path);
+    out << p->StatsJson();
+  }
+  if (p->dev) {
+    DeviceLock dl(p->dev);
+    p->PublishClock();
+    p->dev->ReleaseSlot(p->dev->slot());
+  }
+}
+
+uint64_t EnvBytes(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || n < (1ull << 20)) {
+    ReportError(std::string(name) + "='" + v + "' must be a byte count of at least 1048576; ignored");
+    return 0;
+  }
+  return n;
+}
+
+void DoInit() {
+  auto* p = new Process();  // never destroyed: threads may call the driver during exit
+  RegisterBuiltinHostKernels();
+  const char* profile_name = std::getenv("MSIM_PROFILE");
+  DeviceProfile profile;
+  std::string error;
+  if (!LoadDeviceProfile(profile_name ? profile_name : "rtx5080-pcie5", &profile, &error)) {
+    ReportError("cannot load the device profile: " + error);
+    g_init_result = CUDA_ERROR_NO_DEVICE;
+    return;
+  }
+  const char* name = std::getenv("MSIM_DEVICE");
+  p->dev = SharedDevice::Attach(name ? name : "", profile, EnvBytes("MSIM_HBM_BYTES"), &error);
+  if (p->dev == nullptr) {
+    ReportError(error);
+    g_init_result = CUDA_ERROR_NO_DEVICE;
+    return;
+  }
+  {
+    DeviceLock dl(p->dev);
+    p->AdvanceTo(p->dev->device_now());
+  }
+  g_process = p;
+  std::atexit(WriteStatsAtExit);
+  g_init_result = CUDA_SUCCESS;
+}
+
+}  // namespace
+
+void ReportError(const std::string& message) { std::fprintf(stderr, "msim: %s\n", message.c_str()); }
+
+Process* Process::Current() { return g_process; }
+
+CUresult Process::Init() {
+  std::call_once(g_init_once, DoInit);
+  return g_init_result;
+}
+
+CUcontext& CurrentContext() {
+  static thread_local CUcontext current = nullptr;
+  return current;
+}
+
+void Process::PublishClock() {
+  ProcSlot& slot = dev->proc(dev->slot());
+  slot.host_time = host_now_;
+  dev->device_now() = std::max(dev->device_now(), host_now_);
+  counters.peak_used = std::max(counters.peak_used, dev->used());
+}
+
+Stream* Process::ThreadStream() {
+  std::unique_ptr<Stream>& s = thread_streams_[std::this_thread::get_id()];
+  if (!s) s = std::make_unique<Stream>();
+  return s.get();
+}
+
+Stream* Process::ResolveStream(CUstream s, bool ptsz, CUresult* err) {
+  const auto h = reinterpret_cast<uintptr_t>(s);
+  if (h == 0) return ptsz ? ThreadStream() : &legacy;
+  if (h == kLegacyStream) return &legacy;
+  if (h == kPerThreadStream) return ThreadStream();
+  auto* st = reinterpret_cast<Stream*>(s);
+  if (!streams.count(st)) {
+    *err = CUDA_ERROR_INVALID_HANDLE;
+    return nullptr;
+  }
+  return st;
+}
+
+uint64_t Process::AllStreamsReady() const {
+  uint64_t t = legacy.ready;
+  for (Stream* s : streams) t = std::max(t, s->ready);
+  for (const auto& [id, s] : thread_streams_) t = std::max(t, s->ready);
+  return t;
+}
+
+uint64_t Process::OpStart(Stream* s) {
+  if (s->inflight.size() >= kQueueDepth) {  // the host blocks until the oldest completes
+    AdvanceTo(s->inflight.front());
+    s->inflight.pop_front();
+  }
+  while (!s->inflight.empty() && s->inflight.front() <= host_now_) s->inflight.pop_front();
+  uint64_t start = std::max(host_now_, s->ready);
+  // The legacy stream waits for all blocking streams, and they wait for it.
+  if (s == &legacy) {
+    for (Stream* other : streams) {
+      if (!(other->flags & CU_STREAM_NON_BLOCKING)) start = std::max(start, other->ready);
+    }
+    for (const auto& [id, other] : thread_streams_) start = std::max(start, other->ready);
+  } else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
+    start = std::max(start, legacy.ready);
+  }
+  return start;
+}
+
+void Process::OpEnd(Stream* s, uint64_t end) {
+  s->ready = std::max(s->ready, end);
+  s->inflight.push_back(s->ready);
+}
+
+Allocation* Process::FindAlloc(uint64_t p, uint64_t n) {
+  auto it = allocs.upper_bound(p);
+  if (it == allocs.begin()) return nullptr;
+  --it;
+  Allocation& a = it->second;
+  if (p < a.base || p - a.base >= a.size || n > a.size - (p - a.base)) return nullptr;
+  return &a;
+}
+
+bool Process::Touches(const std::vector<TouchedRange>& ranges, std::vector<ChunkTouch>* out) {
+  for (const TouchedRange& r : ranges) {
+    uint64_t p = r.begin;
+    while (p < r.end) {
+      auto it = allocs.upper_bound(p);
+      if (it == allocs.begin()) return false;
+      --it;
+      Allocation& a = it->second;
+      // Page rounding may reach past an allocation's last byte but never
+      // past its last page.
+      const uint64_t alloc_end = (a.base + a.size + kPage - 1) & ~(kPage - 1);
+      if (p < a.base || p >= alloc_end) return false;
+      const uint64_t end = std::min(r.end, alloc_end);
+      if (a.type == AllocType::kManaged) {
+        for (uint64_t q = p; q < end;) {
+          const uint64_t block = (q - a.base) / kChunk;
+          const uint64_t block_end = std::min(end, a.base + (block + 1) * kChunk);
+          const uint32_t u0 = static_cast<uint32_t>((q - a.base - block * kChunk) / kUnit);
+          const uint32_t u1 = static_cast<uint32_t>((block_end - 1 - a.base - block * kChunk) / kUnit);
+          const uint32_t units = (u1 - u0 == 31) ? ~0u : ((1u << (u1 - u0 + 1)) - 1) << u0;
+          if (!out->empty() && out->back().idx == a.chunks[block]) out->back().units |= units;
+          else out->push_back({a.chunks[block], units});
+          q = block_end;
+        }
+      }
+      p = end;
+    }
+  }
+  return true;
+}
+
+std::string Process::StatsJson() {
+  nlohmann::json j;
+  const Counters& c = counters;
+  j["virtual_time_ns"] = host_now_;
+  j["all_work_done_ns"] = AllStreamsReady();
+  j["kernel_ns"] = c.kernel_ns;
+  j["launches"] = c.launches;
+  j["faults"] = c.faults;
+  j["fault_batches"] = c.fault_batches;
+  j["fault_stall_ns"] = c.fault_stall_ns;
+  j["bytes"]["h2d"] = {{"fault", c.fault_h2d_bytes}, {"prefetch", c.prefetch_h2d_bytes}, {"memcpy", c.memcpy_h2d_bytes}};
+  j["bytes"]["d2h"] = {{"eviction", c.evict_d2h_bytes}, {"prefetch", c.prefetch_d2h_bytes}, {"memcpy", c.memcpy_d2h_bytes}};
+  j["bytes"]["d2d_memcpy"] = c.memcpy_d2d_bytes;
+  j["bytes"]["remote"] = c.remote_bytes;
+  j["bytes"]["discarded"] = c.discarded_bytes;
+  j["evictions"] = c.evictions;
+  j["prefetch_calls"] = c.prefetch_calls;
+  j["peak_used_bytes"] = c.peak_used;
+  j["illegal_accesses"] = c.illegal_accesses;
+  if (dev) {
+    j["device"] = {{"profile", dev->profile().name}, {"hbm_bytes", dev->capacity()}};
+  }
+  nlohmann::json unsupported = nlohmann::json::object();
+  for (const auto& [name, n] : c.unsupported) unsupported[name] = n;
+  j["unsupported_calls"] = unsupported;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace msim

@@ -1,0 +1,177 @@
+// Process: the simulator's state private to one process: its allocations
+// (device memory is host memory, reserved lazily), streams with their
+// virtual-time queues, events, contexts, loaded modules, captured graphs, its
+// virtual clock and counters. One instance, created by cuInit, never
+// destroyed (host threads may call the driver during exit).
+// Thread-safe: every member is guarded by `mu`; code that also needs the
+// shared device takes `mu` first, then the device lock. Used by sim/ only.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "kernel_decl.h"
+#include "shared_device.h"
+#include "uvm_model.h"
+
+namespace msim {
+
+enum class AllocType : uint8_t { kDevice, kPitch, kAsync, kManaged, kHost, kVmmMapped };
+
+struct Allocation {
+  uint64_t base = 0;
+  uint64_t size = 0;           // what the caller asked for (pitch: pitch * height)
+  uint64_t map_size = 0;       // bytes of the host mapping behind it (0: not ours to unmap)
+  AllocType type = AllocType::kDevice;
+  uint64_t hbm_bytes = 0;      // HBM reserved outside managed memory
+  std::vector<uint32_t> chunks;  // managed: one record per 2 MiB block
+  // Managed-memory advice, as cuMemRangeGetAttribute reports it.
+  bool read_mostly = false;
+  int preferred = -2;          // device ordinal, -1 host (CU_DEVICE_CPU), -2 none
+  bool accessed_by_device = false;
+  int last_prefetch = -2;
+};
+
+struct Graph;
+
+struct Stream {
+  static constexpr uint32_t kMagic = 0x6d537472;
+  uint32_t magic = kMagic;
+  unsigned flags = 0;          // CU_STREAM_NON_BLOCKING or default
+  int priority = 0;
+  uint64_t ready = 0;          // virtual time its last queued operation completes
+  std::deque<uint64_t> inflight;  // completion times of queued operations (bounded)
+  std::shared_ptr<Graph> capture; // set while capturing
+};
+
+struct Event {
+  static constexpr uint32_t kMagic = 0x6d457674;
+  uint32_t magic = kMagic;
+  unsigned flags = 0;
+  bool recorded = false;
+  uint64_t time = 0;
+};
+
+struct Context {
+  static constexpr uint32_t kMagic = 0x6d437478;
+  uint32_t magic = kMagic;
+  bool primary = false;
+  unsigned flags = 0;
+};
+
+struct GraphNode {
+  const KernelDecl* kernel = nullptr;
+  std::vector<std::vector<uint8_t>> params;  // copies of the argument values
+  msimLaunchInfo dims{};
+};
+
+struct Graph {
+  static constexpr uint32_t kMagic = 0x6d477268;
+  uint32_t magic = kMagic;
+  bool executable = false;
+  std::vector<GraphNode> nodes;
+};
+
+// A VMM physical allocation (cuMemCreate): a memory file mapped on demand.
+struct PhysicalMem {
+  static constexpr uint32_t kMagic = 0x6d50686d;
+  uint32_t magic = kMagic;
+  int fd = -1;
+  uint64_t size = 0;
+};
+
+struct Counters : UvmCounters {
+  uint64_t launches = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t memcpy_h2d_bytes = 0;
+  uint64_t memcpy_d2h_bytes = 0;
+  uint64_t memcpy_d2d_bytes = 0;
+  uint64_t prefetch_calls = 0;
+  uint64_t peak_used = 0;
+  uint64_t illegal_accesses = 0;
+  std::map<std::string, uint64_t> unsupported;
+};
+
+// Stream handles with a meaning of their own (cuda.h).
+inline const uintptr_t kLegacyStream = reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY);
+inline const uintptr_t kPerThreadStream = reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
+
+class Process {
+ public:
+  // The instance once cuInit succeeded; nullptr before.
+  static Process* Current();
+  // Initialises the process (profile, shared device). Idempotent.
+  static CUresult Init();
+
+  std::mutex mu;
+  SharedDevice* dev = nullptr;
+  std::string init_error;
+  Counters counters;
+  std::map<uint64_t, Allocation> allocs;  // by base
+  std::set<Stream*> streams;
+  std::set<Event*> events;
+  std::set<Context*> contexts;
+  std::set<Module*> modules;
+  std::unordered_set<const KernelDecl*> functions;  // valid CUfunction/CUkernel handles
+  std::set<Graph*> graphs;
+  std::set<PhysicalMem*> physical;
+  Context primary;
+  int primary_refs = 0;
+  Stream legacy;
+  CUresult sticky_error = CUDA_SUCCESS;  // an illegal access poisons the context
+  int capturing = 0;                     // streams now capturing
+  uint64_t launch_sequence = 0;
+
+  // REQUIRES: mu. The process's virtual clock.
+  uint64_t now() const { return host_now_; }
+  void Advance(uint64_t ns) { host_now_ += ns; }
+  void AdvanceTo(uint64_t t) { host_now_ = std::max(host_now_, t); }
+  // REQUIRES: mu and the device lock. Publishes the clock to the device.
+  void PublishClock();
+
+  // REQUIRES: mu. Maps a stream handle to its Stream; `ptsz` says a per-thread
+  // entry point was used, which makes handle 0 the per-thread stream.
+  Stream* ResolveStream(CUstream s, bool ptsz, CUresult* err);
+  // REQUIRES: mu. When an operation on `s` can start; applies the legacy
+  // stream's implicit synchronisation and the bounded launch queue.
+  uint64_t OpStart(Stream* s);
+  // REQUIRES: mu. Records that the operation ends at `end`.
+  void OpEnd(Stream* s, uint64_t end);
+  // REQUIRES: mu. Completion time of all work in the process.
+  uint64_t AllStreamsReady() const;
+
+  // REQUIRES: mu. The allocation containing [p, p+n), or nullptr.
+  Allocation* FindAlloc(uint64_t p, uint64_t n = 1);
+  // REQUIRES: mu. Splits page ranges over managed chunks. False when a range
+  // leaves this process's allocations (an illegal address).
+  bool Touches(const std::vector<TouchedRange>& ranges, std::vector<ChunkTouch>* out);
+  // REQUIRES: mu. Counts a call the simulator does not implement.
+  void CountUnsupported(const char* name) { ++counters.unsupported[name]; }
+  // REQUIRES: mu. The counters as JSON.
+  std::string StatsJson();
+
+  Stream* ThreadStream();
+
+ private:
+  uint64_t host_now_ = 0;
+  std::map<std::thread::id, std::unique_ptr<Stream>> thread_streams_;
+};
+
+// The calling thread's current context (nullptr when none).
+CUcontext& CurrentContext();
+
+// Reports the simulator's own configuration errors once, on stderr (a driver
+// has no other channel before initialisation succeeds).
+void ReportError(const std::string& message);
+
+}  // namespace msim

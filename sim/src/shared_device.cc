@@ -1,0 +1,371 @@
+#include "shared_device.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace msim {
+
+inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
+inline constexpr uint32_t kLayoutVersion = 3;
+
+struct DeviceHeader {
+  uint64_t magic;
+  uint32_t layout_version;
+  uint32_t initialized;
+  pthread_mutex_t mu;
+  DeviceProfile profile;
+  uint64_t capacity;
+  uint64_t used;  // device allocations + resident units + evictions in flight
+  uint64_t compute_free;
+  uint64_t h2d_free;
+  uint64_t d2h_free;
+  uint64_t device_now;
+  uint32_t chunk_capacity;
+  uint32_t chunk_high_water;
+  uint32_t free_head;
+  uint32_t lru_head;
+  uint32_t lru_tail;
+  uint32_t rel_head;
+  uint32_t rel_count;
+  uint32_t lock_count;
+  uint64_t pending_bytes;
+  ReleaseEntry releases[kMaxReleases];
+  ProcSlot procs[kMaxProcs];
+};
+
+namespace {
+
+uint64_t MaxChunks() {
+  if (const char* v = std::getenv("MSIM_MAX_CHUNKS")) {
+    const unsigned long long n = std::strtoull(v, nullptr, 10);
+    if (n >= 16 && n <= (1ull << 24)) return n;
+  }
+  return 1ull << 19;  // 1 TiB of managed memory across all processes
+}
+
+size_t SegmentBytes(uint64_t chunks) { return sizeof(DeviceHeader) + chunks * sizeof(ChunkRec); }
+
+void InitHeader(DeviceHeader* h, const DeviceProfile& profile, uint64_t hbm_override, uint64_t chunks) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(&h->mu, &attr);
+  pthread_mutexattr_destroy(&attr);
+  h->profile = profile;
+  h->capacity = hbm_override ? hbm_override : profile.hbm_bytes;
+  h->profile.hbm_bytes = h->capacity;
+  h->chunk_capacity = static_cast<uint32_t>(chunks);
+  h->free_head = kNone;
+  h->lru_head = h->lru_tail = kNone;
+  h->layout_version = kLayoutVersion;
+  h->magic = kMagic;
+  __atomic_store_n(&h->initialized, 1u, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+uint64_t ProcessStartTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  // The command name (field 2) may contain spaces; fields resume after ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
+                                   std::string* error) {
+  const uint64_t chunks = MaxChunks();
+  void* mem = MAP_FAILED;
+  if (name.empty()) {
+    mem = mmap(nullptr, SegmentBytes(chunks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) {
+      *error = std::string("cannot map the private device: ") + std::strerror(errno);
+      return nullptr;
+    }
+    InitHeader(static_cast<DeviceHeader*>(mem), profile, hbm_override, chunks);
+  } else {
+    const std::string shm = "/msim-" + name;
+    bool created = true;
+    int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      created = false;
+      fd = shm_open(shm.c_str(), O_RDWR, 0600);
+    }
+    if (fd < 0) {
+      *error = "cannot open shared device " + shm + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    if (created && ftruncate(fd, static_cast<off_t>(SegmentBytes(chunks))) != 0) {
+      *error = "cannot size shared device " + shm + ": " + std::strerror(errno);
+      close(fd);
+      shm_unlink(shm.c_str());
+      return nullptr;
+    }
+    // A creator sizes the segment before initialising it; wait for both.
+    struct stat st {};
+    DeviceHeader* h = nullptr;
+    for (int tries = 0; tries < 2000; ++tries) {
+      if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= sizeof(DeviceHeader)) {
+        if (mem == MAP_FAILED) {
+          mem = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        }
+        h = static_cast<DeviceHeader*>(mem);
+        if (mem != MAP_FAILED && (created || __atomic_load_n(&h->initialized, __ATOMIC_ACQUIRE))) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    close(fd);
+    if (mem == MAP_FAILED) {
+      *error = "cannot map shared device " + shm + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    if (created) {
+      InitHeader(h, profile, hbm_override, chunks);
+    } else if (!__atomic_load_n(&h->initialized, __ATOMIC_ACQUIRE) || h->magic != kMagic ||
+               h->layout_version != kLayoutVersion) {
+      *error = "shared device " + shm + " was made by an incompatible simulator or never initialised; remove /dev" +
+               shm;
+      return nullptr;
+    }
+  }
+  auto* d = new SharedDevice();
+  d->h_ = static_cast<DeviceHeader*>(mem);
+  d->chunks_ = reinterpret_cast<ChunkRec*>(static_cast<char*>(mem) + sizeof(DeviceHeader));
+  DeviceLock lock(d);
+  d->ReclaimDeadProcesses();
+  for (int i = 0; i < kMaxProcs; ++i) {
+    ProcSlot& p = d->h_->procs[i];
+    if (!p.in_use) {
+      p = ProcSlot{getpid(), 1, ProcessStartTicks(getpid()), 0, d->h_->device_now};
+      d->slot_ = i;
+      break;
+    }
+  }
+  if (d->slot_ < 0) {
+    *error = "shared device has no free process slot (" + std::to_string(kMaxProcs) + " processes attached)";
+    return nullptr;  // the mapping stays; this process runs without a device
+  }
+  return d;
+}
+
+void SharedDevice::Lock() {
+  int rc = pthread_mutex_lock(&h_->mu);
+  if (rc == EOWNERDEAD) {
+    pthread_mutex_consistent(&h_->mu);
+    Repair();
+    ReclaimDeadProcesses();
+  }
+  // Reclaim now and then, so memory of a killed process does not wait for an
+  // allocation failure to be found.
+  if ((++h_->lock_count & 1023) == 0) ReclaimDeadProcesses();
+}
+
+void SharedDevice::Unlock() { pthread_mutex_unlock(&h_->mu); }
+
+const DeviceProfile& SharedDevice::profile() const { return h_->profile; }
+uint64_t SharedDevice::capacity() const { return h_->capacity; }
+uint64_t SharedDevice::used() const { return h_->used; }
+uint64_t& SharedDevice::compute_free() { return h_->compute_free; }
+uint64_t& SharedDevice::h2d_free() { return h_->h2d_free; }
+uint64_t& SharedDevice::d2h_free() { return h_->d2h_free; }
+uint64_t& SharedDevice::device_now() { return h_->device_now; }
+ProcSlot& SharedDevice::proc(int i) { return h_->procs[i]; }
+ChunkRec& SharedDevice::chunk(uint32_t idx) { return chunks_[idx]; }
+uint32_t SharedDevice::LruHead() const { return h_->lru_head; }
+uint64_t SharedDevice::pending_release_bytes() const { return h_->pending_bytes; }
+
+bool SharedDevice::ReserveDevice(uint64_t bytes) {
+  if (h_->capacity - h_->used < bytes) return false;
+  h_->used += bytes;
+  if (slot_ >= 0) h_->procs[slot_].device_bytes += bytes;
+  return true;
+}
+
+void SharedDevice::ReleaseDevice(uint64_t bytes) {
+  h_->used -= std::min(bytes, h_->used);
+  if (slot_ >= 0) {
+    uint64_t& held = h_->procs[slot_].device_bytes;
+    held -= std::min(bytes, held);
+  }
+}
+
+uint32_t SharedDevice::AllocChunk(uint64_t va, uint32_t valid_mask) {
+  uint32_t idx = h_->free_head;
+  if (idx != kNone) {
+    h_->free_head = chunks_[idx].next_free;
+  } else if (h_->chunk_high_water < h_->chunk_capacity) {
+    idx = h_->chunk_high_water++;
+  } else {
+    return kNone;
+  }
+  chunks_[idx] = ChunkRec{va, 0, 0, slot_, valid_mask, 0, 0, kNone, kNone, kNone, 0};
+  return idx;
+}
+
+void SharedDevice::FreeChunk(uint32_t idx) {
+  ChunkRec& c = chunks_[idx];
+  if (c.owner < 0) return;
+  if (c.resident_mask) DropResident(idx, c.resident_mask, 0);
+  c.owner = -1;
+  c.next_free = h_->free_head;
+  h_->free_head = idx;
+}
+
+void SharedDevice::LruUnlink(uint32_t idx) {
+  ChunkRec& c = chunks_[idx];
+  if (!(c.flags & kInLru)) return;
+  if (c.lru_prev != kNone) chunks_[c.lru_prev].lru_next = c.lru_next;
+  else h_->lru_head = c.lru_next;
+  if (c.lru_next != kNone) chunks_[c.lru_next].lru_prev = c.lru_prev;
+  else h_->lru_tail = c.lru_prev;
+  c.lru_prev = c.lru_next = kNone;
+  c.flags &= ~kInLru;
+}
+
+void SharedDevice::LruAppend(uint32_t idx) {
+  ChunkRec& c = chunks_[idx];
+  c.lru_prev = h_->lru_tail;
+  c.lru_next = kNone;
+  if (h_->lru_tail != kNone) chunks_[h_->lru_tail].lru_next = idx;
+  else h_->lru_head = idx;
+  h_->lru_tail = idx;
+  c.flags |= kInLru;
+}
+
+void SharedDevice::AddResident(uint32_t idx, uint32_t units, uint64_t migrated_at, uint64_t ready_at) {
+  ChunkRec& c = chunks_[idx];
+  const uint32_t added = units & c.valid_mask & ~c.resident_mask;
+  if (added == 0) return;
+  c.resident_mask |= added;
+  h_->used += std::popcount(added) * kUnit;
+  c.migrated_at = migrated_at;
+  c.ready_at = std::max(c.ready_at, ready_at);
+  // The stock driver moves a block to the LRU tail whenever memory is
+  // allocated for it: order is by migration time, not by access.
+  LruUnlink(idx);
+  LruAppend(idx);
+}
+
+void SharedDevice::DropResident(uint32_t idx, uint32_t units, uint64_t release_at) {
+  ChunkRec& c = chunks_[idx];
+  const uint32_t dropped = units & c.resident_mask;
+  if (dropped == 0) return;
+  c.resident_mask &= ~dropped;
+  if (c.resident_mask == 0) LruUnlink(idx);
+  const uint64_t bytes = std::popcount(dropped) * kUnit;
+  if (release_at == 0) {
+    h_->used -= std::min(bytes, h_->used);
+    return;
+  }
+  // Copies on the D2H engine finish in order, so the queue stays sorted;
+  // when full, the new release joins the last entry (a slightly late free).
+  if (h_->rel_count == kMaxReleases) {
+    ReleaseEntry& last = h_->releases[(h_->rel_head + h_->rel_count - 1) % kMaxReleases];
+    last.at = std::max(last.at, release_at);
+    last.bytes += bytes;
+  } else {
+    h_->releases[(h_->rel_head + h_->rel_count) % kMaxReleases] = {release_at, bytes};
+    ++h_->rel_count;
+  }
+  h_->pending_bytes += bytes;
+}
+
+uint64_t SharedDevice::ApplyReleases(uint64_t t) {
+  while (h_->rel_count && h_->releases[h_->rel_head].at <= t) PopRelease();
+  return h_->pending_bytes;
+}
+
+uint64_t SharedDevice::PopRelease() {
+  if (h_->rel_count == 0) return 0;
+  const ReleaseEntry e = h_->releases[h_->rel_head];
+  h_->rel_head = (h_->rel_head + 1) % kMaxReleases;
+  --h_->rel_count;
+  h_->pending_bytes -= std::min(e.bytes, h_->pending_bytes);
+  h_->used -= std::min(e.bytes, h_->used);
+  return e.at;
+}
+
+void SharedDevice::ReleaseSlot(int slot) {
+  if (slot < 0 || slot >= kMaxProcs || !h_->procs[slot].in_use) return;
+  for (uint32_t i = 0; i < h_->chunk_high_water; ++i) {
+    if (chunks_[i].owner == slot) FreeChunk(i);
+  }
+  ProcSlot& p = h_->procs[slot];
+  h_->used -= std::min(p.device_bytes, h_->used);
+  h_->device_now = std::max(h_->device_now, p.host_time);
+  p = ProcSlot{};
+}
+
+int SharedDevice::ReclaimDeadProcesses() {
+  int reclaimed = 0;
+  for (int i = 0; i < kMaxProcs; ++i) {
+    ProcSlot& p = h_->procs[i];
+    if (!p.in_use || i == slot_) continue;
+    const bool gone = (kill(p.pid, 0) != 0 && errno == ESRCH) || ProcessStartTicks(p.pid) != p.start_ticks;
+    if (gone) {
+      ReleaseSlot(i);
+      ++reclaimed;
+    }
+  }
+  return reclaimed;
+}
+
+void SharedDevice::Repair() {
+  // Recompute what can be derived from the chunk records and slots: the
+  // free list, the LRU list (by migration time) and the HBM in use. Pending
+  // releases are applied at once.
+  std::vector<uint32_t> resident;
+  uint64_t used = 0;
+  h_->free_head = kNone;
+  for (uint32_t i = h_->chunk_high_water; i-- > 0;) {
+    ChunkRec& c = chunks_[i];
+    if (c.owner < 0) {
+      c.next_free = h_->free_head;
+      h_->free_head = i;
+    }
+  }
+  for (uint32_t i = 0; i < h_->chunk_high_water; ++i) {
+    ChunkRec& c = chunks_[i];
+    c.flags &= ~kInLru;
+    c.lru_prev = c.lru_next = kNone;
+    c.resident_mask &= c.valid_mask;
+    if (c.owner >= 0 && c.resident_mask) {
+      resident.push_back(i);
+      used += std::popcount(c.resident_mask) * kUnit;
+    }
+  }
+  std::sort(resident.begin(), resident.end(),
+            [&](uint32_t a, uint32_t b) { return chunks_[a].migrated_at < chunks_[b].migrated_at; });
+  h_->lru_head = h_->lru_tail = kNone;
+  for (uint32_t i : resident) LruAppend(i);
+  for (int i = 0; i < kMaxProcs; ++i) {
+    if (h_->procs[i].in_use) used += h_->procs[i].device_bytes;
+  }
+  h_->used = used;
+  h_->rel_count = h_->rel_head = 0;
+  h_->pending_bytes = 0;
+}
+
+}  // namespace msim

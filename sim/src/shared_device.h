@@ -1,0 +1,145 @@
+// SharedDevice: the state of one modelled GPU that every process using it
+// shares: HBM accounting, managed-memory chunk records and their LRU list,
+// the copy and compute engines' virtual timelines, and the process slots. It
+// lives in a shared memory segment named by MSIM_DEVICE (or in private
+// memory when unset) and is guarded by one robust, process-shared mutex: a
+// process that dies holding it leaves the state repaired, not wedged.
+// Thread-safe through DeviceLock; every method below REQUIRES the lock
+// unless it says otherwise. Used by sim/ only.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "device_profile.h"
+
+namespace msim {
+
+inline constexpr uint64_t kPage = 4096;
+inline constexpr uint64_t kUnit = 64 * 1024;            // residency granule (a serviced fault)
+inline constexpr uint64_t kChunk = 2 * 1024 * 1024;     // VA block, eviction unit
+inline constexpr uint32_t kUnitsPerChunk = kChunk / kUnit;  // 32
+inline constexpr uint32_t kNone = UINT32_MAX;
+inline constexpr int kMaxProcs = 64;
+inline constexpr uint32_t kMaxReleases = 8192;
+
+enum ChunkFlags : uint32_t {
+  kInLru = 1u << 0,
+  kReadMostly = 1u << 1,  // read-duplicated: eviction needs no copy back
+  kRemoteHost = 1u << 2,  // preferred location host or accessed-by: GPU reads it in place
+};
+
+// One 2 MiB block of one process's managed allocation.
+// Invariant: kInLru is set iff resident_mask != 0; resident_mask ⊆ valid_mask.
+struct ChunkRec {
+  uint64_t va;            // block base in the owner's address space
+  uint64_t migrated_at;   // virtual time of the last migration in (LRU order)
+  uint64_t ready_at;      // virtual time the last migration in completes
+  int32_t owner;          // process slot, -1 when the record is free
+  uint32_t valid_mask;    // 64 KiB units inside the allocation
+  uint32_t resident_mask; // units resident in HBM
+  uint32_t flags;
+  uint32_t lru_prev;
+  uint32_t lru_next;
+  uint32_t next_free;
+  uint32_t pad;
+};
+
+struct ProcSlot {
+  int32_t pid;
+  uint32_t in_use;
+  uint64_t start_ticks;   // /proc/<pid>/stat start time: tells a reused pid apart
+  uint64_t device_bytes;  // HBM held by its non-managed allocations
+  uint64_t host_time;     // its virtual clock
+};
+
+struct ReleaseEntry {
+  uint64_t at;     // virtual time the eviction's copy completes
+  uint64_t bytes;  // HBM freed then
+};
+
+struct DeviceHeader;
+
+class SharedDevice {
+ public:
+  // Attaches to the device `name` (creating it with `profile` if it does not
+  // exist), or makes a private one when `name` is empty. `hbm_override` > 0
+  // replaces the profile's capacity of a newly created device. Claims a
+  // process slot. Returns nullptr and sets *error on failure. Takes the lock.
+  static SharedDevice* Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
+                              std::string* error);
+
+  void Lock();
+  void Unlock();
+
+  const DeviceProfile& profile() const;
+  int slot() const { return slot_; }
+  uint64_t capacity() const;
+  uint64_t used() const;
+  uint64_t Free() const { return capacity() - used(); }
+
+  // Engines: the virtual time each is next free.
+  uint64_t& compute_free();
+  uint64_t& h2d_free();
+  uint64_t& d2h_free();
+  uint64_t& device_now();
+  ProcSlot& proc(int i);
+
+  // HBM held outside managed memory (device, pitch, pool, VMM allocations).
+  bool ReserveDevice(uint64_t bytes);  // false when it does not fit right now
+  void ReleaseDevice(uint64_t bytes);
+
+  // Chunk records.
+  uint32_t AllocChunk(uint64_t va, uint32_t valid_mask);  // kNone when the table is full
+  void FreeChunk(uint32_t idx);
+  ChunkRec& chunk(uint32_t idx);
+
+  // Residency bookkeeping; callers schedule the copies.
+  void AddResident(uint32_t idx, uint32_t units, uint64_t migrated_at, uint64_t ready_at);
+  // Clears `units`; the HBM they held is freed at `release_at` (or at once
+  // when release_at is 0).
+  void DropResident(uint32_t idx, uint32_t units, uint64_t release_at);
+  uint32_t LruHead() const;
+  // Applies releases due by `t`; returns bytes still pending after.
+  uint64_t ApplyReleases(uint64_t t);
+  // Waits for the oldest pending release: returns its time, or 0 when none.
+  uint64_t PopRelease();
+  uint64_t pending_release_bytes() const;
+
+  // Frees everything held by processes that no longer exist. Returns how
+  // many slots were reclaimed.
+  int ReclaimDeadProcesses();
+  // Called when this process detaches (at exit): frees its slot's holdings.
+  void ReleaseSlot(int slot);
+
+ private:
+  SharedDevice() = default;
+  void LruUnlink(uint32_t idx);
+  void LruAppend(uint32_t idx);
+  // Rebuilds derived state (LRU list, totals) after a holder of the lock died.
+  void Repair();
+
+  DeviceHeader* h_ = nullptr;
+  ChunkRec* chunks_ = nullptr;
+  int slot_ = -1;
+};
+
+// RAII holder of the device lock.
+class DeviceLock {
+ public:
+  explicit DeviceLock(SharedDevice* d) : d_(d) { d_->Lock(); }
+  ~DeviceLock() { d_->Unlock(); }
+  DeviceLock(const DeviceLock&) = delete;
+  DeviceLock& operator=(const DeviceLock&) = delete;
+
+ private:
+  SharedDevice* d_;
+};
+
+// The start time of process `pid` (field 22 of /proc/<pid>/stat), or 0.
+uint64_t ProcessStartTicks(pid_t pid);
+
+}  // namespace msim

@@ -1,0 +1,67 @@
+// The unified-memory driver's behaviour on the modelled device, after the
+// stock nvidia-uvm (see docs/simulator.md):
+//  - a GPU touch of a non-resident page faults; one serviced fault migrates
+//    its 64 KiB big page, and the density prefetcher then fills any 2^k-unit
+//    subregion of the 2 MiB block that is more than 51% resident;
+//  - faults cost a control-plane time each plus their transfer, in batches;
+//  - when HBM is full the least recently *migrated* 2 MiB chunk is evicted
+//    whole, copied back on the device-to-host engine before its space frees;
+//  - prefetches move ranges in bulk on the copy engines (full duplex).
+// All functions REQUIRE the SharedDevice lock. Used by sim/ only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "shared_device.h"
+
+namespace msim {
+
+// Counters of memory traffic, kept per process.
+struct UvmCounters {
+  uint64_t faults = 0;
+  uint64_t fault_batches = 0;
+  uint64_t fault_h2d_bytes = 0;      // migrated by faults (incl. density prefetch)
+  uint64_t prefetch_h2d_bytes = 0;   // moved in by prefetch calls
+  uint64_t prefetch_d2h_bytes = 0;   // moved out by prefetch-to-host calls
+  uint64_t evict_d2h_bytes = 0;      // copied out by driver evictions
+  uint64_t evictions = 0;            // chunks evicted by the driver
+  uint64_t remote_bytes = 0;         // read in place over the link, unmigrated
+  uint64_t fault_stall_ns = 0;
+  uint64_t discarded_bytes = 0;
+};
+
+// The 64 KiB units of one chunk a single operation touches.
+struct ChunkTouch {
+  uint32_t idx;
+  uint32_t units;
+};
+
+// What servicing a kernel's accesses costs it.
+struct KernelMemory {
+  uint64_t stall_ns = 0;    // fault servicing and evictions on the fault path
+  uint64_t remote_ns = 0;   // in-place reads of host-resident data
+  uint64_t wait_until = 0;  // latest arrival of an in-flight migration it needs
+};
+
+// Serves a kernel starting at `start` that touches `touches` (address order).
+KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t start,
+                             UvmCounters* c);
+
+// Moves the given units to HBM in bulk, starting no earlier than `t0`, in
+// the order given (access order). Returns the completion time.
+uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c);
+
+// Moves the given resident units back to host memory. Returns completion.
+uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c);
+
+// Makes room for a non-managed allocation of `bytes` at time t, evicting
+// managed chunks as the real driver does for any process's cuMemAlloc.
+// Returns false when even that cannot free enough.
+bool MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint64_t t, UvmCounters* c);
+
+// Drops the given units without copying them back (their contents become
+// undefined). Returns the time it takes effect.
+uint64_t Discard(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c);
+
+}  // namespace msim

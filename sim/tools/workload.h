@@ -1,0 +1,77 @@
+// A workload file: one process's driver-API program as data: buffers of
+// every allocation kind, modules, streams, and steps (writes, launches,
+// copies, prefetches, loops, synchronisation), with the buffers whose final
+// contents are checksummed. Parsed into an immutable Workload; Run executes
+// it through the driver API. Used by msim-run only (sim/tools).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "expr.h"
+
+namespace msim {
+
+// One launch argument: a pointer into a buffer, an integer, a float, or a
+// struct of those packed with natural alignment.
+struct ArgSpec {
+  enum class Kind { kPtr, kU64, kU32, kF32, kStruct } kind = Kind::kU64;
+  std::string buffer;  // kPtr
+  ExprPtr value;       // kPtr: offset; kU64/kU32: value
+  double f32 = 0;      // kF32
+  std::vector<ArgSpec> fields;  // kStruct
+};
+
+struct Step {
+  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork };
+  Op op = Op::kSync;
+  std::string buffer, buffer2;    // target; kCopy: destination, buffer2 source
+  std::string stream;             // empty: the default stream
+  std::string kernel;             // kLaunch
+  std::vector<ArgSpec> args;      // kLaunch
+  ExprPtr grid[3], block[3];      // kLaunch
+  ExprPtr count;                  // kRepeat: iterations; kWrite/kMemset/kCopy/kPrefetch: bytes (all if unset)
+  ExprPtr offset;                 // byte offset into `buffer`
+  ExprPtr value;                  // kMemset byte; kWrite seed; kHostWork microseconds
+  std::string pattern;            // kWrite: iota_u32 | const_f32 | ramp_f32
+  std::string to;                 // kPrefetch: device | host
+  std::string var;                // kRepeat: loop variable
+  std::vector<Step> body;         // kRepeat
+};
+
+struct BufferSpec {
+  std::string name;
+  ExprPtr size;
+  std::string kind;  // device | managed | pitch | async | host
+  bool deferred = false;  // allocated by an "alloc" step, not at start
+};
+
+struct Workload {
+  std::string name;
+  std::map<std::string, int64_t> vars;
+  std::vector<std::string> module_texts;  // module files' contents
+  std::vector<BufferSpec> buffers;
+  std::vector<std::string> streams;
+  std::vector<Step> steps;
+  std::vector<std::string> checksum;
+};
+
+// Parses the workload at `path` (module paths are relative to it), with
+// `overrides` replacing variables. False with *error on any problem.
+bool LoadWorkload(const std::string& path, const std::map<std::string, int64_t>& overrides, Workload* out,
+                  std::string* error);
+
+struct RunResult {
+  std::map<std::string, uint64_t> checksums;  // FNV-1a 64 of each buffer's final bytes
+  uint64_t launches = 0;
+  uint64_t virtual_ns = 0;  // the process's virtual clock at the end
+  std::string error;        // empty on success
+};
+
+// Executes the workload through the driver API.
+RunResult RunWorkload(const Workload& w);
+
+}  // namespace msim

@@ -34,6 +34,23 @@ enum class NeedCtx { kNo, kYes };
 // REQUIRES: p.mu.
 bool ValidContext(Process& p);
 
+// Marks a driver call in progress for the lockstep between processes
+// sharing the device: waits for its turn on entry, publishes the clock on exit.
+class CallScope {
+ public:
+  explicit CallScope(Process& p) : p_(p) {
+    const uint64_t t = p_.now_relaxed();
+    p_.dev->EnterCall(t);
+    p_.dev->WaitForTurn(t);
+  }
+  ~CallScope() { p_.dev->LeaveCall(p_.now_relaxed()); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  Process& p_;
+};
+
 // Runs `body(Process&)` with the process lock held, after checking that the
 // driver is initialised (and that a context is current when asked), and
 // charging the call's host time. No exception leaves it.
@@ -41,6 +58,7 @@ template <typename F>
 CUresult Call(NeedCtx need, F&& body) noexcept {
   Process* p = Process::Current();
   if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  CallScope scope(*p);
   try {
     std::lock_guard<std::mutex> lock(p->mu);
     if (need == NeedCtx::kYes && !ValidContext(*p)) return CUDA_ERROR_INVALID_CONTEXT;

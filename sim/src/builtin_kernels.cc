@@ -67,11 +67,14 @@ void MatmulF32(void* const* p, const msimLaunchInfo*) {
   const auto* B = Param<const float*>(p, 1);
   auto* C = Param<float*>(p, 2);
   const uint32_t M = Param<uint32_t>(p, 3), N = Param<uint32_t>(p, 4), K = Param<uint32_t>(p, 5);
+  // i-k-j order: the inner loop walks rows of B and C contiguously.
   for (uint32_t i = 0; i < M; ++i) {
-    for (uint32_t j = 0; j < N; ++j) {
-      float acc = 0;
-      for (uint32_t k = 0; k < K; ++k) acc += A[uint64_t{i} * K + k] * B[uint64_t{k} * N + j];
-      C[uint64_t{i} * N + j] = acc;
+    float* c = C + uint64_t{i} * N;
+    for (uint32_t j = 0; j < N; ++j) c[j] = 0;
+    for (uint32_t k = 0; k < K; ++k) {
+      const float a = A[uint64_t{i} * K + k];
+      const float* b = B + uint64_t{k} * N;
+      for (uint32_t j = 0; j < N; ++j) c[j] += a * b[j];
     }
   }
 }

@@ -222,6 +222,13 @@ MSIM_EXPORT CUresult msimAdvanceTo(uint64_t t_ns) {
   return CUDA_SUCCESS;
 }
 
+MSIM_EXPORT CUresult msimSetBlocked(int blocked) {
+  Process* p = Process::Current();
+  if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  p->dev->SetBlocked(blocked != 0);
+  return CUDA_SUCCESS;
+}
+
 MSIM_EXPORT CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, size_t* count) {
   if (count == nullptr || (out == nullptr && capacity > 0)) return CUDA_ERROR_INVALID_VALUE;
   const std::vector<msimRange>& last = msim::LastAccesses();

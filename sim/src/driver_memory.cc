@@ -42,8 +42,12 @@ CUresult AllocDevice(Process& p, uint64_t size, AllocType type, CUdeviceptr* out
   const uint64_t hbm = RoundUp(size, kUnit);
   {
     DeviceLock dl(p.dev);
+    // cuMemAlloc returns once its memory is free: it waits, in virtual time,
+    // for the evictions it causes.
     if (!p.dev->ReserveDevice(hbm)) {
-      if (!msim::MakeRoomForDevice(*p.dev, hbm, p.now(), &p.counters) || !p.dev->ReserveDevice(hbm)) {
+      std::optional<uint64_t> room = msim::MakeRoomForDevice(*p.dev, hbm, p.now(), &p.counters);
+      if (room) p.AdvanceTo(*room);
+      if (!room || !p.dev->ReserveDevice(hbm)) {
         if (p.dev->ReclaimDeadProcesses() == 0 || !p.dev->ReserveDevice(hbm)) return CUDA_ERROR_OUT_OF_MEMORY;
       }
     }
@@ -220,9 +224,11 @@ MSIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kYes, [&](Process& p) {
     DeviceLock dl(p.dev);
+    // Memory whose eviction is under way counts as free: an allocation
+    // waits for it rather than fail.
     p.dev->ApplyReleases(p.now());
     *total = p.dev->capacity();
-    *free = p.dev->Free();
+    *free = p.dev->Free() + p.dev->pending_release_bytes();
     return CUDA_SUCCESS;
   });
 }
@@ -323,9 +329,10 @@ MSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
   return Call(NeedCtx::kYes, [&](Process& p) {
     {
       DeviceLock dl(p.dev);
-      if (!p.dev->ReserveDevice(size) &&
-          (!msim::MakeRoomForDevice(*p.dev, size, p.now(), &p.counters) || !p.dev->ReserveDevice(size))) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
+      if (!p.dev->ReserveDevice(size)) {
+        std::optional<uint64_t> room = msim::MakeRoomForDevice(*p.dev, size, p.now(), &p.counters);
+        if (room) p.AdvanceTo(*room);
+        if (!room || !p.dev->ReserveDevice(size)) return CUDA_ERROR_OUT_OF_MEMORY;
       }
     }
     auto* mem = new msim::PhysicalMem();

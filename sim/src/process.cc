@@ -92,8 +92,8 @@ CUcontext& CurrentContext() {
 
 void Process::PublishClock() {
   ProcSlot& slot = dev->proc(dev->slot());
-  slot.host_time = host_now_;
-  dev->device_now() = std::max(dev->device_now(), host_now_);
+  __atomic_store_n(&slot.host_time, now(), __ATOMIC_RELEASE);
+  dev->device_now() = std::max(dev->device_now(), now());
   counters.peak_used = std::max(counters.peak_used, dev->used());
 }
 
@@ -128,8 +128,8 @@ uint64_t Process::OpStart(Stream* s) {
     AdvanceTo(s->inflight.front());
     s->inflight.pop_front();
   }
-  while (!s->inflight.empty() && s->inflight.front() <= host_now_) s->inflight.pop_front();
-  uint64_t start = std::max(host_now_, s->ready);
+  while (!s->inflight.empty() && s->inflight.front() <= now()) s->inflight.pop_front();
+  uint64_t start = std::max(now(), s->ready);
   // The legacy stream waits for all blocking streams, and they wait for it.
   if (s == &legacy) {
     for (Stream* other : streams) {
@@ -190,7 +190,7 @@ bool Process::Touches(const std::vector<TouchedRange>& ranges, std::vector<Chunk
 std::string Process::StatsJson() {
   nlohmann::json j;
   const Counters& c = counters;
-  j["virtual_time_ns"] = host_now_;
+  j["virtual_time_ns"] = now();
   j["all_work_done_ns"] = AllStreamsReady();
   j["kernel_ns"] = c.kernel_ns;
   j["launches"] = c.launches;

@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -133,9 +134,11 @@ class Process {
   uint64_t launch_sequence = 0;
 
   // REQUIRES: mu. The process's virtual clock.
-  uint64_t now() const { return host_now_; }
-  void Advance(uint64_t ns) { host_now_ += ns; }
-  void AdvanceTo(uint64_t t) { host_now_ = std::max(host_now_, t); }
+  uint64_t now() const { return host_now_.load(std::memory_order_relaxed); }
+  void Advance(uint64_t ns) { host_now_.fetch_add(ns, std::memory_order_relaxed); }
+  void AdvanceTo(uint64_t t) { host_now_.store(std::max(now(), t), std::memory_order_relaxed); }
+  // Without mu: a recent value, for the lockstep between processes.
+  uint64_t now_relaxed() const { return host_now_.load(std::memory_order_relaxed); }
   // REQUIRES: mu and the device lock. Publishes the clock to the device.
   void PublishClock();
 
@@ -163,7 +166,7 @@ class Process {
   Stream* ThreadStream();
 
  private:
-  uint64_t host_now_ = 0;
+  std::atomic<uint64_t> host_now_{0};
   std::map<std::thread::id, std::unique_ptr<Stream>> thread_streams_;
 };
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <time.h>
 #include <vector>
 
 namespace msim {
@@ -158,7 +159,7 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
   for (int i = 0; i < kMaxProcs; ++i) {
     ProcSlot& p = d->h_->procs[i];
     if (!p.in_use) {
-      p = ProcSlot{getpid(), 1, ProcessStartTicks(getpid()), 0, d->h_->device_now};
+      p = ProcSlot{getpid(), 1, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0};
       d->slot_ = i;
       break;
     }
@@ -366,6 +367,62 @@ void SharedDevice::Repair() {
   h_->used = used;
   h_->rel_count = h_->rel_head = 0;
   h_->pending_bytes = 0;
+}
+
+}  // namespace msim
+
+namespace msim {
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+void SharedDevice::EnterCall(uint64_t t) {
+  if (slot_ < 0) return;
+  ProcSlot& me = h_->procs[slot_];
+  __atomic_add_fetch(&me.in_call, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&me.host_time, t, __ATOMIC_RELEASE);
+  __atomic_store_n(&me.last_active_ns, MonotonicNs(), __ATOMIC_RELAXED);
+}
+
+void SharedDevice::LeaveCall(uint64_t t) {
+  if (slot_ < 0) return;
+  ProcSlot& me = h_->procs[slot_];
+  __atomic_store_n(&me.host_time, t, __ATOMIC_RELEASE);
+  __atomic_store_n(&me.last_active_ns, MonotonicNs(), __ATOMIC_RELAXED);
+  __atomic_sub_fetch(&me.in_call, 1, __ATOMIC_RELAXED);
+}
+
+void SharedDevice::SetBlocked(bool blocked) {
+  if (slot_ >= 0) __atomic_store_n(&h_->procs[slot_].blocked, blocked ? 1u : 0u, __ATOMIC_RELEASE);
+}
+
+void SharedDevice::WaitForTurn(uint64_t t) {
+  if (slot_ < 0) return;
+  const uint64_t start = MonotonicNs();
+  for (int spins = 0;; ++spins) {
+    const uint64_t now = MonotonicNs();
+    bool behind = false;
+    for (int i = 0; i < kMaxProcs && !behind; ++i) {
+      const ProcSlot& q = h_->procs[i];
+      if (i == slot_ || !__atomic_load_n(&q.in_use, __ATOMIC_ACQUIRE)) continue;
+      if (__atomic_load_n(&q.blocked, __ATOMIC_ACQUIRE)) continue;
+      const bool idle = __atomic_load_n(&q.in_call, __ATOMIC_RELAXED) == 0 &&
+                        now - __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED) > kIdleMs * 1000000;
+      behind = !idle && __atomic_load_n(&q.host_time, __ATOMIC_ACQUIRE) < t;
+    }
+    if (!behind || now - start > kMaxWaitMs * 1000000) return;
+    if (spins < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
 }
 
 }  // namespace msim

@@ -53,7 +53,11 @@ struct ProcSlot {
   uint32_t in_use;
   uint64_t start_ticks;   // /proc/<pid>/stat start time: tells a reused pid apart
   uint64_t device_bytes;  // HBM held by its non-managed allocations
-  uint64_t host_time;     // its virtual clock
+  uint64_t host_time;     // its virtual clock (written by its owner only)
+  // Lockstep bookkeeping, read without the lock (aligned, atomic accesses):
+  uint64_t last_active_ns;  // CLOCK_MONOTONIC of its last driver call
+  uint32_t in_call;         // threads inside a driver call
+  uint32_t blocked;         // waiting outside the simulator (msimSetBlocked)
 };
 
 struct ReleaseEntry {
@@ -114,6 +118,19 @@ class SharedDevice {
   int ReclaimDeadProcesses();
   // Called when this process detaches (at exit): frees its slot's holdings.
   void ReleaseSlot(int slot);
+
+  // Lockstep across processes (no lock needed). Before a driver call at
+  // virtual time `t`, waits in real time until no other active process is
+  // behind t, so that processes sharing the device interleave in virtual
+  // time order, as on a time-sliced GPU, whatever their real-time speed.
+  // Blocked processes and ones idle for kIdleMs of real time do not hold
+  // others back; a wait never exceeds kMaxWaitMs.
+  static constexpr uint64_t kIdleMs = 50;
+  static constexpr uint64_t kMaxWaitMs = 5000;
+  void WaitForTurn(uint64_t t);
+  void EnterCall(uint64_t t);
+  void LeaveCall(uint64_t t);
+  void SetBlocked(bool blocked);
 
  private:
   SharedDevice() = default;

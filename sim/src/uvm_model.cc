@@ -112,6 +112,7 @@ KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& tou
 
 uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c) {
   const DeviceProfile& p = d.profile();
+  const uint64_t issued = t0 + UsToNs(p.prefetch_call_us);
   uint64_t cursor = std::max(t0, d.h2d_free()) + UsToNs(p.prefetch_call_us);
   uint64_t done = cursor;
   for (const ChunkTouch& t : touches) {
@@ -122,7 +123,10 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
       continue;
     }
     const uint64_t bytes = std::popcount(bring) * kUnit;
-    const uint64_t room = MakeRoom(d, bytes, cursor, t.idx, c);
+    // Victims are evicted from the moment the request is issued, back to back
+    // on the D2H engine; each chunk's H2D waits only for its own space. The
+    // two directions of the link thus overlap (a pipelined swap).
+    const uint64_t room = MakeRoom(d, bytes, issued, t.idx, c);
     if (room == kNoRoom) continue;  // HBM full of unevictable memory: stays on the host
     const uint64_t begin = std::max(cursor, room);
     const uint64_t end = begin + TransferNs(bytes, p.h2d_gbps);
@@ -155,8 +159,10 @@ uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches,
   return cursor;
 }
 
-bool MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint64_t t, UvmCounters* c) {
-  return MakeRoom(d, bytes, t, kNone, c) != kNoRoom;
+std::optional<uint64_t> MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint64_t t, UvmCounters* c) {
+  const uint64_t room = MakeRoom(d, bytes, t, kNone, c);
+  if (room == kNoRoom) return std::nullopt;
+  return room;
 }
 
 uint64_t Discard(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c) {

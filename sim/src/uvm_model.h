@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "shared_device.h"
@@ -57,8 +58,8 @@ uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches,
 
 // Makes room for a non-managed allocation of `bytes` at time t, evicting
 // managed chunks as the real driver does for any process's cuMemAlloc.
-// Returns false when even that cannot free enough.
-bool MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint64_t t, UvmCounters* c);
+// Returns when the space is free, or nullopt when even that cannot free enough.
+std::optional<uint64_t> MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint64_t t, UvmCounters* c);
 
 // Drops the given units without copying them back (their contents become
 // undefined). Returns the time it takes effect.

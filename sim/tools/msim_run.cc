@@ -3,7 +3,11 @@
 // simulated driver, alone or under LD_PRELOAD=libmsched.so.
 //
 //   msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]
+//            [--managed] [--no-checksum]
 //
+// --managed allocates every device buffer as managed memory, as a
+// unified-memory program does (demand paging without msched).
+// --no-checksum skips reading the checksum buffers back (benchmark scale).
 // Exit status: 0 success, 1 the workload failed, 2 bad usage or file.
 #include <cstdio>
 #include <cstring>
@@ -17,7 +21,8 @@
 namespace {
 
 int Usage(const char* why) {
-  std::fprintf(stderr, "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]\n", why);
+  std::fprintf(stderr, "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n",
+               why);
   return 2;
 }
 
@@ -26,6 +31,7 @@ int Usage(const char* why) {
 int main(int argc, char** argv) {
   std::string path, json_out;
   std::map<std::string, int64_t> overrides;
+  msim::RunOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--set" && i + 1 < argc) {
@@ -36,6 +42,10 @@ int main(int argc, char** argv) {
       int64_t v = 0;
       if (!e || !e->Eval(msim::ExprContext(), &v)) return Usage(("--set " + kv + ": expected VAR=<integer>").c_str());
       overrides[kv.substr(0, eq)] = v;
+    } else if (a == "--managed") {
+      options.force_managed = true;
+    } else if (a == "--no-checksum") {
+      options.checksums = false;
     } else if (a == "--json" && i + 1 < argc) {
       json_out = argv[++i];
     } else if (!a.empty() && a[0] != '-' && path.empty()) {
@@ -51,7 +61,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "msim-run: %s\n", error.c_str());
     return 2;
   }
-  const msim::RunResult r = msim::RunWorkload(w);
+  const msim::RunResult r = msim::RunWorkload(w, options);
   nlohmann::json j = {{"workload", w.name}, {"launches", r.launches}, {"virtual_time_ns", r.virtual_ns}};
   for (const auto& [name, sum] : r.checksums) {
     char hex[32];
@@ -59,6 +69,7 @@ int main(int argc, char** argv) {
     j["checksums"][name] = hex;
     std::printf("checksum %s %s\n", name.c_str(), hex);
   }
+  for (const auto& [name, t] : r.marks) j["marks"][name] = t;
   if (!r.error.empty()) j["error"] = r.error;
   if (!json_out.empty()) std::ofstream(json_out) << j.dump(2) << "\n";
   if (!r.error.empty()) {

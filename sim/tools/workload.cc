@@ -172,6 +172,9 @@ Step ParseStep(const json& j, const std::map<std::string, bool>& buffers, const 
   } else if (op == "free" || op == "alloc") {
     s.op = op == "free" ? Step::Op::kFree : Step::Op::kAlloc;
     s.buffer = need_buffer("buffer");
+  } else if (op == "mark") {
+    s.op = Step::Op::kMark;
+    s.var = Str(j, "name", where);
   } else if (op == "host_work") {
     s.op = Step::Op::kHostWork;
     s.value = ParseExprField(j.at("us"), where + ".us");
@@ -196,7 +199,7 @@ struct RunError {
 
 class Runner {
  public:
-  explicit Runner(const Workload& w) : w_(w), vars_(w.vars) {}
+  Runner(const Workload& w, const RunOptions& options) : w_(w), options_(options), vars_(w.vars) {}
 
   RunResult Run() {
     RunResult result;
@@ -204,8 +207,11 @@ class Runner {
       Setup();
       Exec(w_.steps);
       Check(cuCtxSynchronize(), "final synchronisation");
-      for (const std::string& name : w_.checksum) result.checksums[name] = Checksum(name);
+      if (options_.checksums) {
+        for (const std::string& name : w_.checksum) result.checksums[name] = Checksum(name);
+      }
       result.launches = launches_;
+      result.marks = marks_;
       msimGetTime(&result.virtual_ns);
     } catch (const RunError& e) {
       result.error = e.message;
@@ -256,7 +262,7 @@ class Runner {
     if (size <= 0) throw RunError{"buffer " + b.name + " has size " + std::to_string(size)};
     CUdeviceptr p = 0;
     const std::string what = "allocating " + b.name + " (" + b.kind + ", " + std::to_string(size) + " bytes)";
-    if (b.kind == "managed") {
+    if (b.kind == "managed" || (options_.force_managed && b.kind != "host")) {
       Check(cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), what);
     } else if (b.kind == "pitch") {
       size_t pitch = 0;
@@ -453,13 +459,18 @@ class Runner {
         case Step::Op::kFree: {
           auto [p, size] = Buffer(s.buffer);
           const std::string& kind = Spec(s.buffer).kind;
-          Check(kind == "host" ? cuMemFreeHost(reinterpret_cast<void*>(p)) : kind == "async" ? cuMemFreeAsync(p, nullptr)
-                                                                                            : cuMemFree(p),
+          const bool async = kind == "async" && !options_.force_managed;
+          Check(kind == "host" ? cuMemFreeHost(reinterpret_cast<void*>(p)) : async ? cuMemFreeAsync(p, nullptr) : cuMemFree(p),
                 "freeing " + s.buffer);
           ptrs_.erase(s.buffer);
           break;
         }
         case Step::Op::kAlloc: Alloc(Spec(s.buffer)); break;
+        case Step::Op::kMark: {
+          Check(cuCtxSynchronize(), "synchronising at mark " + s.var);
+          msimGetTime(&marks_[s.var]);
+          break;
+        }
         case Step::Op::kHostWork: {
           uint64_t now = 0;
           msimGetTime(&now);
@@ -471,12 +482,14 @@ class Runner {
   }
 
   const Workload& w_;
+  const RunOptions options_;
   std::map<std::string, int64_t> vars_;
   std::vector<CUmodule> modules_;
   std::map<std::string, CUstream> streams_;
   std::map<std::string, std::pair<CUdeviceptr, uint64_t>> ptrs_;
   std::map<std::string, CUfunction> functions_;
   uint64_t launches_ = 0;
+  std::map<std::string, uint64_t> marks_;
 };
 
 }  // namespace
@@ -545,6 +558,6 @@ bool LoadWorkload(const std::string& path, const std::map<std::string, int64_t>&
   return false;
 }
 
-RunResult RunWorkload(const Workload& w) { return Runner(w).Run(); }
+RunResult RunWorkload(const Workload& w, const RunOptions& options) { return Runner(w, options).Run(); }
 
 }  // namespace msim

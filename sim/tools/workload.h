@@ -26,7 +26,7 @@ struct ArgSpec {
 };
 
 struct Step {
-  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork };
+  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork, kMark };
   Op op = Op::kSync;
   std::string buffer, buffer2;    // target; kCopy: destination, buffer2 source
   std::string stream;             // empty: the default stream
@@ -68,10 +68,16 @@ struct RunResult {
   std::map<std::string, uint64_t> checksums;  // FNV-1a 64 of each buffer's final bytes
   uint64_t launches = 0;
   uint64_t virtual_ns = 0;  // the process's virtual clock at the end
+  std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
   std::string error;        // empty on success
 };
 
+struct RunOptions {
+  bool force_managed = false;  // every device buffer as cuMemAllocManaged (a unified-memory program)
+  bool checksums = true;       // read the checksum buffers back at the end
+};
+
 // Executes the workload through the driver API.
-RunResult RunWorkload(const Workload& w);
+RunResult RunWorkload(const Workload& w, const RunOptions& options);
 
 }  // namespace msim

@@ -26,6 +26,13 @@ CUresult msimDeviceTime(uint64_t* now_ns);
  * virtual time t: its clock moves to t if it is behind. */
 CUresult msimAdvanceTo(uint64_t t_ns);
 
+/* Declares that the calling process is (1) or is no longer (0) blocked on
+ * something outside the simulator, such as a coordinator's turn. Processes
+ * sharing a device advance in virtual-time order; a blocked one must not
+ * hold the others back. On unblocking, call msimAdvanceTo with the time the
+ * wait ended. */
+CUresult msimSetBlocked(int blocked);
+
 /* One range a launch touched, page-aligned. mode: 1 read, 2 write, 3 both. */
 typedef struct msimRange {
   uint64_t begin;

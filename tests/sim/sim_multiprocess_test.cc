@@ -1,0 +1,208 @@
+// Several processes on one shared simulated device: they contend for HBM,
+// evict each other's managed memory, and a process killed with SIGKILL (even
+// inside a driver call) gives its memory back without wedging the others.
+// Each scenario runs in child processes, which attach to a device named for
+// the test; this process never initialises the driver.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "sim_test_util.h"
+
+namespace msim_test {
+namespace {
+
+// A child process that attaches to the shared device and runs `fn`, which
+// returns its exit code. Pipes let the parent and child step together.
+class Child {
+ public:
+  Child(const std::string& device, std::function<int(Child&)> fn) {
+    if (pipe(to_child_) != 0 || pipe(to_parent_) != 0) std::abort();
+    pid_ = fork();
+    if (pid_ == 0) {
+      setenv("MSIM_DEVICE", device.c_str(), 1);
+      _exit(fn(*this));
+    }
+  }
+  ~Child() {
+    if (!waited_) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+    for (int fd : {to_child_[0], to_child_[1], to_parent_[0], to_parent_[1]}) close(fd);
+  }
+  // Child side.
+  void Tell(char c) { (void)!write(to_parent_[1], &c, 1); }
+  char Hear() {
+    char c = 0;
+    (void)!read(to_child_[0], &c, 1);
+    return c;
+  }
+  // Parent side.
+  void Say(char c) { (void)!write(to_child_[1], &c, 1); }
+  char Listen() {
+    char c = 0;
+    (void)!read(to_parent_[0], &c, 1);
+    return c;
+  }
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    waited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  void Kill() { kill(pid_, SIGKILL); }
+
+ private:
+  pid_t pid_ = -1;
+  bool waited_ = false;
+  int to_child_[2];
+  int to_parent_[2];
+};
+
+bool Attach() {
+  CUdevice dev;
+  CUcontext ctx;
+  return cuInit(0) == CUDA_SUCCESS && cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+         cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS && cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+}
+
+std::string DeviceName() {
+  return "t" + std::to_string(getpid()) + "_" + testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+class SimMultiProcessTest : public ::testing::Test {
+ protected:
+  void TearDown() override { shm_unlink(("/msim-" + device_).c_str()); }
+  std::string device_ = DeviceName();
+};
+
+TEST_F(SimMultiProcessTest, DeviceAllocationsContendForOneHbm) {
+  Child a(device_, [](Child& self) {
+    CUdeviceptr p;
+    if (!Attach() || cuMemAlloc(&p, 48 * kMiB) != CUDA_SUCCESS) return 1;
+    self.Tell('a');
+    self.Hear();  // hold the memory until told
+    return cuMemFree(p) == CUDA_SUCCESS ? 0 : 2;
+  });
+  ASSERT_EQ(a.Listen(), 'a');
+  Child b(device_, [](Child& self) {
+    CUdeviceptr p;
+    if (!Attach()) return 1;
+    if (cuMemAlloc(&p, 48 * kMiB) != CUDA_ERROR_OUT_OF_MEMORY) return 2;  // a holds 48 of 64 MiB
+    size_t free = 0, total = 0;
+    cuMemGetInfo(&free, &total);
+    if (free != 16 * kMiB) return 3;
+    self.Tell('b');
+    self.Hear();  // a has freed its memory
+    return cuMemAlloc(&p, 48 * kMiB) == CUDA_SUCCESS ? 0 : 4;
+  });
+  ASSERT_EQ(b.Listen(), 'b');
+  a.Say('x');
+  EXPECT_EQ(a.Wait(), 0);
+  b.Say('x');
+  EXPECT_EQ(b.Wait(), 0);
+}
+
+TEST_F(SimMultiProcessTest, ProcessesEvictEachOthersManagedMemoryAndKeepTheirData) {
+  auto worker = [](Child& self) {
+    CUmodule m;
+    CUfunction touch;
+    CUdeviceptr p;
+    const uint64_t bytes = 40 * kMiB;
+    if (!Attach() || cuModuleLoadData(&m, kTestModule) || cuModuleGetFunction(&touch, m, "touch") ||
+        cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL)) {
+      return 1;
+    }
+    std::vector<uint32_t> data(bytes / 4);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint32_t>(i * 2654435761u + getpid());
+    if (cuMemcpyHtoD(p, data.data(), bytes)) return 2;
+    uint64_t n = bytes;
+    void* params[] = {&p, &n};
+    for (int round = 0; round < 4; ++round) {
+      self.Tell('r');
+      self.Hear();  // take turns: each round faults in what the other evicted
+      if (cuLaunchKernel(touch, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) || cuCtxSynchronize()) return 3;
+    }
+    std::vector<uint32_t> back(bytes / 4);
+    if (cuMemcpyDtoH(back.data(), p, bytes) || back != data) return 4;
+    return Stats()["evictions"].get<uint64_t>() > 0 ? 0 : 5;
+  };
+  Child a(device_, worker), b(device_, worker);
+  for (int round = 0; round < 4; ++round) {
+    ASSERT_EQ(a.Listen(), 'r');
+    a.Say('g');
+    ASSERT_EQ(b.Listen(), 'r');
+    b.Say('g');
+  }
+  EXPECT_EQ(a.Wait(), 0);
+  EXPECT_EQ(b.Wait(), 0);
+}
+
+TEST_F(SimMultiProcessTest, KilledProcessReleasesItsMemory) {
+  Child victim(device_, [](Child& self) {
+    CUdeviceptr d, m;
+    if (!Attach() || cuMemAlloc(&d, 32 * kMiB) || cuMemAllocManaged(&m, 16 * kMiB, CU_MEM_ATTACH_GLOBAL)) return 1;
+    CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    if (cuMemPrefetchAsync(m, 16 * kMiB, dev, 0, nullptr) || cuCtxSynchronize()) return 2;
+    self.Tell('v');
+    self.Hear();  // never answered: killed here
+    return 0;
+  });
+  ASSERT_EQ(victim.Listen(), 'v');
+  victim.Kill();
+  EXPECT_EQ(victim.Wait(), 128 + SIGKILL);
+  Child survivor(device_, [](Child&) {
+    CUdeviceptr d;
+    if (!Attach()) return 1;
+    return cuMemAlloc(&d, 60 * kMiB) == CUDA_SUCCESS ? 0 : 2;  // only possible once the victim's 48 MiB is back
+  });
+  EXPECT_EQ(survivor.Wait(), 0);
+}
+
+TEST_F(SimMultiProcessTest, KillInsideDriverCallsDoesNotWedgeTheDevice) {
+  // The victim spends nearly all its time inside driver calls, so SIGKILL
+  // often lands while it holds the device lock; the robust mutex must hand
+  // the lock over with the state repaired.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Child victim(device_, [](Child& self) {
+      CUdeviceptr m;
+      if (!Attach() || cuMemAllocManaged(&m, 64 * kMiB, CU_MEM_ATTACH_GLOBAL)) return 1;
+      CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0}, host{CU_MEM_LOCATION_TYPE_HOST, 0};
+      self.Tell('v');
+      for (;;) {
+        cuMemPrefetchAsync(m, 64 * kMiB, dev, 0, nullptr);
+        cuMemPrefetchAsync(m, 64 * kMiB, host, 0, nullptr);
+      }
+    });
+    ASSERT_EQ(victim.Listen(), 'v');
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 7 * attempt));
+    victim.Kill();
+    victim.Wait();
+    Child survivor(device_, [](Child&) {
+      alarm(20);  // a wedged lock would hang here
+      CUdeviceptr d;
+      if (!Attach()) return 1;
+      if (cuMemAlloc(&d, 60 * kMiB) != CUDA_SUCCESS) return 2;
+      size_t free = 0, total = 0;
+      cuMemGetInfo(&free, &total);
+      return free == 4 * kMiB ? 0 : 3;
+    });
+    EXPECT_EQ(survivor.Wait(), 0) << "attempt " << attempt;
+  }
+}
+
+}  // namespace
+}  // namespace msim_test
+
+int main(int argc, char** argv) {
+  msim_test::ConfigureSimulator();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,128 @@
+// msim-run over every workload shipped in bench/workloads (at their small
+// default sizes), and its handling of malformed workload, module and device
+// profile files: a clear message and exit status 2 (bad input) or 1 (the
+// workload failed), never a crash.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "subprocess.h"
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+Outcome RunMsim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  const std::string base = testing::TempDir() + "msim_run_" + std::to_string(getpid());
+  std::vector<std::string> argv = {MSIM_RUN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  msched::SpawnOptions opts;
+  opts.env = env;
+  opts.env.emplace("MSIM_HBM_BYTES", std::to_string(256ull << 20));
+  opts.unset_env = {"MSIM_DEVICE", "LD_PRELOAD"};
+  opts.stdout_path = base + ".out";
+  opts.stderr_path = base + ".err";
+  auto p = msched::Subprocess::Spawn(argv, opts);
+  if (!p.ok()) return {-1, "", p.status().ToString()};
+  Outcome o{p->Wait(), "", ""};
+  std::stringstream out, err;
+  out << std::ifstream(opts.stdout_path).rdbuf();
+  err << std::ifstream(opts.stderr_path).rdbuf();
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+std::string Write(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(SimWorkloadTest, EveryShippedWorkloadRunsAndChecksums) {
+  int ran = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(WORKLOADS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    const Outcome o = RunMsim({entry.path().string()});
+    EXPECT_EQ(o.status, 0) << entry.path() << "\n" << o.err;
+    EXPECT_NE(o.out.find("checksum "), std::string::npos) << entry.path();
+    ++ran;
+  }
+  EXPECT_GE(ran, 3);
+}
+
+TEST(SimWorkloadTest, ChecksumsAreDeterministic) {
+  const std::string w = std::string(WORKLOADS_DIR) + "/integrity.json";
+  const Outcome a = RunMsim({w}), b = RunMsim({w});
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out.substr(0, a.out.find("workload")), b.out.substr(0, b.out.find("workload")));
+}
+
+TEST(SimWorkloadTest, MalformedWorkloadsAreRejectedClearly) {
+  const std::string dir = std::string(WORKLOADS_DIR);
+  struct Case {
+    std::string text;
+    std::string expect;
+  } cases[] = {
+      {R"({"format":"msim-workload","version":1,"steps":[)", "truncated or malformed"},
+      {R"({"format":"other","version":1,"steps":[]})", "msim-workload"},
+      {R"({"format":"msim-workload","version":1,"steps":[{"op":"explode"}]})", "unknown op 'explode'"},
+      {R"({"format":"msim-workload","version":1,"buffers":[{"name":"A","size":"4*(N"}],"steps":[]})", "missing ')'"},
+      {R"({"format":"msim-workload","version":1,"buffers":[{"name":"A","size":"8","kind":"weird"}],"steps":[]})",
+       "is not device, managed"},
+      {R"({"format":"msim-workload","version":1,"steps":[{"op":"launch","kernel":"k","args":[]}]})",
+       "no kernel 'k'"},
+      {R"({"format":"msim-workload","version":1,"buffers":[{"name":"A","size":"NOPE*4"}],"steps":[]})",
+       "cannot evaluate 'NOPE*4'"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    const std::string path = Write("bad_workload_" + std::to_string(i++) + ".json", c.text);
+    const Outcome o = RunMsim({path});
+    EXPECT_NE(o.status, 0) << c.text;
+    EXPECT_LE(o.status, 2) << c.text;
+    EXPECT_NE(o.err.find(c.expect), std::string::npos) << c.text << "\nstderr: " << o.err;
+  }
+  EXPECT_EQ(RunMsim({dir + "/integrity.json", "--set", "NOPE=3"}).status, 2);
+  EXPECT_EQ(RunMsim({"/nonexistent.json"}).status, 2);
+  EXPECT_EQ(RunMsim({}).status, 2);
+}
+
+TEST(SimWorkloadTest, MalformedModuleFailsTheLoad) {
+  const std::string module = Write("bad_module.json", R"({"format":"msim-module","version":1,"kernels":[
+      {"name":"k","params":[8],"accesses":[{"arg":"p0","kind":"sideways","extent":"4"}]}]})");
+  const std::string workload = Write("uses_bad_module.json", R"({"format":"msim-workload","version":1,
+      "modules":["bad_module.json"],"steps":[]})");
+  const Outcome o = RunMsim({workload});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("kernel 'k'"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("CUDA_ERROR_INVALID_IMAGE"), std::string::npos) << o.err;
+}
+
+TEST(SimWorkloadTest, MalformedDeviceProfileFailsInitialisationClearly) {
+  const std::string profile = Write("bad_profile.json", R"({"format":"msim-device","version":1,"name":"x",
+      "hbm_bytes":1e9,"hbm_gbps":-3})");
+  const Outcome o = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"}, {{"MSIM_PROFILE", profile}});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("hbm_gbps"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << o.err;
+  const Outcome missing = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"}, {{"MSIM_PROFILE", "no-such-gpu"}});
+  EXPECT_NE(missing.err.find("no device profile named 'no-such-gpu'"), std::string::npos) << missing.err;
+}
+
+TEST(SimWorkloadTest, DeviceAllocationsBeyondHbmFailWithOutOfMemory) {
+  const Outcome o = RunMsim({std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=300M"});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << o.err;
+  // The same footprint as managed memory runs (demand paging).
+  EXPECT_EQ(RunMsim({std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=300M", "--managed"}).status, 0);
+}
+
+}  // namespace

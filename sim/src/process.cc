@@ -65,6 +65,11 @@ void DoInit() {
     g_init_result = CUDA_ERROR_NO_DEVICE;
     return;
   }
+  if (const char* group = std::getenv("MSIM_START_BARRIER")) {
+    const long n = std::strtol(group, nullptr, 10);
+    if (n > 1 && n <= kMaxProcs) p->dev->ArriveAndWait(static_cast<uint32_t>(n), 60000);
+    else ReportError(std::string("MSIM_START_BARRIER='") + group + "' must be a process count from 2 to 64; ignored");
+  }
   {
     DeviceLock dl(p->dev);
     p->AdvanceTo(p->dev->device_now());

@@ -21,7 +21,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 3;
+inline constexpr uint32_t kLayoutVersion = 4;
 
 struct DeviceHeader {
   uint64_t magic;
@@ -43,6 +43,7 @@ struct DeviceHeader {
   uint32_t rel_head;
   uint32_t rel_count;
   uint32_t lock_count;
+  uint32_t barrier_arrived;
   uint64_t pending_bytes;
   ReleaseEntry releases[kMaxReleases];
   ProcSlot procs[kMaxProcs];
@@ -422,6 +423,21 @@ void SharedDevice::WaitForTurn(uint64_t t) {
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+  }
+}
+
+}  // namespace msim
+
+namespace msim {
+
+void SharedDevice::ArriveAndWait(uint32_t n, uint64_t timeout_ms) {
+  if (n <= 1) return;
+  const uint32_t me = __atomic_fetch_add(&h_->barrier_arrived, 1u, __ATOMIC_ACQ_REL);
+  const uint32_t target = (me / n + 1) * n;
+  const uint64_t start = MonotonicNs();
+  while (__atomic_load_n(&h_->barrier_arrived, __ATOMIC_ACQUIRE) < target) {
+    if (MonotonicNs() - start > timeout_ms * 1000000) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 

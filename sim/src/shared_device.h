@@ -132,6 +132,11 @@ class SharedDevice {
   void LeaveCall(uint64_t t);
   void SetBlocked(bool blocked);
 
+  // Start barrier for processes launched as a group (MSIM_START_BARRIER=n):
+  // returns once n processes have arrived (counted in groups of n), so they
+  // all begin at the same virtual time. Gives up after `timeout_ms`.
+  void ArriveAndWait(uint32_t n, uint64_t timeout_ms);
+
  private:
   SharedDevice() = default;
   void LruUnlink(uint32_t idx);

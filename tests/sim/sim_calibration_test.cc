@@ -45,7 +45,8 @@ std::vector<double> Throughputs(double fraction) {
                                      "--json", outputs.back()};
     argv.insert(argv.end(), runs[i].extra.begin(), runs[i].extra.end());
     msched::SpawnOptions opts;
-    opts.env = {{"MSIM_DEVICE", device}, {"MSIM_HOST_KERNELS", "off"}, {"MSIM_PROFILE", "rtx5080-pcie5"}};
+    opts.env = {{"MSIM_DEVICE", device}, {"MSIM_HOST_KERNELS", "off"}, {"MSIM_PROFILE", "rtx5080-pcie5"},
+                {"MSIM_START_BARRIER", "4"}};
     opts.unset_env = {"MSIM_HBM_BYTES", "LD_PRELOAD"};
     auto p = msched::Subprocess::Spawn(argv, opts);
     EXPECT_TRUE(p.ok()) << p.status().ToString();

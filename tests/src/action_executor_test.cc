@@ -1,0 +1,81 @@
+#include "action_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace msched {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// Records every call; fails call number `fail_at` (counting from 1) when set.
+class FakeDeviceOps : public DeviceOps {
+ public:
+  Status Prefetch(const ByteRange& r, bool to_device) override {
+    return Record((to_device ? "in " : "out ") + std::to_string(r.begin >> 20));
+  }
+  Status TransfersAfter(StreamHandle s) override { return Record("after " + std::to_string(s)); }
+  Status StreamAfterTransfers(StreamHandle s) override { return Record("wait " + std::to_string(s)); }
+  Status SynchronizeTransfers() override { return Record("sync"); }
+
+  std::vector<std::string> calls;
+  int fail_at = 0;
+
+ private:
+  Status Record(std::string call) {
+    calls.push_back(std::move(call));
+    if (static_cast<int>(calls.size()) == fail_at) return Status::Unavailable("injected failure");
+    return Status::Ok();
+  }
+};
+
+TEST(ActionExecutorTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
+  MemoryManager mm(4 * kMiB);
+  mm.AddAllocation(0, 8 * kMiB);
+  MemoryActions warm;
+  mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
+  MemoryActions act;
+  mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
+  FakeDeviceOps ops;
+  ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"after 7", "out 0", "in 4", "wait 7"}));
+}
+
+TEST(ActionExecutorTest, CommonPathCallsNothing) {
+  MemoryManager mm(4 * kMiB);
+  FakeDeviceOps ops;
+  EXPECT_TRUE(ExecuteActions(MemoryActions{}, 1, ops, mm).ok());
+  EXPECT_TRUE(ops.calls.empty());
+}
+
+TEST(ActionExecutorTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
+  MemoryManager mm(8 * kMiB);
+  mm.AddAllocation(0, 4 * kMiB);
+  MemoryActions act;
+  mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &act);
+  FakeDeviceOps ops;
+  ops.fail_at = 1;
+  EXPECT_FALSE(ExecuteActions(act, 1, ops, mm).ok());
+  EXPECT_EQ(mm.resident_bytes(), 0u);
+  MemoryActions again;
+  mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 2, &again);
+  EXPECT_EQ(again.load_bytes, 4 * kMiB);
+}
+
+TEST(ActionExecutorTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
+  MemoryManager mm(4 * kMiB);
+  mm.AddAllocation(0, 8 * kMiB);
+  MemoryActions warm, act;
+  mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
+  mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
+  FakeDeviceOps ops;
+  ops.fail_at = 1;  // TransfersAfter fails
+  EXPECT_FALSE(ExecuteActions(act, 3, ops, mm).ok());
+  EXPECT_EQ(ops.calls[1], "in 4") << "the eviction was skipped, the load still attempted";
+  EXPECT_EQ(mm.resident_bytes(), 8 * kMiB) << "the victim is still known to be resident";
+}
+
+}  // namespace
+}  // namespace msched

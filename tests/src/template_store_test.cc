@@ -1,0 +1,57 @@
+#include "template_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace msched {
+namespace {
+
+std::string File(const std::string& name, const std::string& text) {
+  const std::string dir = testing::TempDir() + "tstore/";
+  std::filesystem::create_directories(dir + "sub");
+  std::filesystem::create_directories(dir + "devices");
+  std::ofstream(dir + name) << text;
+  return dir;
+}
+
+const char* Templates(const char* name, int extent) {
+  static std::string s;
+  s = std::string(R"({"format":"msched-templates","version":1,"kernels":[{"name":")") + name +
+      R"(","params":[[0,8],[8,8]],"regions":[{"base":"p0","kind":"fixed","extent":)" + std::to_string(extent) +
+      R"(}]}],"unpredictable":[{"name":"chase","reason":"base read from memory"}]})";
+  return s.c_str();
+}
+
+TEST(TemplateStoreTest, LoadsDirectoriesSkipsDeviceProfilesAndLetsLaterFilesOverride) {
+  File("a.json", Templates("k", 4096));
+  File("sub/b.json", Templates("k", 8192));
+  const std::string dir = File("devices/rtx.json", R"({"format":"msim-device"})");
+  TemplateStore store;
+  std::vector<TemplateProblem> problems;
+  store.LoadPaths({dir}, &problems);
+  EXPECT_TRUE(problems.empty()) << problems[0].ToString();
+  std::string why;
+  const KernelTemplate* t = store.Find("k", {{0, 8}, {8, 8}}, &why);
+  ASSERT_NE(t, nullptr) << why;
+  EXPECT_EQ(t->regions[0].extent.add, 8192);  // sub/b.json sorts after a.json
+  EXPECT_EQ(store.Find("k", {{0, 8}}, &why), nullptr);
+  EXPECT_NE(why.find("layout differs"), std::string::npos);
+  EXPECT_EQ(store.Find("chase", {}, &why), nullptr);
+  EXPECT_NE(why.find("unpredictable: base read from memory"), std::string::npos);
+  EXPECT_EQ(store.Find("other", {}, &why), nullptr);
+  EXPECT_EQ(why, "no template");
+}
+
+TEST(TemplateStoreTest, ProblemsAreReportedAndTheRestLoads) {
+  const std::string dir = File("broken.json", "{\"format\": \"msched-templates\", \"kernels\": [");
+  TemplateStore store;
+  std::vector<TemplateProblem> problems;
+  store.LoadPaths({dir + "broken.json", dir + "a.json", "/nonexistent.json"}, &problems);
+  EXPECT_EQ(problems.size(), 2u);
+  EXPECT_EQ(store.size(), 1u);
+}
+
+}  // namespace
+}  // namespace msched

@@ -122,17 +122,17 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
 void MemoryManager::PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out) {
   latest_ = std::max(latest_, seq);
   ++epoch_;
-  AccessStep touched, need;
+  need_.clear();
   bool missing = false;
   for (const PredictedRegion& pr : regions) {
-    touched.clear();
-    ChunksIn(pr.range, &touched);
-    for (ChunkId id : touched) {
+    touched_.clear();
+    ChunksIn(pr.range, &touched_);
+    for (ChunkId id : touched_) {
       Chunk* c = ChunkAt(id, nullptr);
       if (c->epoch == epoch_) continue;  // already counted by this call
       c->epoch = epoch_;
       c->last_use = seq;
-      need.push_back(id);
+      need_.push_back(id);
       missing = missing || !c->resident;
       if (in_working_set_.insert(id).second) working_set_.push_back(id);
     }
@@ -142,7 +142,7 @@ void MemoryManager::PlanAccess(const std::vector<PredictedRegion>& regions, uint
   in.capacity = budget_ / kChunkSize;
   in.resident = ResidentByRecency();
   in.future.reserve(1 + future_.size());
-  in.future.push_back(std::move(need));
+  in.future.push_back(need_);
   in.future.insert(in.future.end(), future_.begin(), future_.end());
   const Plan plan = PlanOpt(in);
   if (!plan.steps.empty()) Apply(plan.steps[0], out);

@@ -108,6 +108,8 @@ class MemoryManager {
   std::map<uint64_t, uint64_t> base_of_serial_;
   uint64_t next_serial_ = 1;
   std::vector<AccessStep> future_;
+  AccessStep touched_;  // scratch for PlanAccess, kept to avoid allocating per launch
+  AccessStep need_;
   std::vector<ChunkId> working_set_;
   std::unordered_set<ChunkId> in_working_set_;
 };

@@ -1,0 +1,328 @@
+// The allocation family. In um, alloc and msched modes (and profile mode)
+// ordinary device allocations (cuMemAlloc, pitch, stream-ordered and pool)
+// become managed allocations of the same size, so that they can be moved
+// and can exceed the GPU; the allocation map and the memory manager record
+// them. Memory that cannot be managed (VMM mappings, IPC imports) passes
+// through and counts as pinned, against the budget. cuMemGetInfo reports the
+// job's view: its budget and what it has allocated.
+//
+// A stream-ordered allocation becomes a (synchronous) managed allocation;
+// its stream-ordered free is deferred until an event recorded on the stream
+// has completed, so no kernel queued before the free loses its memory.
+#include <map>
+
+#include "hook_guard.h"
+#include "hooks.h"
+#include "real_driver.h"
+
+namespace msched::hook {
+namespace {
+
+constexpr size_t kPitchAlignment = 512;
+
+// REQUIRES: rt.mu(). Records an allocation msched knows about.
+void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
+  if (rt.allocs().Find(base) != nullptr) (void)rt.allocs().Erase(base);  // a stale entry (freed behind our back)
+  if (!rt.allocs().Insert(base, size, kind).ok()) return;
+  if (kind == AllocKind::kManaged) rt.memory().AddAllocation(base, size);
+  HookCounters& c = rt.counters();
+  c.alloc_count->Add();
+  c.alloc_bytes->Add(size);
+}
+
+// REQUIRES: rt.mu(). Forgets the allocation at `base`, if msched knows it.
+void Forget(Runtime& rt, CUdeviceptr base) {
+  Result<Allocation> a = rt.allocs().Erase(base);
+  if (a.ok() && a->kind == AllocKind::kManaged) rt.memory().RemoveAllocation(base);
+}
+
+// Allocates `size` bytes of managed memory in place of an ordinary
+// allocation. Falls back to `original` when conversion is off.
+template <typename Original>
+CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& original_call) {
+  if (!rt.converting() || dptr == nullptr || size == 0) return original_call();
+  auto managed = Real<PFN_cuMemAllocManaged_v6000>(Entry::cuMemAllocManaged);
+  if (managed == nullptr) return original_call();
+  const CUresult r = managed(dptr, size, CU_MEM_ATTACH_GLOBAL);
+  Safely(rt, "converting an allocation", [&] {
+    if (r != CUDA_SUCCESS) {
+      rt.counters().alloc_failed->Add();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(rt.mu());
+    Record(rt, *dptr, size, AllocKind::kManaged);
+    rt.counters().alloc_converted->Add();
+    rt.counters().alloc_converted_bytes->Add(size);
+  });
+  return r;
+}
+
+// Converted stream-ordered allocations, whose frees must wait for the stream.
+std::set<CUdeviceptr>& StreamOrdered() {
+  static auto* s = new std::set<CUdeviceptr>;
+  return *s;
+}
+
+// REQUIRES: rt.mu(). Frees the deferred allocations whose stream has reached
+// the free (all of them when `everything_done`).
+void RunDeferredFrees(Runtime& rt, bool everything_done) {
+  static auto query = reinterpret_cast<CUresult (*)(CUevent)>(RealSymbol("cuEventQuery"));
+  static auto destroy = reinterpret_cast<CUresult (*)(CUevent)>(RealSymbol("cuEventDestroy_v2"));
+  auto free = Real<PFN_cuMemFree_v3020>(Entry::cuMemFree_v2);
+  auto& pending = rt.deferred_frees;
+  for (auto it = pending.begin(); it != pending.end();) {
+    if (!everything_done && (query == nullptr || query(it->first) != CUDA_SUCCESS)) {
+      ++it;
+      continue;
+    }
+    if (free) free(it->second);
+    Forget(rt, it->second);
+    if (destroy) destroy(it->first);
+    it = pending.erase(it);
+  }
+}
+
+// REQUIRES: rt.mu(). Defers freeing `dptr` until `stream` has done the work
+// queued before this point. Returns false when no event could be recorded.
+bool DeferFree(Runtime& rt, CUdeviceptr dptr, CUstream stream) {
+  static auto create = reinterpret_cast<CUresult (*)(CUevent*, unsigned)>(RealSymbol("cuEventCreate"));
+  static auto record = reinterpret_cast<CUresult (*)(CUevent, CUstream)>(RealSymbol("cuEventRecord"));
+  CUevent ev = nullptr;
+  if (!create || !record || create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return false;
+  if (record(ev, stream) != CUDA_SUCCESS) return false;
+  rt.deferred_frees.push_back({ev, dptr});
+  StreamOrdered().erase(dptr);
+  return true;
+}
+
+}  // namespace
+
+// Called by the synchronisation hooks once all queued work is known done.
+void CompleteDeferredFrees(Runtime& rt) { RunDeferredFrees(rt, /*everything_done=*/true); }
+
+CUresult Hook_cuMemAlloc(Entry e, CUdeviceptr_v2* dptr, size_t bytesize) {
+  auto c = Enter<PFN_cuMemAlloc_v3020>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act) return c.real(dptr, bytesize);
+  HookScope scope;
+  return Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize); });
+}
+
+CUresult Hook_cuMemAllocPitch(Entry e, CUdeviceptr_v2* dptr, size_t* pitch, size_t width, size_t height,
+                              unsigned int element_size) {
+  auto c = Enter<PFN_cuMemAllocPitch_v3020>(e);
+  if (!c.real) return NoRealFunction(e);
+  auto original = [&] { return c.real(dptr, pitch, width, height, element_size); };
+  if (!c.act || !c.rt->converting()) return original();
+  // Validate as the driver does, then lay rows out at the common 512-byte
+  // pitch alignment.
+  if (dptr == nullptr || pitch == nullptr || width == 0 || height == 0 ||
+      (element_size != 4 && element_size != 8 && element_size != 16)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const size_t row = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  if (row / kPitchAlignment > SIZE_MAX / kPitchAlignment / height) return CUDA_ERROR_INVALID_VALUE;
+  HookScope scope;
+  const CUresult r = Convert(*c.rt, dptr, row * height, original);
+  if (r == CUDA_SUCCESS) *pitch = row;
+  return r;
+}
+
+CUresult Hook_cuMemAllocManaged(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, unsigned int flags) {
+  auto c = Enter<PFN_cuMemAllocManaged_v6000>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(dptr, bytesize, flags);
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuMemAllocManaged", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      Record(*c.rt, *dptr, bytesize, AllocKind::kManaged);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemAllocAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CUstream stream) {
+  auto c = Enter<PFN_cuMemAllocAsync_v11020>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act) return c.real(dptr, bytesize, stream);
+  HookScope scope;
+  const CUresult r = Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, stream); });
+  if (r == CUDA_SUCCESS && c.rt->converting()) {
+    Safely(*c.rt, "cuMemAllocAsync", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      StreamOrdered().insert(*dptr);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream stream) {
+  auto c = Enter<PFN_cuMemAllocFromPoolAsync_v11020>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act || pool == nullptr) return c.real(dptr, bytesize, pool, stream);
+  HookScope scope;
+  const CUresult r = Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, pool, stream); });
+  if (r == CUDA_SUCCESS && c.rt->converting()) {
+    Safely(*c.rt, "cuMemAllocFromPoolAsync", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      StreamOrdered().insert(*dptr);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemFree(Entry e, CUdeviceptr_v2 dptr) {
+  auto c = Enter<PFN_cuMemFree_v3020>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act) return c.real(dptr);
+  HookScope scope;
+  const CUresult r = c.real(dptr);
+  if (r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuMemFree", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      StreamOrdered().erase(dptr);
+      Forget(*c.rt, dptr);
+      RunDeferredFrees(*c.rt, /*everything_done=*/false);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream) {
+  auto c = Enter<PFN_cuMemFreeAsync_v11020>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act) return c.real(dptr, stream);
+  HookScope scope;
+  bool deferred = false;
+  Safely(*c.rt, "cuMemFreeAsync", [&] {
+    std::lock_guard<std::mutex> lock(c.rt->mu());
+    RunDeferredFrees(*c.rt, /*everything_done=*/false);
+    if (StreamOrdered().count(dptr)) deferred = DeferFree(*c.rt, dptr, stream);
+  });
+  if (deferred) return CUDA_SUCCESS;
+  return c.real(dptr, stream);
+}
+
+CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {
+  auto c = Enter<PFN_cuMemGetInfo_v3020>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act || !c.rt->converting() || free == nullptr || total == nullptr) return c.real(free, total);
+  HookScope scope;
+  const CUresult r = c.real(free, total);  // also checks that there is a context
+  if (r != CUDA_SUCCESS) return r;
+  Safely(*c.rt, "cuMemGetInfo", [&] {
+    std::lock_guard<std::mutex> lock(c.rt->mu());
+    const uint64_t budget = c.rt->Budget();
+    const uint64_t used = c.rt->memory().managed_bytes() + c.rt->pinned_bytes();
+    *total = budget;
+    *free = used >= budget ? 0 : budget - used;
+  });
+  return r;
+}
+
+// ---- Memory msched cannot manage -------------------------------------------
+
+namespace {
+
+std::map<CUmemGenericAllocationHandle, size_t>& PhysicalSizes() {
+  static auto* m = new std::map<CUmemGenericAllocationHandle, size_t>;
+  return *m;
+}
+
+}  // namespace
+
+CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size_t size,
+                          const CUmemAllocationProp_v1* prop, unsigned long long flags) {
+  auto c = Enter<PFN_cuMemCreate_v10020>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(handle, size, prop, flags);
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuMemCreate", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      PhysicalSizes()[*handle] = size;
+      c.rt->AddPinned(static_cast<int64_t>(size));
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle) {
+  auto c = Enter<PFN_cuMemRelease_v10020>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(handle);
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuMemRelease", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      auto it = PhysicalSizes().find(handle);
+      if (it == PhysicalSizes().end()) return;
+      c.rt->AddPinned(-static_cast<int64_t>(it->second));
+      PhysicalSizes().erase(it);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemMap(Entry e, CUdeviceptr_v2 ptr, size_t size, size_t offset, CUmemGenericAllocationHandle_v1 handle,
+                       unsigned long long flags) {
+  auto c = Enter<PFN_cuMemMap_v10020>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(ptr, size, offset, handle, flags);
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuMemMap", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      Record(*c.rt, ptr, size, AllocKind::kPinned);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuMemUnmap(Entry e, CUdeviceptr_v2 ptr, size_t size) {
+  auto c = Enter<PFN_cuMemUnmap_v10020>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(ptr, size);
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuMemUnmap", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      Forget(*c.rt, ptr);
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle, unsigned int flags) {
+  auto c = Enter<PFN_cuIpcOpenMemHandle_v11000>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(pdptr, handle, flags);
+  if (c.act && r == CUDA_SUCCESS && pdptr != nullptr) {
+    Safely(*c.rt, "cuIpcOpenMemHandle", [&] {
+      using RangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+      static auto range = reinterpret_cast<RangeFn>(RealSymbol("cuMemGetAddressRange_v2"));
+      CUdeviceptr base = 0;
+      size_t size = 0;
+      if (range == nullptr || range(&base, &size, *pdptr) != CUDA_SUCCESS) return;
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      Record(*c.rt, base, size, AllocKind::kPinned);
+      c.rt->AddPinned(static_cast<int64_t>(size));
+    });
+  }
+  return r;
+}
+
+CUresult Hook_cuIpcCloseMemHandle(Entry e, CUdeviceptr_v2 dptr) {
+  auto c = Enter<PFN_cuIpcCloseMemHandle_v4010>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(dptr);
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuIpcCloseMemHandle", [&] {
+      std::lock_guard<std::mutex> lock(c.rt->mu());
+      const Allocation* a = c.rt->allocs().Find(dptr);
+      if (a == nullptr || a->kind != AllocKind::kPinned) return;
+      c.rt->AddPinned(-static_cast<int64_t>(a->size));
+      Forget(*c.rt, a->base);
+    });
+  }
+  return r;
+}
+
+}  // namespace msched::hook

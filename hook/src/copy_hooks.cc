@@ -1,0 +1,115 @@
+// Copies and sets. Their ranges come straight from the arguments: a memset
+// writes its destination and a device-to-device copy reads its source and
+// writes its destination on the GPU, so those ranges are made resident
+// first, like a kernel's. Host<->device copies are handled by the driver's
+// copy engines whatever the residency and are passed through.
+#include <initializer_list>
+
+#include "hook_guard.h"
+#include "hooks.h"
+#include "residency.h"
+
+namespace msched::hook {
+namespace {
+
+PredictedRegion Region(CUdeviceptr p, size_t bytes, AccessMode mode) {
+  return {ByteRange{p, p + bytes}.AlignedOut(kPageSize), mode};
+}
+
+// Makes a device-side operation's ranges resident before it is queued.
+void BeforeDeviceOp(Runtime& rt, std::initializer_list<PredictedRegion> regions, CUstream stream) {
+  if (!rt.predicting()) return;
+  std::lock_guard<std::mutex> lock(rt.mu());
+  rt.counters().copies_predicted->Add();
+  PrepareResidency(rt, std::vector<PredictedRegion>(regions), stream);
+}
+
+// True when both ends of a unified-addressing copy are GPU memory msched
+// knows (so the copy runs on the device).
+bool DeviceToDevice(Runtime& rt, CUdeviceptr dst, CUdeviceptr src) {
+  std::lock_guard<std::mutex> lock(rt.mu());
+  return rt.allocs().Find(dst) != nullptr && rt.allocs().Find(src) != nullptr;
+}
+
+template <typename Fn, typename Call>
+CUresult CopyHook(Entry e, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, bool maybe_host,
+                  Call&& call) {
+  auto c = Enter<Fn>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act || bytes == 0) return call(c.real);
+  HookScope scope;
+  Safely(*c.rt, Info(e).symbol, [&] {
+    if (maybe_host && !DeviceToDevice(*c.rt, dst, src)) return;
+    BeforeDeviceOp(*c.rt, {Region(src, bytes, AccessMode::kRead), Region(dst, bytes, AccessMode::kWrite)},
+                   EffectiveStream(e, stream));
+  });
+  return call(c.real);
+}
+
+template <typename Fn, typename T, typename Call>
+CUresult SetHook(Entry e, CUdeviceptr dst, size_t n, CUstream stream, Call&& call) {
+  auto c = Enter<Fn>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act || n == 0) return call(c.real);
+  HookScope scope;
+  Safely(*c.rt, Info(e).symbol, [&] {
+    BeforeDeviceOp(*c.rt, {Region(dst, n * sizeof(T), AccessMode::kWrite)}, EffectiveStream(e, stream));
+  });
+  return call(c.real);
+}
+
+// Host<->device copies: counted, passed through.
+template <typename Fn, typename Call>
+CUresult PassHook(Entry e, Call&& call) {
+  auto c = Enter<Fn>(e);
+  if (!c.real) return NoRealFunction(e);
+  return call(c.real);
+}
+
+}  // namespace
+
+CUresult Hook_cuMemcpy(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n) {
+  return CopyHook<PFN_cuMemcpy_v4000>(e, dst, src, n, nullptr, true, [&](auto real) { return real(dst, src, n); });
+}
+CUresult Hook_cuMemcpyAsync(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s) {
+  return CopyHook<PFN_cuMemcpyAsync_v4000>(e, dst, src, n, s, true, [&](auto real) { return real(dst, src, n, s); });
+}
+CUresult Hook_cuMemcpyDtoD(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n) {
+  return CopyHook<PFN_cuMemcpyDtoD_v3020>(e, dst, src, n, nullptr, false, [&](auto real) { return real(dst, src, n); });
+}
+CUresult Hook_cuMemcpyDtoDAsync(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s) {
+  return CopyHook<PFN_cuMemcpyDtoDAsync_v3020>(e, dst, src, n, s, false, [&](auto real) { return real(dst, src, n, s); });
+}
+CUresult Hook_cuMemcpyHtoD(Entry e, CUdeviceptr_v2 dst, const void* src, size_t n) {
+  return PassHook<PFN_cuMemcpyHtoD_v3020>(e, [&](auto real) { return real(dst, src, n); });
+}
+CUresult Hook_cuMemcpyDtoH(Entry e, void* dst, CUdeviceptr_v2 src, size_t n) {
+  return PassHook<PFN_cuMemcpyDtoH_v3020>(e, [&](auto real) { return real(dst, src, n); });
+}
+CUresult Hook_cuMemcpyHtoDAsync(Entry e, CUdeviceptr_v2 dst, const void* src, size_t n, CUstream s) {
+  return PassHook<PFN_cuMemcpyHtoDAsync_v3020>(e, [&](auto real) { return real(dst, src, n, s); });
+}
+CUresult Hook_cuMemcpyDtoHAsync(Entry e, void* dst, CUdeviceptr_v2 src, size_t n, CUstream s) {
+  return PassHook<PFN_cuMemcpyDtoHAsync_v3020>(e, [&](auto real) { return real(dst, src, n, s); });
+}
+
+CUresult Hook_cuMemsetD8(Entry e, CUdeviceptr_v2 d, unsigned char v, size_t n) {
+  return SetHook<PFN_cuMemsetD8_v3020, uint8_t>(e, d, n, nullptr, [&](auto real) { return real(d, v, n); });
+}
+CUresult Hook_cuMemsetD16(Entry e, CUdeviceptr_v2 d, unsigned short v, size_t n) {
+  return SetHook<PFN_cuMemsetD16_v3020, uint16_t>(e, d, n, nullptr, [&](auto real) { return real(d, v, n); });
+}
+CUresult Hook_cuMemsetD32(Entry e, CUdeviceptr_v2 d, unsigned int v, size_t n) {
+  return SetHook<PFN_cuMemsetD32_v3020, uint32_t>(e, d, n, nullptr, [&](auto real) { return real(d, v, n); });
+}
+CUresult Hook_cuMemsetD8Async(Entry e, CUdeviceptr_v2 d, unsigned char v, size_t n, CUstream s) {
+  return SetHook<PFN_cuMemsetD8Async_v3020, uint8_t>(e, d, n, s, [&](auto real) { return real(d, v, n, s); });
+}
+CUresult Hook_cuMemsetD16Async(Entry e, CUdeviceptr_v2 d, unsigned short v, size_t n, CUstream s) {
+  return SetHook<PFN_cuMemsetD16Async_v3020, uint16_t>(e, d, n, s, [&](auto real) { return real(d, v, n, s); });
+}
+CUresult Hook_cuMemsetD32Async(Entry e, CUdeviceptr_v2 d, unsigned int v, size_t n, CUstream s) {
+  return SetHook<PFN_cuMemsetD32Async_v3020, uint32_t>(e, d, n, s, [&](auto real) { return real(d, v, n, s); });
+}
+
+}  // namespace msched::hook

@@ -1,0 +1,33 @@
+// CudaDeviceOps: DeviceOps on the real driver. Transfers go on a private,
+// non-blocking stream per context; events order it against the launch
+// stream (evictions after the kernels that still use their victims; the
+// kernel after its data). Every driver call goes to the real function, never
+// through a hook. Confined to the thread holding the Runtime's lock.
+#pragma once
+
+#include <cuda.h>
+
+#include "device_ops.h"
+
+namespace msched::hook {
+
+class CudaDeviceOps : public DeviceOps {
+ public:
+  // For the calling thread's current context. Fails if there is none or its
+  // transfer stream cannot be made.
+  static Result<CudaDeviceOps> ForCurrentContext();
+
+  Status Prefetch(const ByteRange& r, bool to_device) override;
+  Status TransfersAfter(StreamHandle stream) override;
+  Status StreamAfterTransfers(StreamHandle stream) override;
+  Status SynchronizeTransfers() override;
+
+  static StreamHandle Handle(CUstream s) { return reinterpret_cast<StreamHandle>(s); }
+
+ private:
+  struct PerContext;
+  explicit CudaDeviceOps(PerContext* c) : c_(c) {}
+  PerContext* c_;
+};
+
+}  // namespace msched::hook

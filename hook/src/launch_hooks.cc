@@ -1,0 +1,129 @@
+// The launch family: cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel
+// (each with its _ptsz variant) and cuGraphLaunch. Before the launch is
+// queued, the kernel is identified (name and parameter layout, cached per
+// handle), its arguments decoded in whichever form they came (kernelParams
+// or the packed `extra` buffer), its working set predicted from its template
+// (or at allocation granularity in alloc mode, or for unknown kernels with
+// MSCHED_UNKNOWN=alloc), and made resident. Nothing is injected while a
+// stream is capturing. Kernels inside replayed graphs are not predicted.
+#include <chrono>
+
+#include "hook_guard.h"
+#include "hooks.h"
+#include "predictor.h"
+#include "residency.h"
+
+namespace msched::hook {
+namespace {
+
+const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
+  {
+    std::lock_guard<std::mutex> lock(rt.mu());
+    if (const KernelInfo* k = rt.kernels().Find(f)) return k;
+  }
+  KernelInfo info = ResolveKernel(f, rt.templates());  // asks the driver: outside the lock
+  if (info.tmpl == nullptr) {
+    LogOnce("unpredicted:" + info.name, spdlog::level::info,
+            "kernel '" + info.name + "' is not predicted (" + info.why_unpredicted + ")");
+  }
+  std::lock_guard<std::mutex> lock(rt.mu());
+  return rt.kernels().Insert(f, std::move(info));
+}
+
+void BeforeLaunch(Runtime& rt, CUfunction f, const LaunchDims& dims, CUstream stream, void** params, void** extra) {
+  HookCounters& c = rt.counters();
+  c.launches_total->Add();
+  if (!rt.predicting()) return;
+  static thread_local uint32_t launches = 0;
+  const bool timed = (++launches & 15) == 0;  // sample the hook's own latency
+  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const KernelInfo* k = Kernel(rt, f);
+  if (rt.capturing.load(std::memory_order_relaxed) > 0) {
+    c.launches_in_capture->Add();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(rt.mu());
+  Prediction& pred = rt.scratch();
+  pred.Clear();
+  ArgView args;
+  if (params != nullptr) {
+    args = ArgView::FromKernelParams(k->layout, params);
+  } else if (extra != nullptr) {
+    if (Result<ArgView> r = ArgView::FromExtra(k->layout, extra); r.ok()) args = *r;
+  }
+  const bool readable = k->layout_known && args.layout() != nullptr;
+  const bool whole = rt.config().mode == Mode::kAlloc ||
+                     (k->tmpl == nullptr && rt.config().unknown == UnknownPolicy::kAlloc);
+  if (readable && k->tmpl != nullptr && !whole) {
+    EvaluateTemplate(*k->tmpl, args, dims, &pred);
+    c.launches_predicted->Add();
+    c.eval_failures->Add(pred.failed_regions());
+  } else if (readable && whole) {
+    PredictAllocations(args, rt.allocs(), &pred);
+    c.launches_whole_allocation->Add();
+  } else {
+    c.launches_unknown->Add();
+  }
+  PrepareResidency(rt, pred.regions(), stream);
+  if (timed) {
+    c.hook_latency_ns->Record(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
+  }
+}
+
+LaunchDims Dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared) {
+  LaunchDims d;
+  d.grid[0] = gx, d.grid[1] = gy, d.grid[2] = gz;
+  d.block[0] = bx, d.block[1] = by, d.block[2] = bz;
+  d.shared_mem = shared;
+  return d;
+}
+
+}  // namespace
+
+CUresult Hook_cuLaunchKernel(Entry e, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  auto c = Enter<PFN_cuLaunchKernel_v4000>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act) return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+  HookScope scope;
+  Safely(*c.rt, "cuLaunchKernel", [&] {
+    BeforeLaunch(*c.rt, f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, extra);
+  });
+  return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+CUresult Hook_cuLaunchKernelEx(Entry e, const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  auto c = Enter<PFN_cuLaunchKernelEx_v11060>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act || config == nullptr) return c.real(config, f, params, extra);
+  HookScope scope;
+  Safely(*c.rt, "cuLaunchKernelEx", [&] {
+    BeforeLaunch(*c.rt, f,
+                 Dims(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                      config->blockDimZ, config->sharedMemBytes),
+                 EffectiveStream(e, config->hStream), params, extra);
+  });
+  return c.real(config, f, params, extra);
+}
+
+CUresult Hook_cuLaunchCooperativeKernel(Entry e, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shared, CUstream stream, void** params) {
+  auto c = Enter<PFN_cuLaunchCooperativeKernel_v9000>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act) return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params);
+  HookScope scope;
+  Safely(*c.rt, "cuLaunchCooperativeKernel", [&] {
+    BeforeLaunch(*c.rt, f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, nullptr);
+  });
+  return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params);
+}
+
+CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {
+  auto c = Enter<PFN_cuGraphLaunch_v10000>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (c.act) c.rt->counters().launches_graph->Add();
+  return c.real(exec, stream);
+}
+
+}  // namespace msched::hook

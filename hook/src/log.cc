@@ -1,0 +1,61 @@
+#include "log.h"
+
+#include <mutex>
+#include <set>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include "hook_config.h"
+
+namespace msched::hook {
+namespace {
+
+spdlog::level::level_enum ToSpdlog(LogLevel l) {
+  switch (l) {
+    case LogLevel::kTrace: return spdlog::level::trace;
+    case LogLevel::kDebug: return spdlog::level::debug;
+    case LogLevel::kInfo: return spdlog::level::info;
+    case LogLevel::kWarn: return spdlog::level::warn;
+    case LogLevel::kError: return spdlog::level::err;
+    case LogLevel::kOff: return spdlog::level::off;
+  }
+  return spdlog::level::err;
+}
+
+std::shared_ptr<spdlog::logger> Make() {
+  const Config& c = HookConfig();
+  spdlog::sink_ptr sink;
+  if (!c.log_path.empty()) {
+    try {
+      sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(c.log_path, /*truncate=*/false);
+    } catch (const std::exception&) {
+      sink = nullptr;  // falls back to stderr below
+    }
+  }
+  if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("msched", sink);
+  logger->set_pattern("[msched %P] %l: %v");
+  logger->set_level(ToSpdlog(c.log_level));
+  logger->flush_on(spdlog::level::trace);
+  return logger;
+}
+
+}  // namespace
+
+spdlog::logger& Logger() {
+  static auto* logger = new std::shared_ptr<spdlog::logger>(Make());
+  return **logger;
+}
+
+void LogOnce(const std::string& key, spdlog::level::level_enum level, const std::string& message) {
+  static std::mutex* mu = new std::mutex;
+  static auto* seen = new std::set<std::string>;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    if (!seen->insert(key).second) return;
+  }
+  Logger().log(level, "{}", message);
+}
+
+}  // namespace msched::hook

@@ -1,0 +1,85 @@
+#include "real_driver.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "hook_config.h"
+#include "log.h"
+
+// Read by the dlsym entry stub (dlsym_entry.S): a tail call through it keeps
+// the caller's return address, which glibc uses to resolve RTLD_NEXT.
+extern "C" {
+__attribute__((visibility("hidden"))) void* (*msched_real_dlsym)(void*, const char*) = nullptr;
+}
+
+namespace msched::hook {
+namespace {
+
+using DlsymFn = void* (*)(void*, const char*);
+
+// glibc >= 2.34 exports dlsym@@GLIBC_2.34 beside the compatibility
+// dlsym@GLIBC_2.2.5 (x86-64); older ones only the latter. dlvsym is not
+// interposed, so it reaches glibc's own. Runs when libmsched is loaded: no
+// CUDA involved.
+__attribute__((constructor)) void ResolveRealDlsym() {
+  for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5"}) {
+    if (void* fn = dlvsym(RTLD_NEXT, "dlsym", version)) {
+      msched_real_dlsym = reinterpret_cast<DlsymFn>(fn);
+      return;
+    }
+  }
+}
+
+struct Driver {
+  std::once_flag once;
+  void* handle = nullptr;
+  const void* base = nullptr;  // load address, to tell the driver's own calls apart
+};
+
+Driver& D() {
+  static Driver* d = new Driver();
+  return *d;
+}
+
+}  // namespace
+
+void* RealDlsym(void* handle, const char* name) {
+  if (msched_real_dlsym == nullptr) ResolveRealDlsym();
+  return msched_real_dlsym ? msched_real_dlsym(handle, name) : nullptr;
+}
+
+void* RealDriverHandle() {
+  Driver& d = D();
+  std::call_once(d.once, [&d] {
+    const std::string& path = HookConfig().real_libcuda;
+    d.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (d.handle == nullptr) {
+      const char* err = dlerror();
+      LogError("cannot load the real driver '{}' (MSCHED_REAL_LIBCUDA): {}", path, err ? err : "unknown error");
+      return;
+    }
+    Dl_info info{};
+    if (void* probe = RealDlsym(d.handle, "cuInit"); probe && dladdr(probe, &info)) d.base = info.dli_fbase;
+  });
+  return d.handle;
+}
+
+void* LoadedDriverHandle() {
+  if (void* h = D().handle) return h;
+  return dlopen(HookConfig().real_libcuda.c_str(), RTLD_NOW | RTLD_NOLOAD);
+}
+
+bool InsideRealDriver(const void* address) {
+  const void* base = D().base;
+  if (base == nullptr || address == nullptr) return false;
+  Dl_info info{};
+  return dladdr(address, &info) && info.dli_fbase == base;
+}
+
+void* RealSymbol(const char* name) {
+  void* h = RealDriverHandle();
+  return h ? RealDlsym(h, name) : nullptr;
+}
+
+}  // namespace msched::hook

@@ -1,0 +1,137 @@
+#include "runtime.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hook_config.h"
+#include "log.h"
+
+namespace msched::hook {
+namespace {
+
+void WriteStatsAtExit() {
+  Runtime& rt = Runtime::Get();
+  const std::string& path = rt.config().stats_path;
+  if (path.empty()) return;
+  std::ofstream out(path);
+  if (!out) {
+    LogError("cannot write statistics to '{}' (MSCHED_STATS)", path);
+    return;
+  }
+  out << rt.StatsJson();
+}
+
+}  // namespace
+
+Runtime& Runtime::Get() {
+  static Runtime* rt = new Runtime();  // never destroyed
+  return *rt;
+}
+
+const Config& Runtime::config() const { return HookConfig(); }
+
+Runtime::Runtime() {
+  for (size_t i = 0; i < kEntryCount; ++i) {
+    c_.calls[i] = stats_.GetCounter(std::string("calls.") + Info(static_cast<Entry>(i)).symbol);
+  }
+  c_.lookups_dlsym = stats_.GetCounter("lookups.dlsym_substituted");
+  c_.lookups_proc_address = stats_.GetCounter("lookups.get_proc_address");
+  c_.lookups_proc_address_hooked = stats_.GetCounter("lookups.get_proc_address_substituted");
+  c_.alloc_count = stats_.GetCounter("allocations.count");
+  c_.alloc_bytes = stats_.GetCounter("allocations.bytes");
+  c_.alloc_converted = stats_.GetCounter("allocations.converted");
+  c_.alloc_converted_bytes = stats_.GetCounter("allocations.converted_bytes");
+  c_.alloc_pinned = stats_.GetCounter("allocations.pinned");
+  c_.alloc_pinned_bytes = stats_.GetCounter("allocations.pinned_bytes");
+  c_.alloc_failed = stats_.GetCounter("allocations.failed");
+  c_.launches_total = stats_.GetCounter("launches.total");
+  c_.launches_predicted = stats_.GetCounter("launches.predicted");
+  c_.launches_unknown = stats_.GetCounter("launches.unknown");
+  c_.launches_whole_allocation = stats_.GetCounter("launches.whole_allocation");
+  c_.launches_in_capture = stats_.GetCounter("launches.in_capture");
+  c_.launches_graph = stats_.GetCounter("launches.graph");
+  c_.copies_predicted = stats_.GetCounter("copies.predicted");
+  c_.bytes_predicted = stats_.GetCounter("bytes.predicted");
+  c_.bytes_prefetched = stats_.GetCounter("bytes.prefetched");
+  c_.bytes_evicted = stats_.GetCounter("bytes.evicted");
+  c_.bytes_unserved = stats_.GetCounter("bytes.unserved");
+  c_.prefetch_errors = stats_.GetCounter("errors.prefetch");
+  c_.eval_failures = stats_.GetCounter("errors.template_evaluation");
+  c_.templates_loaded = stats_.GetCounter("templates.loaded");
+  c_.template_problems = stats_.GetCounter("templates.problems");
+  c_.internal_failures = stats_.GetCounter("errors.internal");
+  c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
+
+  const ConfigParse& parse = HookConfigParse();
+  for (const ConfigError& e : parse.errors) LogError("{}", e.ToString());
+  for (const std::string& name : parse.unknown_variables) {
+    LogWarn("{} is not an msched variable (misspelt?); ignored", name);
+  }
+  if (config().mode != Mode::kOff) LoadTemplates();
+  if (!config().stats_path.empty()) std::atexit(WriteStatsAtExit);
+  LogInfo("msched {} mode, {} templates", ModeName(config().mode), templates_.size());
+}
+
+void Runtime::LoadTemplates() {
+  std::vector<std::string> paths = {MSCHED_SHIPPED_TEMPLATES_DIR};
+  paths.insert(paths.end(), config().template_paths.begin(), config().template_paths.end());
+  std::vector<TemplateProblem> problems;
+  templates_.LoadPaths(paths, &problems);
+  for (const TemplateProblem& p : problems) LogWarn("templates: {}", p.ToString());
+  c_.templates_loaded->Set(templates_.size());
+  c_.template_problems->Set(problems.size());
+}
+
+void Runtime::Fail(const std::string& where, const std::string& why) {
+  c_.internal_failures->Add();
+  passthrough_.store(true, std::memory_order_relaxed);
+  LogOnce("fail:" + where, spdlog::level::err,
+          "internal failure in " + where + ": " + why + "; msched passes every call through from now on");
+}
+
+uint64_t Runtime::Budget() {
+  if (budget_ == 0) {
+    uint64_t budget = config().gpu_memory.value_or(0);
+    if (budget == 0) {
+      size_t free = 0, total = 0;
+      using Fn = CUresult (*)(size_t*, size_t*);
+      if (auto info = Real<Fn>(Entry::cuMemGetInfo_v2); info && info(&free, &total) == CUDA_SUCCESS) budget = total;
+    }
+    if (budget != 0) SetBudget(budget);
+  }
+  return budget_;
+}
+
+void Runtime::SetBudget(uint64_t total) {
+  budget_ = total;
+  memory_.set_budget(total > pinned_bytes_ ? total - pinned_bytes_ : 0);
+}
+
+void Runtime::AddPinned(int64_t delta) {
+  pinned_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(pinned_bytes_) + delta));
+  if (delta > 0) {
+    c_.alloc_pinned->Add();
+    c_.alloc_pinned_bytes->Add(static_cast<uint64_t>(delta));
+  }
+  SetBudget(Budget());
+}
+
+std::string Runtime::StatsJson() {
+  nlohmann::json j = nlohmann::json::parse(stats_.ToJson());
+  j["pid"] = getpid();
+  j["mode"] = ModeName(config().mode);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    j["memory"] = {{"budget", budget_},
+                   {"pinned", pinned_bytes_},
+                   {"managed", memory_.managed_bytes()},
+                   {"resident_estimate", memory_.resident_bytes()}};
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace msched::hook

@@ -1,7 +1,8 @@
 #include "memory_manager.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <bit>
+#include <tuple>
 
 namespace msched {
 
@@ -26,7 +27,7 @@ void MemoryManager::RemoveAllocation(uint64_t base) {
   auto it = allocs_.find(base);
   if (it == allocs_.end()) return;
   for (size_t i = 0; i < it->second.chunks.size(); ++i) {
-    if (it->second.chunks[i].resident) resident_bytes_ -= ChunkBytes(it->second, i);
+    resident_bytes_ -= UnitBytes(it->second, i, it->second.chunks[i].resident);
   }
   base_of_serial_.erase(it->second.serial);
   allocs_.erase(it);
@@ -45,22 +46,18 @@ MemoryManager::Alloc* MemoryManager::Find(uint64_t addr) {
   return addr - it->second.base < it->second.size ? &it->second : nullptr;
 }
 
-uint64_t MemoryManager::ChunkBytes(const Alloc& a, size_t i) const {
-  return std::min<uint64_t>(kChunkSize, a.size - i * kChunkSize);
-}
-
-MemoryManager::Chunk* MemoryManager::ChunkAt(ChunkId id, ByteRange* range) {
+bool MemoryManager::Lookup(ChunkId id, ChunkRef* out) {
   auto base = base_of_serial_.find(id >> kChunkIndexBits);
-  if (base == base_of_serial_.end()) return nullptr;
+  if (base == base_of_serial_.end()) return false;
   Alloc& a = allocs_.at(base->second);
   const size_t i = id & ((uint64_t{1} << kChunkIndexBits) - 1);
-  if (i >= a.chunks.size()) return nullptr;
-  const uint64_t begin = a.base + i * kChunkSize;
-  if (range) *range = {begin, begin + ChunkBytes(a, i)};
-  return &a.chunks[i];
+  if (i >= a.chunks.size()) return false;
+  *out = {&a, i};
+  return true;
 }
 
-void MemoryManager::ChunksIn(const ByteRange& r, AccessStep* out) {
+template <typename Fn>
+void MemoryManager::ForEachChunk(const ByteRange& r, Fn&& fn) {
   for (uint64_t p = r.begin; p < r.end;) {
     Alloc* a = Find(p);
     if (a == nullptr) {  // not managed: on to the next allocation, if any
@@ -70,49 +67,93 @@ void MemoryManager::ChunksIn(const ByteRange& r, AccessStep* out) {
       continue;
     }
     const uint64_t end = std::min(r.end, a->base + a->size);
-    for (size_t i = (p - a->base) / kChunkSize; i <= (end - 1 - a->base) / kChunkSize; ++i) out->push_back(IdOf(*a, i));
+    for (size_t i = (p - a->base) / kChunkSize; i <= (end - 1 - a->base) / kChunkSize; ++i) {
+      const uint64_t chunk_begin = a->base + i * kChunkSize;
+      const uint64_t lo = std::max(p, chunk_begin) - chunk_begin;
+      const uint64_t hi = std::min(end, chunk_begin + kChunkSize) - chunk_begin;  // exclusive
+      const uint32_t first = static_cast<uint32_t>(lo / kUnit), last = static_cast<uint32_t>((hi - 1) / kUnit);
+      const uint32_t units = last - first == kUnitsPerChunk - 1 ? ~0u : ((1u << (last - first + 1)) - 1) << first;
+      fn(IdOf(*a, i), a->chunks[i], units);
+    }
     p = end;
   }
 }
 
-std::vector<ChunkId> MemoryManager::ResidentByRecency() const {
-  std::vector<std::pair<uint64_t, ChunkId>> by_use;
+uint64_t MemoryManager::UnitBytes(const Alloc& a, size_t i, uint32_t units) const {
+  if (units == 0) return 0;
+  const uint64_t chunk_bytes = std::min<uint64_t>(kChunkSize, a.size - i * kChunkSize);
+  const uint32_t last_unit = static_cast<uint32_t>((chunk_bytes - 1) / kUnit);
+  uint64_t bytes = std::popcount(units) * kUnit;
+  if (units >> last_unit & 1u) bytes -= (last_unit + 1) * kUnit - chunk_bytes;  // the partial tail unit
+  return bytes;
+}
+
+void MemoryManager::UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const {
+  const uint64_t chunk_begin = a.base + i * kChunkSize;
+  const uint64_t alloc_end = a.base + a.size;
+  while (units) {
+    const uint32_t first = std::countr_zero(units);
+    const uint32_t run = std::countr_one(units >> first);
+    const uint64_t begin = chunk_begin + first * kUnit;
+    out->push_back({begin, std::min(alloc_end, begin + run * kUnit)});
+    units = run == 32 ? 0 : units & ~(((1u << run) - 1) << first);
+  }
+}
+
+std::vector<ChunkId> MemoryManager::ResidentVictimOrder() const {
+  // Sort key: (0, last use) for chunks used once, then (1, -predicted next
+  // use), so that ascending order puts the best victims first.
+  std::vector<std::tuple<int, uint64_t, ChunkId>> keyed;
   for (const auto& [base, a] : allocs_) {
     for (size_t i = 0; i < a.chunks.size(); ++i) {
-      if (a.chunks[i].resident) by_use.push_back({a.chunks[i].last_use, IdOf(a, i)});
+      const Chunk& c = a.chunks[i];
+      if (!c.resident) continue;
+      if (c.prev_use == 0 || c.prev_use >= c.last_use) {
+        keyed.emplace_back(0, c.last_use, IdOf(a, i));
+      } else {
+        const uint64_t next = c.last_use + (c.last_use - c.prev_use);
+        keyed.emplace_back(1, UINT64_MAX - next, IdOf(a, i));
+      }
     }
   }
-  std::sort(by_use.begin(), by_use.end());
+  std::sort(keyed.begin(), keyed.end());
   std::vector<ChunkId> out;
-  out.reserve(by_use.size());
-  for (const auto& [use, id] : by_use) out.push_back(id);
+  out.reserve(keyed.size());
+  for (const auto& [group, key, id] : keyed) out.push_back(id);
   return out;
 }
 
 void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
   std::vector<ByteRange> evict, load;
   for (ChunkId id : step.evict) {
-    ByteRange r;
-    Chunk* c = ChunkAt(id, &r);
-    if (c == nullptr || !c->resident) continue;
-    c->resident = false;
-    resident_bytes_ -= r.size();
-    out->evict_bytes += r.size();
-    if (c->last_use > completed_) out->evict_after_queue = true;
-    evict.push_back(r);
+    ChunkRef ref;
+    if (!Lookup(id, &ref) || ref.chunk().resident == 0) continue;
+    Chunk& c = ref.chunk();
+    const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, c.resident);
+    resident_bytes_ -= bytes;
+    out->evict_bytes += bytes;
+    if (c.last_use > completed_) out->evict_after_queue = true;
+    UnitRanges(*ref.alloc, ref.index, c.resident, &evict);
+    c.resident = 0;
   }
-  for (ChunkId id : step.load) {
-    ByteRange r;
-    Chunk* c = ChunkAt(id, &r);
-    if (c == nullptr || c->resident) continue;
-    c->resident = true;
-    resident_bytes_ += r.size();
-    out->load_bytes += r.size();
-    load.push_back(r);
-  }
-  for (ChunkId id : step.unserved) {
-    ByteRange r;
-    if (ChunkAt(id, &r)) out->unserved_bytes += r.size();
+  std::unordered_set<ChunkId> unserved(step.unserved.begin(), step.unserved.end());
+  // Every chunk this call needs and the plan keeps gets its missing units, in
+  // access order (the plan lists only chunks that were not resident at all).
+  for (ChunkId id : need_) {
+    ChunkRef ref;
+    if (!Lookup(id, &ref)) continue;
+    Chunk& c = ref.chunk();
+    if (unserved.count(id)) {
+      out->unserved_bytes += UnitBytes(*ref.alloc, ref.index, c.need & ~c.resident);
+      continue;
+    }
+    const uint32_t missing = c.need & ~c.resident;
+    if (missing == 0) continue;
+    const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, missing);
+    resident_bytes_ += bytes;
+    out->load_bytes += bytes;
+    UnitRanges(*ref.alloc, ref.index, missing, &load);
+    c.resident |= missing;
   }
   std::sort(evict.begin(), evict.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
   for (const ByteRange& r : MergeAdjacent(evict)) out->evict.push_back(r);
@@ -125,45 +166,78 @@ void MemoryManager::PlanAccess(const std::vector<PredictedRegion>& regions, uint
   need_.clear();
   bool missing = false;
   for (const PredictedRegion& pr : regions) {
-    touched_.clear();
-    ChunksIn(pr.range, &touched_);
-    for (ChunkId id : touched_) {
-      Chunk* c = ChunkAt(id, nullptr);
-      if (c->epoch == epoch_) continue;  // already counted by this call
-      c->epoch = epoch_;
-      c->last_use = seq;
-      need_.push_back(id);
-      missing = missing || !c->resident;
-      if (in_working_set_.insert(id).second) working_set_.push_back(id);
-    }
+    ForEachChunk(pr.range, [&](ChunkId id, Chunk& c, uint32_t units) {
+      if (c.epoch != epoch_) {  // first time this call sees the chunk
+        c.epoch = epoch_;
+        c.need = 0;
+        if (c.last_use != seq) c.prev_use = c.last_use;
+        c.last_use = seq;
+        need_.push_back(id);
+        if (in_working_set_.insert(id).second) working_set_.push_back(id);
+      }
+      c.need |= units;
+      missing = missing || (units & ~c.resident) != 0;
+    });
   }
   if (!missing) return;
   PlannerInput in;
-  in.capacity = budget_ / kChunkSize;
-  in.resident = ResidentByRecency();
+  in.capacity = budget_;
+  in.resident = ResidentVictimOrder();
+  for (ChunkId id : in.resident) {
+    ChunkRef ref;
+    Lookup(id, &ref);
+    in.size[id] = UnitBytes(*ref.alloc, ref.index, ref.chunk().resident);
+  }
+  for (ChunkId id : need_) {
+    ChunkRef ref;
+    Lookup(id, &ref);
+    in.size[id] = UnitBytes(*ref.alloc, ref.index, ref.chunk().resident | ref.chunk().need);
+  }
+  for (const auto& [id, bytes] : future_bytes_) in.size.emplace(id, bytes);
   in.future.reserve(1 + future_.size());
   in.future.push_back(need_);
   in.future.insert(in.future.end(), future_.begin(), future_.end());
   const Plan plan = PlanOpt(in);
-  if (!plan.steps.empty()) Apply(plan.steps[0], out);
+  Apply(plan.steps.empty() ? StepPlan{} : plan.steps[0], out);
 }
 
 void MemoryManager::SetFuture(std::vector<std::vector<ByteRange>> steps) {
   future_.clear();
+  future_bytes_.clear();
   for (const auto& ranges : steps) {
     AccessStep step;
-    for (const ByteRange& r : ranges) ChunksIn(r, &step);
+    std::unordered_map<ChunkId, uint32_t> units;
+    for (const ByteRange& r : ranges) {
+      ForEachChunk(r, [&](ChunkId id, Chunk&, uint32_t u) {
+        if (!units.count(id)) step.push_back(id);
+        units[id] |= u;
+      });
+    }
+    for (const auto& [id, u] : units) {
+      ChunkRef ref;
+      Lookup(id, &ref);
+      future_bytes_[id] = std::max(future_bytes_[id], UnitBytes(*ref.alloc, ref.index, u));
+    }
     future_.push_back(std::move(step));
   }
 }
 
 void MemoryManager::PlanEviction(uint64_t bytes, MemoryActions* out) {
-  const uint64_t keep = bytes >= resident_bytes_ ? 0 : resident_bytes_ - bytes;
   PlannerInput in;
-  in.capacity = keep / kChunkSize;
-  in.resident = ResidentByRecency();
-  in.future = future_;
+  in.capacity = bytes >= resident_bytes_ ? 0 : resident_bytes_ - bytes;
+  in.resident = ResidentVictimOrder();
+  for (ChunkId id : in.resident) {
+    ChunkRef ref;
+    Lookup(id, &ref);
+    in.size[id] = UnitBytes(*ref.alloc, ref.index, ref.chunk().resident);
+  }
+  // An empty first step: nothing is needed now, so nothing is kept back;
+  // the future only orders the victims (needed last goes first).
+  in.future.reserve(1 + future_.size());
+  in.future.push_back({});
+  in.future.insert(in.future.end(), future_.begin(), future_.end());
   const Plan plan = PlanOpt(in);
+  need_.clear();  // nothing to load
   if (!plan.steps.empty()) {
     StepPlan shed;
     shed.evict = plan.steps[0].evict;
@@ -179,15 +253,20 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
 
 void MemoryManager::Invalidate(const MemoryActions& actions) {
   auto set = [this](const std::vector<ByteRange>& ranges, bool resident) {
-    AccessStep ids;
-    for (const ByteRange& r : ranges) ChunksIn(r, &ids);
-    for (ChunkId id : ids) {
-      ByteRange cr;
-      Chunk* c = ChunkAt(id, &cr);
-      if (c == nullptr || c->resident == resident) continue;
-      c->resident = resident;
-      if (resident) resident_bytes_ += cr.size();
-      else resident_bytes_ -= cr.size();
+    for (const ByteRange& r : ranges) {
+      ForEachChunk(r, [&](ChunkId id, Chunk& c, uint32_t units) {
+        ChunkRef ref;
+        Lookup(id, &ref);
+        const uint32_t change = resident ? units & ~c.resident : units & c.resident;
+        const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, change);
+        if (resident) {
+          c.resident |= change;
+          resident_bytes_ += bytes;
+        } else {
+          c.resident &= ~change;
+          resident_bytes_ -= bytes;
+        }
+      });
     }
   };
   set(actions.load, false);   // a failed load left its data on the host
@@ -197,8 +276,10 @@ void MemoryManager::Invalidate(const MemoryActions& actions) {
 std::vector<ByteRange> MemoryManager::TakeWorkingSet() {
   std::vector<ByteRange> ranges;
   for (ChunkId id : working_set_) {
-    ByteRange r;
-    if (ChunkAt(id, &r)) ranges.push_back(r);
+    ChunkRef ref;
+    if (!Lookup(id, &ref)) continue;
+    const uint64_t begin = ref.alloc->base + ref.index * kChunkSize;
+    ranges.push_back({begin, std::min(ref.alloc->base + ref.alloc->size, begin + kChunkSize)});
   }
   working_set_.clear();
   in_working_set_.clear();

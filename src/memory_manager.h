@@ -1,9 +1,15 @@
-// MemoryManager: one process's view of which 2 MiB chunks of its managed
-// allocations are resident in HBM, kept within a byte budget. For each
-// launch (or copy, or time slice) it decides what to evict and what to load
-// so the predicted working set is resident, by Belady's OPT over the future
-// it knows (the launch itself, then any timeline the coordinator gave it),
-// and by least-recent use among chunks the future does not mention.
+// MemoryManager: one process's view of which parts of its managed
+// allocations are resident in HBM, kept within a byte budget. Residency is
+// tracked in 64 KiB units (the driver's fault unit) within 2 MiB chunks: a
+// launch loads exactly the units its predicted ranges touch, and eviction
+// takes whole chunks. For each launch (or copy, or time slice) it decides
+// what to evict and what to load so the predicted working set is resident,
+// by furthest next use over the future it knows (the launch itself, then
+// any timeline the coordinator gave it). For chunks that future does not
+// mention, the next use is predicted from the chunk's last reuse interval
+// (training and decode loops repeat: a layer's weights come back one
+// iteration later), and chunks used only once go first, least recently used
+// first.
 // Residency is an estimate: memory faulted in by unpredicted kernels or
 // evicted by the driver on its own is not seen.
 // Externally synchronized. Used by the hook and the coordinator client.
@@ -11,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -75,10 +82,14 @@ class MemoryManager {
   uint64_t managed_bytes() const;
 
  private:
+  static constexpr uint64_t kUnit = kBigPageSize;                 // 64 KiB
+  static constexpr uint32_t kUnitsPerChunk = kChunkSize / kBigPageSize;  // 32
   struct Chunk {
-    bool resident = false;
+    uint32_t resident = 0;  // mask of resident units
+    uint32_t need = 0;      // scratch: units the current call needs
     uint64_t last_use = 0;  // sequence number of the last launch that used it
-    uint64_t epoch = 0;     // the PlanAccess call that last counted it (dedup)
+    uint64_t prev_use = 0;  // the use before that (0: used once so far)
+    uint64_t epoch = 0;     // the call that last counted it (dedup)
   };
   // Chunks are counted from each allocation's own base (allocations need
   // not be 2 MiB-aligned, and small ones may share a 2 MiB block).
@@ -88,16 +99,27 @@ class MemoryManager {
     uint64_t serial;            // names the allocation in chunk ids
     std::vector<Chunk> chunks;  // chunk i covers [base + i*2MiB, ...) clipped to size
   };
+  struct ChunkRef {
+    Alloc* alloc;
+    size_t index;
+    Chunk& chunk() const { return alloc->chunks[index]; }
+  };
   static constexpr int kChunkIndexBits = 24;  // 32 TiB per allocation
   ChunkId IdOf(const Alloc& a, size_t i) const { return (a.serial << kChunkIndexBits) | i; }
   Alloc* Find(uint64_t addr);
-  Chunk* ChunkAt(ChunkId id, ByteRange* range);
-  // The ids of the chunks `r` overlaps, in address order.
-  void ChunksIn(const ByteRange& r, AccessStep* out);
-  uint64_t ChunkBytes(const Alloc& a, size_t i) const;
+  bool Lookup(ChunkId id, ChunkRef* out);
+  // Calls fn(id, chunk, unit mask) for each chunk `r` overlaps, in address order.
+  template <typename Fn>
+  void ForEachChunk(const ByteRange& r, Fn&& fn);
+  // Bytes that `units` of chunk `i` of `a` hold (the last unit may be partial).
+  uint64_t UnitBytes(const Alloc& a, size_t i, uint32_t units) const;
+  // The address ranges of `units` of chunk `i` of `a`, appended.
+  void UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const;
   // Applies a plan's first step to the residency and fills `out`.
   void Apply(const StepPlan& step, MemoryActions* out);
-  std::vector<ChunkId> ResidentByRecency() const;
+  // Resident chunks, best victim first: those used only once (least
+  // recently used first), then by furthest predicted next use.
+  std::vector<ChunkId> ResidentVictimOrder() const;
 
   uint64_t budget_;
   uint64_t resident_bytes_ = 0;
@@ -108,8 +130,8 @@ class MemoryManager {
   std::map<uint64_t, uint64_t> base_of_serial_;
   uint64_t next_serial_ = 1;
   std::vector<AccessStep> future_;
-  AccessStep touched_;  // scratch for PlanAccess, kept to avoid allocating per launch
-  AccessStep need_;
+  std::unordered_map<ChunkId, uint64_t> future_bytes_;  // what future steps need of each chunk
+  AccessStep need_;  // scratch for PlanAccess, kept to avoid allocating per launch
   std::vector<ChunkId> working_set_;
   std::unordered_set<ChunkId> in_working_set_;
 };

@@ -66,6 +66,10 @@ Plan Run(const PlannerInput& in, Policy policy) {
   const size_t n = in.future.size();
   std::vector<std::vector<ChunkId>> steps(n);
   for (size_t s = 0; s < n; ++s) steps[s] = Distinct(in.future[s]);
+  auto size_of = [&in](ChunkId c) -> uint64_t {
+    auto it = in.size.find(c);
+    return it == in.size.end() ? 1 : it->second;
+  };
 
   // next_use[s][i]: the next step after s that needs steps[s][i].
   std::vector<std::vector<uint64_t>> next_use(n);
@@ -87,30 +91,38 @@ Plan Run(const PlannerInput& in, Policy policy) {
   };
 
   Plan plan;
-  plan.steps.resize(n);
+  plan.steps.resize(std::max<size_t>(n, 1));
   Cache cache;
-  uint64_t tick = 0;
+  uint64_t tick = 0, used = 0;
   for (ChunkId c : in.resident) {
     auto it = upcoming.find(c);
     cache.Put(c, key(it == upcoming.end() ? kNever : it->second, tick++));
+    used += size_of(c);
   }
   const uint64_t base_tick = tick;
 
-  // Excess residency (capacity shrank) is shed before anything else.
-  std::vector<ChunkId> shed;
-  const std::unordered_set<ChunkId> none;
-  while (cache.size() > in.capacity) {
-    ChunkId v;
-    if (!cache.Victim(none, &v)) break;
-    cache.Erase(v);
-    shed.push_back(v);
-  }
-  plan.evictions += shed.size();
+  // Evicts victims (never `pinned`) until `need` more fits; false if it cannot.
+  auto make_room = [&](uint64_t need, const std::unordered_set<ChunkId>& pinned, StepPlan* sp) {
+    while (used + need > in.capacity) {
+      ChunkId v;
+      if (!cache.Victim(pinned, &v)) return false;
+      cache.Erase(v);
+      used -= size_of(v);
+      sp->evict.push_back(v);
+    }
+    return true;
+  };
+
+  // Excess residency (capacity shrank, or chunks of step 0 grew) is shed
+  // first, keeping the chunks step 0 needs.
+  std::unordered_set<ChunkId> first;
+  if (n > 0) first.insert(steps[0].begin(), steps[0].end());
+  make_room(0, first, &plan.steps[0]);
   if (n == 0) {
-    if (!shed.empty()) plan.steps.push_back({shed, {}, {}});
+    plan.evictions = plan.steps[0].evict.size();
+    if (plan.steps[0].evict.empty()) plan.steps.clear();
     return plan;
   }
-  plan.steps[0].evict = std::move(shed);
 
   for (size_t s = 0; s < n; ++s) {
     StepPlan& sp = plan.steps[s];
@@ -118,16 +130,11 @@ Plan Run(const PlannerInput& in, Policy policy) {
     for (size_t i = 0; i < steps[s].size(); ++i) {
       const ChunkId c = steps[s][i];
       if (!cache.Resident(c)) {
-        if (cache.size() >= in.capacity) {
-          ChunkId v;
-          // Only chunks of this step remain: the step exceeds capacity.
-          if (!cache.Victim(pinned, &v)) {
-            sp.unserved.push_back(c);
-            continue;
-          }
-          cache.Erase(v);
-          sp.evict.push_back(v);
+        if (!make_room(size_of(c), pinned, &sp)) {  // only chunks of this step remain
+          sp.unserved.push_back(c);
+          continue;
         }
+        used += size_of(c);
         sp.load.push_back(c);
       }
       cache.Put(c, key(next_use[s][i], base_tick + s));

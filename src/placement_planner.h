@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace msched {
@@ -17,9 +18,13 @@ using ChunkId = uint64_t;
 using AccessStep = std::vector<ChunkId>;
 
 struct PlannerInput {
-  uint64_t capacity = 0;            // chunks that fit at once
+  uint64_t capacity = 0;            // what fits at once, in the units of `size`
   std::vector<ChunkId> resident;    // resident now, least recently used first
   std::vector<AccessStep> future;   // known future, earliest first
+  // What each chunk occupies once resident (bytes, say); a chunk not listed
+  // occupies 1. A resident chunk's size may exceed what it holds now: the
+  // growth is charged at step 0.
+  std::unordered_map<ChunkId, uint64_t> size;
 };
 
 struct StepPlan {
@@ -30,13 +35,15 @@ struct StepPlan {
 
 // Promises, for each step in order:
 //  - every chunk of the step is resident after it, except when the step alone
-//    holds more distinct chunks than `capacity`: then its first `capacity`
-//    chunks (access order) are, and the rest are listed as unserved (they
-//    will fault);
+//    needs more than `capacity`: then the chunks that fit, in access order,
+//    are, and the rest are listed as unserved (they will fault);
 //  - a chunk of a step is never evicted to serve that same step;
-//  - evictions happen only when the step would otherwise exceed capacity.
+//  - evictions happen only when the step would otherwise exceed capacity,
+//    and the resident total never exceeds capacity after a step.
 // If `resident` already exceeds capacity, the excess is evicted at step 0
-// (or at once when the future is empty).
+// (or at once when the future is empty). With unit sizes PlanOpt is
+// Belady's optimum; with sizes it evicts by furthest next use (a heuristic:
+// the sized problem is NP-hard).
 struct Plan {
   std::vector<StepPlan> steps;  // one per input step
   uint64_t loads = 0;           // misses served

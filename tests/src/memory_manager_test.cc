@@ -66,6 +66,46 @@ TEST_F(MemoryManagerTest, EvictsByOptWhenTheFutureIsKnown) {
   EXPECT_FALSE(act.evict_after_queue);
 }
 
+TEST(MemoryManagerRecurrenceTest, ACyclicStreamKeepsMostOfItselfOnceItRecurs) {
+  // Five 2 MiB layers streamed in order, again and again, through room for
+  // four: LRU reloads every layer every pass; predicting each layer's return
+  // from its reuse interval keeps three of them resident from pass 3 on.
+  MemoryManager mm(8 * kMiB);
+  for (uint64_t l = 0; l < 5; ++l) mm.AddAllocation(0x10000000 + l * 0x1000000, 2 * kMiB);
+  uint64_t seq = 0;
+  std::vector<uint64_t> loads_per_pass;
+  for (int pass = 0; pass < 6; ++pass) {
+    uint64_t loads = 0;
+    for (uint64_t l = 0; l < 5; ++l) {
+      const uint64_t base = 0x10000000 + l * 0x1000000;
+      MemoryActions act;
+      mm.PlanAccess(Regions({{base, base + 2 * kMiB}}), ++seq, &act);
+      loads += act.load_bytes / (2 * kMiB);
+    }
+    loads_per_pass.push_back(loads);
+  }
+  EXPECT_EQ(loads_per_pass[0], 5u);
+  EXPECT_EQ(loads_per_pass[1], 5u) << "no reuse interval known yet: LRU";
+  for (int pass = 2; pass < 6; ++pass) EXPECT_LE(loads_per_pass[pass], 2u) << "pass " << pass;
+}
+
+TEST(MemoryManagerRecurrenceTest, ChunksUsedEveryLaunchAreKept) {
+  MemoryManager mm(4 * kMiB);
+  const uint64_t hot = 0x10000000;
+  mm.AddAllocation(hot, 2 * kMiB);
+  for (uint64_t l = 0; l < 4; ++l) mm.AddAllocation(0x20000000 + l * 0x1000000, 2 * kMiB);
+  uint64_t seq = 0, hot_reloads = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    for (uint64_t l = 0; l < 4; ++l) {
+      const uint64_t cold = 0x20000000 + l * 0x1000000;
+      MemoryActions act;
+      mm.PlanAccess(Regions({{hot, hot + 2 * kMiB}, {cold, cold + 2 * kMiB}}), ++seq, &act);
+      for (const ByteRange& r : act.load) hot_reloads += r.begin == hot;
+    }
+  }
+  EXPECT_EQ(hot_reloads, 1u);
+}
+
 TEST_F(MemoryManagerTest, NeverEvictsTheLaunchsOwnChunksAndReportsTheExcess) {
   mm_.set_budget(4 * kMiB);
   MemoryActions act = Access({{a_, a_ + 8 * kMiB}});
@@ -124,6 +164,41 @@ TEST_F(MemoryManagerTest, WorkingSetIsTheChunksUsedInFirstUseOrder) {
   MemoryActions back;
   mm_.PlanLoad(ws, &back);
   EXPECT_EQ(back.load_bytes, 6 * kMiB);
+}
+
+TEST(MemoryManagerUnitsTest, SparsePrefixesLoadOnlyTheUnitsTheyTouch) {
+  // Eight 2 MiB KV caches of which each launch reads only the first 4 KiB:
+  // 64 KiB each is loaded, so all eight fit a 1 MiB budget without eviction.
+  MemoryManager mm(1 * kMiB);
+  for (uint64_t i = 0; i < 8; ++i) mm.AddAllocation(0x10000000 + i * 0x1000000, 2 * kMiB);
+  uint64_t loaded = 0, evicted = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (uint64_t i = 0; i < 8; ++i) {
+      const uint64_t base = 0x10000000 + i * 0x1000000;
+      MemoryActions act;
+      mm.PlanAccess(Regions({{base, base + 4096}}), round * 8 + i + 1, &act);
+      loaded += act.load_bytes;
+      evicted += act.evict_bytes;
+      if (!act.load.empty()) {
+        EXPECT_EQ(act.load[0], (ByteRange{base, base + 64 * 1024}));
+      }
+    }
+  }
+  EXPECT_EQ(loaded, 8 * 64 * 1024u);
+  EXPECT_EQ(evicted, 0u);
+  EXPECT_EQ(mm.resident_bytes(), 8 * 64 * 1024u);
+}
+
+TEST(MemoryManagerUnitsTest, GrowingAChunkLoadsOnlyTheNewUnitsAndTailsAreExact) {
+  MemoryManager mm(64 * kMiB);
+  mm.AddAllocation(0x1000, 100 * 1024);  // ends inside its second unit
+  MemoryActions a, b;
+  mm.PlanAccess(Regions({{0x1000, 0x1000 + 4096}}), 1, &a);
+  EXPECT_EQ(a.load_bytes, 64 * 1024u);
+  mm.PlanAccess(Regions({{0x1000, 0x1000 + 100 * 1024}}), 2, &b);
+  ASSERT_EQ(b.load.size(), 1u);
+  EXPECT_EQ(b.load[0], (ByteRange{0x1000 + 64 * 1024, 0x1000 + 100 * 1024}));
+  EXPECT_EQ(mm.resident_bytes(), 100 * 1024u);
 }
 
 TEST_F(MemoryManagerTest, InvalidateUndoesFailedTransfers) {

@@ -134,6 +134,25 @@ TEST(PlacementPlannerTest, ShedsExcessResidencyFirst) {
   EXPECT_EQ(empty.steps[0].evict, (std::vector<ChunkId>{10, 11}));  // oldest first
 }
 
+TEST(PlacementPlannerTest, SizedChunksRespectByteCapacity) {
+  PlannerInput in;
+  in.capacity = 100;
+  in.size = {{1, 60}, {2, 30}, {3, 50}, {4, 10}};
+  in.resident = {1, 2};  // 90 of 100 used
+  in.future = {{4}, {3}, {2}};
+  Plan p = PlanOpt(in);
+  // 4 (10) fits beside 1 and 2; 3 (50) needs 1, never used again, to go.
+  EXPECT_TRUE(p.steps[0].evict.empty());
+  EXPECT_EQ(p.steps[1].evict, (std::vector<ChunkId>{1}));
+  EXPECT_EQ(p.steps[1].load, (std::vector<ChunkId>{3}));
+  EXPECT_TRUE(p.steps[2].load.empty());
+  // With 1 pinned by the same step, evicting 2 still leaves no room for 3.
+  in.future = {{1, 3}};
+  Plan q = PlanOpt(in);
+  EXPECT_EQ(q.steps[0].evict, (std::vector<ChunkId>{2}));
+  EXPECT_EQ(q.steps[0].unserved, (std::vector<ChunkId>{3}));
+}
+
 TEST(PlacementPlannerTest, OptPrefersVictimsNeverUsedAgain) {
   PlannerInput in;
   in.capacity = 3;

@@ -2,14 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
 namespace msched {
 namespace {
 
+// A directory of this test's own (TempDir outlives runs and is shared).
 std::string File(const std::string& name, const std::string& text) {
-  const std::string dir = testing::TempDir() + "tstore/";
+  const std::string dir = testing::TempDir() + "tstore_" + std::to_string(getpid()) + "_" +
+                          testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
   std::filesystem::create_directories(dir + "sub");
   std::filesystem::create_directories(dir + "devices");
   std::ofstream(dir + name) << text;
@@ -45,6 +49,7 @@ TEST(TemplateStoreTest, LoadsDirectoriesSkipsDeviceProfilesAndLetsLaterFilesOver
 }
 
 TEST(TemplateStoreTest, ProblemsAreReportedAndTheRestLoads) {
+  File("a.json", Templates("k", 4096));
   const std::string dir = File("broken.json", "{\"format\": \"msched-templates\", \"kernels\": [");
   TemplateStore store;
   std::vector<TemplateProblem> problems;

@@ -21,13 +21,16 @@ void TemplateStore::LoadPaths(const std::vector<std::string>& paths, std::vector
     std::error_code ec;
     std::vector<std::string> files;
     if (fs::is_directory(path, ec)) {
+      // Directories hold other JSON too (device profiles, simulator
+      // modules): only files named *.templates.json are templates.
       for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
            it.increment(ec)) {
-        if (it->is_directory() && it->path().filename() == "devices") {
-          it.disable_recursion_pending();  // device profiles, not templates
-          continue;
+        const std::string name = it->path().filename().string();
+        const std::string suffix = ".templates.json";
+        if (it->is_regular_file() && name.size() > suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          files.push_back(it->path().string());
         }
-        if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path().string());
       }
       std::sort(files.begin(), files.end());  // a deterministic override order
     } else {

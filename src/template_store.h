@@ -1,6 +1,6 @@
 // TemplateStore: the templates a process uses, indexed by kernel name, loaded
-// from files and directories (every *.json below a directory, except device
-// profiles). A later definition of a kernel replaces an earlier one, so
+// from files and directories (every *.templates.json below a directory; a
+// file named explicitly is read whatever its name). A later definition of a kernel replaces an earlier one, so
 // MSCHED_TEMPLATES can override the shipped templates. Immutable after
 // loading: thread-safe for lookups. Used by the hook and the profiler.
 #pragma once
@@ -16,7 +16,8 @@ namespace msched {
 
 class TemplateStore {
  public:
-  // Loads each path (a file, or a directory searched recursively). Problems
+  // Loads each path (a file, or a directory searched recursively for
+  // *.templates.json). Problems
   // (unreadable files, broken entries) are appended to `problems`; the rest
   // loads.
   void LoadPaths(const std::vector<std::string>& paths, std::vector<TemplateProblem>* problems);

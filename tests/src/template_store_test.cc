@@ -1,7 +1,6 @@
 #include "template_store.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -28,9 +27,10 @@ const char* Templates(const char* name, int extent) {
   return s.c_str();
 }
 
-TEST(TemplateStoreTest, LoadsDirectoriesSkipsDeviceProfilesAndLetsLaterFilesOverride) {
-  File("a.json", Templates("k", 4096));
-  File("sub/b.json", Templates("k", 8192));
+TEST(TemplateStoreTest, LoadsTemplatesFilesBelowDirectoriesAndLetsLaterFilesOverride) {
+  File("a.templates.json", Templates("k", 4096));
+  File("sub/b.templates.json", Templates("k", 8192));
+  File("module.json", R"({"format":"msim-module"})");  // not a templates file: ignored
   const std::string dir = File("devices/rtx.json", R"({"format":"msim-device"})");
   TemplateStore store;
   std::vector<TemplateProblem> problems;
@@ -49,11 +49,11 @@ TEST(TemplateStoreTest, LoadsDirectoriesSkipsDeviceProfilesAndLetsLaterFilesOver
 }
 
 TEST(TemplateStoreTest, ProblemsAreReportedAndTheRestLoads) {
-  File("a.json", Templates("k", 4096));
+  File("a.templates.json", Templates("k", 4096));
   const std::string dir = File("broken.json", "{\"format\": \"msched-templates\", \"kernels\": [");
   TemplateStore store;
   std::vector<TemplateProblem> problems;
-  store.LoadPaths({dir + "broken.json", dir + "a.json", "/nonexistent.json"}, &problems);
+  store.LoadPaths({dir + "broken.json", dir + "a.templates.json", "/nonexistent.json"}, &problems);
   EXPECT_EQ(problems.size(), 2u);
   EXPECT_EQ(store.size(), 1u);
 }

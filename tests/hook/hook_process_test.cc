@@ -1,0 +1,295 @@
+// libmsched.so preloaded into real driver-API programs running on the
+// simulated GPU: a program linked with -lcuda (msim-run), one that resolves
+// everything cudart-style (probe_app), and cudart itself. The tests read the
+// hook's statistics (MSCHED_STATS), the simulator's (MSIM_STATS), exit
+// status and output.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+  json hook, sim;  // statistics, when written
+};
+
+std::string Slurp(const std::string& path) {
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  return ss.str();
+}
+
+// Runs argv with libmsched preloaded (unless preload is false) over the
+// simulator, with `env` added. Templates for the workloads' kernels are
+// always available.
+Outcome RunHooked(std::vector<std::string> argv, std::map<std::string, std::string> env = {}, bool preload = true) {
+  static int serial = 0;
+  const std::string base = testing::TempDir() + "hook_" + std::to_string(getpid()) + "_" + std::to_string(serial++);
+  msched::SpawnOptions o;
+  o.env = std::move(env);
+  o.env.emplace("LD_LIBRARY_PATH", SIM_LIB_DIR);
+  if (preload) o.env.emplace("LD_PRELOAD", LIBMSCHED);
+  o.env.emplace("MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels");
+  o.env.emplace("MSCHED_STATS", base + ".hook.json");
+  o.env.emplace("MSIM_STATS", base + ".sim.json");
+  o.env.emplace("MSIM_HBM_BYTES", std::to_string(256ull << 20));
+  // Inherited settings that would change the outcome are dropped unless the
+  // test sets them; a test sets a variable to "" to have it unset.
+  for (const char* k : {"MSIM_DEVICE", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_GPU_MEMORY", "MSCHED_COORD"}) {
+    if (!o.env.count(k)) o.unset_env.push_back(k);
+  }
+  for (auto it = o.env.begin(); it != o.env.end();) {
+    if (it->second.empty()) {
+      o.unset_env.push_back(it->first);
+      it = o.env.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  o.stdout_path = base + ".out";
+  o.stderr_path = base + ".err";
+  Outcome r;
+  auto p = msched::Subprocess::Spawn(argv, o);
+  if (!p.ok()) {
+    r.err = p.status().ToString();
+    return r;
+  }
+  r.status = p->Wait();
+  r.out = Slurp(o.stdout_path);
+  r.err = Slurp(o.stderr_path);
+  r.hook = json::parse(Slurp(base + ".hook.json"), nullptr, false);
+  r.sim = json::parse(Slurp(base + ".sim.json"), nullptr, false);
+  return r;
+}
+
+std::string Workload(const std::string& name) { return std::string(WORKLOADS_DIR) + "/" + name; }
+
+// The checksum lines of a run's output.
+std::string Checksums(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, sums;
+  while (std::getline(in, line)) {
+    if (line.rfind("checksum", 0) == 0) sums += line + "\n";
+  }
+  return sums;
+}
+
+uint64_t U(const json& j, std::initializer_list<const char*> path) {
+  const json* node = &j;
+  for (const char* key : path) {
+    if (!node->is_object() || !node->contains(key)) return 0;
+    node = &(*node)[key];
+  }
+  return node->is_number() ? node->get<uint64_t>() : 0;
+}
+
+TEST(HookProcessTest, ProgramLinkedWithLibcudaIsIntercepted) {
+  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(U(r.hook, {"launches", "total"}), 16u);
+  EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 16u);
+  EXPECT_EQ(U(r.hook, {"allocations", "converted"}), 4u);  // device, pitch, async, pool: all but managed and host
+  EXPECT_GT(U(r.hook, {"calls", "cuLaunchKernel"}), 0u);
+  EXPECT_GT(U(r.hook, {"calls", "cuLaunchKernelEx"}), 0u);
+  EXPECT_GT(U(r.hook, {"calls", "cuLaunchCooperativeKernel"}), 0u);
+  EXPECT_GT(U(r.hook, {"calls", "cuMemAllocPitch_v2"}), 0u);
+  EXPECT_GT(U(r.hook, {"calls", "cuMemAllocAsync"}), 0u);
+  EXPECT_EQ(U(r.sim, {"faults"}), 0u) << "every kernel's data was prefetched";
+}
+
+TEST(HookProcessTest, CudartStyleLookupsReturnWrappersOfTheRightAbi) {
+  const Outcome r = RunHooked({PROBE_APP, "lookups"}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string& o = r.out;
+  EXPECT_NE(o.find("dlsym cuGetProcAddress_v2 libmsched.so:cuGetProcAddress_v2"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuGetProcAddress@12000/0 libmsched.so:cuGetProcAddress_v2\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuGetProcAddress@11030/0 libmsched.so:cuGetProcAddress\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuLaunchKernel@4000/0 libmsched.so:cuLaunchKernel\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuLaunchKernel@7000/2 libmsched.so:cuLaunchKernel_ptsz\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuLaunchKernelEx@11060/2 libmsched.so:cuLaunchKernelEx_ptsz\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuMemAlloc@3020/0 libmsched.so:cuMemAlloc_v2\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuMemcpyHtoD@7000/2 libmsched.so:cuMemcpyHtoD_v2_ptds\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuCtxSynchronize@13000/0 libmsched.so:cuCtxSynchronize_v2\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuCtxSynchronize@2000/0 libmsched.so:cuCtxSynchronize\n"), std::string::npos) << o;
+  // An ABI msched does not hook, and an entry point it does not hook, pass through.
+  EXPECT_NE(o.find("cuMemAlloc@2000/0 libcuda.so.1:cuMemAlloc\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("cuModuleLoadData@2000/0 libcuda.so.1:cuModuleLoadData\n"), std::string::npos) << o;
+  EXPECT_GE(U(r.hook, {"lookups", "get_proc_address_substituted"}), 10u);
+  EXPECT_EQ(U(r.hook, {"lookups", "dlsym_substituted"}), 1u);
+
+  const Outcome plain = RunHooked({PROBE_APP, "lookups"}, {}, /*preload=*/false);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("libmsched"), std::string::npos) << "without the hook every answer is the driver's";
+}
+
+TEST(HookProcessTest, CudartStyleProgramRunsThroughTheWrappers) {
+  const Outcome plain = RunHooked({PROBE_APP, "run"}, {}, false);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  for (const char* cmd : {"run", "run_ptsz"}) {
+    const Outcome r = RunHooked({PROBE_APP, cmd}, {{"MSCHED_MODE", "msched"}});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(Checksums(r.out), Checksums(plain.out));
+    EXPECT_EQ(U(r.hook, {"launches", "total"}), 3u) << cmd;
+    EXPECT_EQ(U(r.hook, {"allocations", "converted"}), 3u);
+    EXPECT_EQ(U(r.hook, {"calls", std::string(cmd) == "run" ? "cuLaunchKernel" : "cuLaunchKernel_ptsz"}), 3u);
+  }
+}
+
+TEST(HookProcessTest, ChecksumsAreIdenticalInEveryModeAndUnderASmallBudget) {
+  for (const char* workload : {"integrity.json", "llm_decode.json", "micro_matmul.json"}) {
+    const Outcome reference = RunHooked({MSIM_RUN, Workload(workload)}, {}, false);
+    ASSERT_EQ(reference.status, 0) << reference.err;
+    const std::string sums = Checksums(reference.out);
+    ASSERT_FALSE(sums.empty());
+    for (const char* mode : {"off", "um", "alloc", "msched"}) {
+      for (const char* budget : {"", "4M"}) {
+        const Outcome r = RunHooked({MSIM_RUN, Workload(workload)}, {{"MSCHED_MODE", mode}, {"MSCHED_GPU_MEMORY", budget}});
+        ASSERT_EQ(r.status, 0) << workload << " " << mode << "\n" << r.err;
+        EXPECT_EQ(Checksums(r.out), sums) << workload << " in mode " << mode << " budget '" << budget << "'";
+      }
+    }
+  }
+}
+
+TEST(HookProcessTest, OversubscribedWorkloadFaultsLessAndFinishesSoonerUnderMsched) {
+  // Weights of 96 MiB streamed every decode step through a 64 MiB device.
+  const std::vector<std::string> argv = {MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=24", "--set",
+                                         "ROWS=1024", "--set", "COLS=1024", "--set", "MAXCTX=256", "--set", "INIT=0"};
+  std::map<std::string, json> sim;
+  for (const char* mode : {"um", "msched"}) {
+    const Outcome r = RunHooked(argv, {{"MSCHED_MODE", mode}, {"MSIM_HBM_BYTES", std::to_string(64ull << 20)}});
+    ASSERT_EQ(r.status, 0) << r.err;
+    sim[mode] = r.sim;
+  }
+  EXPECT_LT(U(sim["msched"], {"faults"}), U(sim["um"], {"faults"}));
+  EXPECT_LT(U(sim["msched"], {"virtual_time_ns"}), U(sim["um"], {"virtual_time_ns"}));
+}
+
+TEST(HookProcessTest, NothingIsInjectedWhileAStreamCaptures) {
+  const Outcome r = RunHooked({PROBE_APP, "capture"}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("replayed 2"), std::string::npos);
+  EXPECT_EQ(U(r.hook, {"launches", "in_capture"}), 1u);
+  EXPECT_EQ(U(r.hook, {"launches", "graph"}), 1u);
+  EXPECT_EQ(U(r.hook, {"errors", "prefetch"}), 0u);
+}
+
+TEST(HookProcessTest, VmmMemoryIsPinnedAndMemGetInfoShowsTheJobsView) {
+  const Outcome r = RunHooked({PROBE_APP, "vmm"}, {{"MSCHED_MODE", "msched"}, {"MSCHED_GPU_MEMORY", "64M"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(U(r.hook, {"allocations", "pinned"}), 1u);
+  EXPECT_EQ(U(r.hook, {"allocations", "pinned_bytes"}), 4u << 20);
+  // 64 MiB budget, 4 MiB pinned, 8 MiB allocated (managed).
+  EXPECT_NE(r.out.find("meminfo free " + std::to_string(52u << 20) + " total " + std::to_string(64u << 20)),
+            std::string::npos) << r.out;
+}
+
+TEST(HookProcessTest, StreamOrderedFreesWaitForTheirStream) {
+  for (const char* mode : {"off", "msched"}) {
+    const Outcome r = RunHooked({PROBE_APP, "async"}, {{"MSCHED_MODE", mode}});
+    EXPECT_EQ(r.status, 0) << mode << "\n" << r.err;
+    EXPECT_NE(r.out.find("async ok"), std::string::npos);
+  }
+}
+
+TEST(HookProcessTest, RtldNextIsAnsweredRelativeToTheCaller) {
+  const Outcome r = RunHooked({PROBE_APP, "rtld_next"}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("cuLaunchKernel libmsched.so:cuLaunchKernel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("strlen libc.so.6"), std::string::npos) << r.out;
+}
+
+TEST(HookProcessTest, BadSettingsAreReportedOnceAndTheDefaultsApply) {
+  const Outcome plain = RunHooked({MSIM_RUN, Workload("integrity.json")}, {}, false);
+  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")},
+                        {{"MSCHED_MODE", "fast"}, {"MSCHED_GPU_MEMORY", "lots"}, {"MSCHED_LOG_LEVEL", "warn"},
+                         {"MSCHED_MODEE", "um"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("MSCHED_MODE='fast' is not valid: expected off|um|alloc|msched|profile"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("MSCHED_GPU_MEMORY='lots' is not valid"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("MSCHED_MODEE is not an msched variable"), std::string::npos) << r.err;
+  EXPECT_EQ(r.hook["mode"], "msched");
+  EXPECT_EQ(Checksums(r.out), Checksums(plain.out));
+}
+
+TEST(HookProcessTest, TheHookNeverWritesToStdout) {
+  const Outcome plain = RunHooked({MSIM_RUN, Workload("integrity.json")}, {}, false);
+  // In pass-through mode the program's output is byte for byte its own.
+  const Outcome off = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "off"}, {"MSCHED_LOG_LEVEL", "trace"}});
+  ASSERT_EQ(off.status, 0);
+  EXPECT_EQ(off.out, plain.out);
+  // Managing memory changes the virtual time msim-run reports, nothing else.
+  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG_LEVEL", "trace"}});
+  ASSERT_EQ(r.status, 0);
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(line.rfind("checksum ", 0) == 0 || line.rfind("workload ", 0) == 0) << "unexpected stdout: " << line;
+  }
+  EXPECT_NE(r.err.find("[msched "), std::string::npos) << "trace logging goes to stderr";
+}
+
+TEST(HookProcessTest, MalformedTemplatesAreReportedAndTheRestStillPredict) {
+  const std::string bad = testing::TempDir() + "bad_templates_" + std::to_string(getpid()) + ".json";
+  std::ofstream(bad) << R"({"format":"msched-templates","version":1,"kernels":[
+      {"name":"vector_add","params":[[0,8]],"regions":[{"base":"p4","kind":"fixed","extent":1}]}]})";
+  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")},
+                        {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG_LEVEL", "warn"},
+                         {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels:" + bad}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find(bad + ": kernel 'vector_add': regions[0].base"), std::string::npos) << r.err;
+  EXPECT_EQ(U(r.hook, {"templates", "problems"}), 1u);
+  EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 16u) << "the good definition still loaded";
+}
+
+TEST(HookProcessTest, StatisticsCarryWhatTheIssueAsksFor) {
+  const Outcome r = RunHooked({MSIM_RUN, Workload("llm_decode.json")}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* key : {"lookups", "calls", "allocations", "launches", "bytes", "hook", "memory", "mode"}) {
+    EXPECT_TRUE(r.hook.contains(key)) << key;
+  }
+  for (const char* key : {"count", "bytes", "converted", "pinned"}) EXPECT_TRUE(r.hook["allocations"].contains(key));
+  for (const char* key : {"total", "predicted", "unknown"}) EXPECT_TRUE(r.hook["launches"].contains(key));
+  for (const char* key : {"predicted", "prefetched", "evicted"}) EXPECT_TRUE(r.hook["bytes"].contains(key));
+  EXPECT_GT(U(r.hook, {"hook", "launch_latency_ns", "count"}), 0u);
+  EXPECT_TRUE(r.hook["hook"]["launch_latency_ns"].contains("p99"));
+}
+
+TEST(HookProcessTest, AMissingRealDriverFailsHookedCallsClearlyWithoutCrashing) {
+  // The wrappers a -lcuda program binds to have no driver to forward to:
+  // they answer CUDA_ERROR_NO_DEVICE and say why, once, on stderr.
+  const Outcome run = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_REAL_LIBCUDA", "/nonexistent/libcuda.so.1"}});
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.err.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("cannot load the real driver '/nonexistent/libcuda.so.1'"), std::string::npos) << run.err;
+  // A program that opened the driver itself keeps its own driver, unhooked.
+  const Outcome probe = RunHooked({PROBE_APP, "run"}, {{"MSCHED_REAL_LIBCUDA", "/nonexistent/libcuda.so.1"}});
+  EXPECT_EQ(probe.status, 0) << probe.err;
+}
+
+TEST(HookProcessTest, TheRealCudartsLookupsReachTheHook) {
+  // cudart cannot initialise on the simulator (it needs NVIDIA's private
+  // export tables), but every one of its ~440 cuGetProcAddress_v2 requests
+  // comes first, and must go through the hook.
+  const Outcome r = RunHooked({CUDART_APP}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("cudaGetDeviceCount"), std::string::npos);
+  EXPECT_EQ(U(r.hook, {"lookups", "dlsym_substituted"}), 1u) << "dlsym(h, \"cuGetProcAddress_v2\")";
+  EXPECT_GE(U(r.hook, {"lookups", "get_proc_address"}), 400u);
+  EXPECT_GE(U(r.hook, {"lookups", "get_proc_address_substituted"}), 50u);
+  EXPECT_GE(U(r.hook, {"calls", "cuGetProcAddress_v2"}), 400u);
+}
+
+}  // namespace

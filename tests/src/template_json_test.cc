@@ -70,6 +70,7 @@ TEST(TemplateJsonTest, TruncatedFileIsOneProblem) {
 
 // Each broken entry is reported with file, kernel and field; the others load.
 struct BrokenCase {
+  const char* name;  // the test's name
   const char* entry;
   const char* field;
 };
@@ -95,43 +96,44 @@ INSTANTIATE_TEST_SUITE_P(
     Malformed, BrokenEntryTest,
     ::testing::Values(
         // wrong types
-        BrokenCase{R"({"name":"bad","params":"x","regions":[]})", "params"},
-        BrokenCase{R"({"name":"bad","params":[[0,"8"]],"regions":[]})", "params[0].size"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":{}})", "regions"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":7,"kind":"fixed","extent":1}]})",
+        BrokenCase{"ParamsNotArray", R"({"name":"bad","params":"x","regions":[]})", "params"},
+        BrokenCase{"ParamSizeString", R"({"name":"bad","params":[[0,"8"]],"regions":[]})", "params[0].size"},
+        BrokenCase{"RegionsNotArray", R"({"name":"bad","params":[[0,8]],"regions":{}})", "regions"},
+        BrokenCase{"BaseNotString", R"({"name":"bad","params":[[0,8]],"regions":[{"base":7,"kind":"fixed","extent":1}]})",
                    "regions[0].base"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1.5}]})",
+        BrokenCase{"FractionalExtent", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1.5}]})",
                    "regions[0].extent"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"blob","extent":1}]})",
+        BrokenCase{"UnknownKind", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"blob","extent":1}]})",
                    "regions[0].kind"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","mode":"rw","extent":1}]})",
+        BrokenCase{"UnknownMode", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","mode":"rw","extent":1}]})",
                    "regions[0].mode"},
         // references outside the layout
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
+        BrokenCase{"BaseParamMissing", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
                    "regions[0].base"},
-        BrokenCase{R"({"name":"bad","params":[[0,8],[8,4]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
+        BrokenCase{"BaseTooNarrow", R"({"name":"bad","params":[[0,8],[8,4]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
                    "regions[0].base"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p5"]}}]})",
+        BrokenCase{"FactorParamMissing", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p5"]}}]})",
                    "regions[0].extent.factors[0]"},
         // absurd sizes and overflow-prone coefficients
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1000000000000000000000}]})",
+        BrokenCase{"ExtentTooLarge", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1000000000000000000000}]})",
                    "regions[0].extent"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":-4}]})",
+        BrokenCase{"NegativeExtent", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":-4}]})",
                    "regions[0].extent"},
-        BrokenCase{R"({"name":"bad","params":[[0,8],[8,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":9223372036854775807,"factors":["p1"]}}]})",
+        BrokenCase{"CoefOverflow", R"({"name":"bad","params":[[0,8],[8,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":9223372036854775807,"factors":["p1"]}}]})",
                    "regions[0].extent.coef"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":1,"div":0,"factors":["p0"]}}]})",
+        BrokenCase{"ZeroDivisor", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":1,"div":0,"factors":["p0"]}}]})",
                    "regions[0].extent.div"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p0","p0","p0","p0"]}}]})",
+        BrokenCase{"TooManyFactors", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p0","p0","p0","p0"]}}]})",
                    "regions[0].extent.factors"},
-        BrokenCase{R"({"name":"bad","params":[[0,99999]],"regions":[]})", "params[0].size"},
+        BrokenCase{"ParamTooLarge", R"({"name":"bad","params":[[0,99999]],"regions":[]})", "params[0].size"},
         // structure
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"strided","extent":4}]})",
+        BrokenCase{"StridedWithoutCount", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"strided","extent":4}]})",
                    "regions[0].count"},
-        BrokenCase{R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":{"factors":["p0"]}}]})",
+        BrokenCase{"FixedWithFactors", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":{"factors":["p0"]}}]})",
                    "regions[0].extent"},
-        BrokenCase{R"({"name":"bad","version":7,"params":[[0,8]],"regions":[]})", "version"},
-        BrokenCase{R"({"name":"bad","regions":[]})", "params"}));
+        BrokenCase{"UnknownEntryVersion", R"({"name":"bad","version":7,"params":[[0,8]],"regions":[]})", "version"},
+        BrokenCase{"NoParams", R"({"name":"bad","regions":[]})", "params"}),
+    [](const ::testing::TestParamInfo<BrokenCase>& p) { return std::string(p.param.name); });
 
 TEST(TemplateJsonTest, UnknownFileVersionStillLoadsEntriesThatDeclareAKnownOne) {
   const char* text = R"({"format":"msched-templates","version":99,"kernels":[

@@ -29,7 +29,7 @@ bool FactorValue(const Factor& f, const ArgView& args, const LaunchDims& dims, u
 
 void Prediction::Add(const ByteRange& r, AccessMode mode) {
   if (r.empty()) return;
-  regions_.push_back({r.AlignedOut(kPageSize), mode});
+  regions_.push_back({r.AlignedOut(alignment_), mode});
 }
 
 uint64_t Prediction::TotalBytes() const {

@@ -23,7 +23,7 @@ inline constexpr uint64_t kMaxRegionBytes = uint64_t{1} << 46;
 inline constexpr uint64_t kMaxStridedPieces = 4096;
 
 struct PredictedRegion {
-  ByteRange range;  // page-aligned
+  ByteRange range;  // aligned out to the Prediction's alignment
   AccessMode mode = AccessMode::kReadWrite;
 };
 
@@ -31,6 +31,9 @@ struct PredictedRegion {
 // launches stops allocating after warm-up.
 class Prediction {
  public:
+  // Ranges are rounded out to `alignment` bytes: the driver's page for
+  // migration (the default), 1 for exact byte accounting in reports.
+  explicit Prediction(uint64_t alignment = kPageSize) : alignment_(alignment) {}
   void Clear() {
     regions_.clear();
     failed_regions_ = 0;
@@ -47,6 +50,7 @@ class Prediction {
   void CountEnvelope() { ++enveloped_regions_; }
 
  private:
+  uint64_t alignment_;
   std::vector<PredictedRegion> regions_;
   uint32_t failed_regions_ = 0;
   uint32_t enveloped_regions_ = 0;

@@ -13,6 +13,7 @@
 
 #include "hook_guard.h"
 #include "hooks.h"
+#include "profile_recorder.h"
 #include "real_driver.h"
 
 namespace msched::hook {
@@ -28,12 +29,15 @@ void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
   HookCounters& c = rt.counters();
   c.alloc_count->Add();
   c.alloc_bytes->Add(size);
+  if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Alloc(base, size);
 }
 
 // REQUIRES: rt.mu(). Forgets the allocation at `base`, if msched knows it.
 void Forget(Runtime& rt, CUdeviceptr base) {
   Result<Allocation> a = rt.allocs().Erase(base);
-  if (a.ok() && a->kind == AllocKind::kManaged) rt.memory().RemoveAllocation(base);
+  if (!a.ok()) return;
+  if (a->kind == AllocKind::kManaged) rt.memory().RemoveAllocation(base);
+  if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Free(base);
 }
 
 // Allocates `size` bytes of managed memory in place of an ordinary

@@ -6,15 +6,26 @@
 // (or at allocation granularity in alloc mode, or for unknown kernels with
 // MSCHED_UNKNOWN=alloc), and made resident. Nothing is injected while a
 // stream is capturing. Kernels inside replayed graphs are not predicted.
+// In profile mode the launch runs under the profile recorder instead.
 #include <chrono>
 
 #include "hook_guard.h"
 #include "hooks.h"
 #include "predictor.h"
+#include "profile_recorder.h"
 #include "residency.h"
 
 namespace msched::hook {
 namespace {
+
+// One launch as the hooks see it, whatever entry point it came through.
+struct LaunchSite {
+  CUfunction f;
+  LaunchDims dims;
+  CUstream stream;  // the effective stream
+  void** params;
+  void** extra;
+};
 
 const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
   {
@@ -22,7 +33,7 @@ const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
     if (const KernelInfo* k = rt.kernels().Find(f)) return k;
   }
   KernelInfo info = ResolveKernel(f, rt.templates());  // asks the driver: outside the lock
-  if (info.tmpl == nullptr) {
+  if (info.tmpl == nullptr && rt.predicting()) {
     LogOnce("unpredicted:" + info.name, spdlog::level::info,
             "kernel '" + info.name + "' is not predicted (" + info.why_unpredicted + ")");
   }
@@ -30,14 +41,25 @@ const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
   return rt.kernels().Insert(f, std::move(info));
 }
 
-void BeforeLaunch(Runtime& rt, CUfunction f, const LaunchDims& dims, CUstream stream, void** params, void** extra) {
+// The launch's arguments in whichever form they came; an empty view when the
+// layout is unknown or the `extra` form is malformed.
+ArgView Arguments(const KernelInfo& k, const LaunchSite& s) {
+  if (!k.layout_known) return {};
+  if (s.params != nullptr) return ArgView::FromKernelParams(k.layout, s.params);
+  if (s.extra != nullptr) {
+    if (Result<ArgView> r = ArgView::FromExtra(k.layout, s.extra); r.ok()) return *r;
+  }
+  return {};
+}
+
+void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   HookCounters& c = rt.counters();
   c.launches_total->Add();
   if (!rt.predicting()) return;
   static thread_local uint32_t launches = 0;
   const bool timed = (++launches & 15) == 0;  // sample the hook's own latency
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const KernelInfo* k = Kernel(rt, f);
+  const KernelInfo* k = Kernel(rt, s.f);
   if (rt.capturing.load(std::memory_order_relaxed) > 0) {
     c.launches_in_capture->Add();
     return;
@@ -45,17 +67,12 @@ void BeforeLaunch(Runtime& rt, CUfunction f, const LaunchDims& dims, CUstream st
   std::lock_guard<std::mutex> lock(rt.mu());
   Prediction& pred = rt.scratch();
   pred.Clear();
-  ArgView args;
-  if (params != nullptr) {
-    args = ArgView::FromKernelParams(k->layout, params);
-  } else if (extra != nullptr) {
-    if (Result<ArgView> r = ArgView::FromExtra(k->layout, extra); r.ok()) args = *r;
-  }
-  const bool readable = k->layout_known && args.layout() != nullptr;
+  const ArgView args = Arguments(*k, s);
+  const bool readable = args.layout() != nullptr;
   const bool whole = rt.config().mode == Mode::kAlloc ||
                      (k->tmpl == nullptr && rt.config().unknown == UnknownPolicy::kAlloc);
   if (readable && k->tmpl != nullptr && !whole) {
-    EvaluateTemplate(*k->tmpl, args, dims, &pred);
+    EvaluateTemplate(*k->tmpl, args, s.dims, &pred);
     c.launches_predicted->Add();
     c.eval_failures->Add(pred.failed_regions());
   } else if (readable && whole) {
@@ -64,11 +81,34 @@ void BeforeLaunch(Runtime& rt, CUfunction f, const LaunchDims& dims, CUstream st
   } else {
     c.launches_unknown->Add();
   }
-  PrepareResidency(rt, pred.regions(), stream);
+  PrepareResidency(rt, pred.regions(), s.stream);
   if (timed) {
     c.hook_latency_ns->Record(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
   }
+}
+
+// Runs the real launch `real` with msched's work around it.
+template <typename Real>
+CUresult Launch(Runtime& rt, const char* where, const LaunchSite& s, Real&& real) {
+  HookScope scope;
+  Safely(rt, where, [&] { BeforeLaunch(rt, s); });
+  if (rt.config().mode != Mode::kProfile) return real();
+  ProfileRecorder* recorder = nullptr;
+  const KernelInfo* k = nullptr;
+  Safely(rt, where, [&] {
+    recorder = ProfileRecorder::Get(rt);
+    if (recorder && rt.capturing.load(std::memory_order_relaxed) == 0) k = Kernel(rt, s.f);
+  });
+  if (k == nullptr) return real();
+  CUresult result = CUDA_SUCCESS;
+  bool launched = false;
+  const std::function<CUresult()> run = [&] {
+    launched = true;
+    return result = real();
+  };
+  if (Safely(rt, where, [&] { recorder->Launch(rt, *k, Arguments(*k, s), s.dims, run); })) return result;
+  return launched ? result : real();  // the recorder failed: launch exactly once all the same
 }
 
 LaunchDims Dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared) {
@@ -85,38 +125,32 @@ CUresult Hook_cuLaunchKernel(Entry e, CUfunction f, unsigned gx, unsigned gy, un
                              unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
   auto c = Enter<PFN_cuLaunchKernel_v4000>(e);
   if (!c.real) return NoRealFunction(e);
-  if (!c.act) return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-  HookScope scope;
-  Safely(*c.rt, "cuLaunchKernel", [&] {
-    BeforeLaunch(*c.rt, f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, extra);
-  });
-  return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+  auto real = [&] { return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra); };
+  if (!c.act) return real();
+  const LaunchSite s{f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, extra};
+  return Launch(*c.rt, "cuLaunchKernel", s, real);
 }
 
 CUresult Hook_cuLaunchKernelEx(Entry e, const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
   auto c = Enter<PFN_cuLaunchKernelEx_v11060>(e);
   if (!c.real) return NoRealFunction(e);
-  if (!c.act || config == nullptr) return c.real(config, f, params, extra);
-  HookScope scope;
-  Safely(*c.rt, "cuLaunchKernelEx", [&] {
-    BeforeLaunch(*c.rt, f,
-                 Dims(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
-                      config->blockDimZ, config->sharedMemBytes),
-                 EffectiveStream(e, config->hStream), params, extra);
-  });
-  return c.real(config, f, params, extra);
+  auto real = [&] { return c.real(config, f, params, extra); };
+  if (!c.act || config == nullptr) return real();
+  const LaunchSite s{f,
+                     Dims(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                          config->blockDimZ, config->sharedMemBytes),
+                     EffectiveStream(e, config->hStream), params, extra};
+  return Launch(*c.rt, "cuLaunchKernelEx", s, real);
 }
 
 CUresult Hook_cuLaunchCooperativeKernel(Entry e, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shared, CUstream stream, void** params) {
   auto c = Enter<PFN_cuLaunchCooperativeKernel_v9000>(e);
   if (!c.real) return NoRealFunction(e);
-  if (!c.act) return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params);
-  HookScope scope;
-  Safely(*c.rt, "cuLaunchCooperativeKernel", [&] {
-    BeforeLaunch(*c.rt, f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, nullptr);
-  });
-  return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params);
+  auto real = [&] { return c.real(f, gx, gy, gz, bx, by, bz, shared, stream, params); };
+  if (!c.act) return real();
+  const LaunchSite s{f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, nullptr};
+  return Launch(*c.rt, "cuLaunchCooperativeKernel", s, real);
 }
 
 CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {

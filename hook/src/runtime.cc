@@ -71,6 +71,9 @@ Runtime::Runtime() {
   for (const std::string& name : parse.unknown_variables) {
     LogWarn("{} is not an msched variable (misspelt?); ignored", name);
   }
+  if (config().mode == Mode::kProfile && config().profile_trace.empty()) {
+    LogWarn("MSCHED_MODE=profile without MSCHED_PROFILE_TRACE records nothing; run the program under msched-profile");
+  }
   if (config().mode != Mode::kOff) LoadTemplates();
   if (!config().stats_path.empty()) std::atexit(WriteStatsAtExit);
   LogInfo("msched {} mode, {} templates", ModeName(config().mode), templates_.size());

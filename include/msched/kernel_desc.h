@@ -5,6 +5,7 @@
 // thread-compatible. Included by src/, hook/ and the tools.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +16,7 @@ namespace msched {
 struct ParamInfo {
   uint32_t offset = 0;
   uint32_t size = 0;
-  bool operator==(const ParamInfo&) const = default;
+  auto operator<=>(const ParamInfo&) const = default;
 };
 using ParamLayout = std::vector<ParamInfo>;
 

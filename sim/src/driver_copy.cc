@@ -34,8 +34,7 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   const msim::DeviceProfile& prof = p.dev->profile();
   if (dir == Dir::kDtoD) {
-    const std::vector<TouchedRange> ranges = {{src & ~4095ull, (src + n + 4095) & ~4095ull, 1},
-                                              {dst & ~4095ull, (dst + n + 4095) & ~4095ull, 2}};
+    const std::vector<TouchedRange> ranges = {{src, src + n, 1}, {dst, dst + n, 2}};
     if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(2 * n, prof.hbm_gbps))) return CUDA_ERROR_INVALID_VALUE;
     p.counters.memcpy_d2d_bytes += n;
   } else if (dir == Dir::kHtoH) {
@@ -83,7 +82,7 @@ CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz,
     if (p.FindAlloc(dst, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
     T* out = reinterpret_cast<T*>(dst);
     for (size_t i = 0; i < count; ++i) out[i] = value;
-    const std::vector<TouchedRange> ranges = {{dst & ~4095ull, (dst + bytes + 4095) & ~4095ull, 2}};
+    const std::vector<TouchedRange> ranges = {{dst, dst + bytes, 2}};
     if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
       return CUDA_ERROR_INVALID_VALUE;
     }

@@ -41,9 +41,8 @@ uint64_t SplitMix(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
-void AddPages(uint64_t begin, uint64_t end, uint32_t mode, std::vector<TouchedRange>* out) {
-  if (end <= begin) return;
-  out->push_back({begin & ~uint64_t{4095}, (end + 4095) & ~uint64_t{4095}, mode});
+void AddRange(uint64_t begin, uint64_t end, uint32_t mode, std::vector<TouchedRange>* out) {
+  if (end > begin) out->push_back({begin, end, mode});
 }
 
 ExprPtr ParseField(const json& obj, const char* key, bool required, const std::string& where) {
@@ -208,12 +207,12 @@ bool EvaluateAccesses(const LaunchArgs& args, const std::function<bool(uint64_t,
     uint64_t base = static_cast<uint64_t>(ptr) + static_cast<uint64_t>(add);
     switch (a.kind) {
       case AccessSpec::Kind::kRange:
-        AddPages(base, base + static_cast<uint64_t>(extent), a.mode, out);
+        AddRange(base, base + static_cast<uint64_t>(extent), a.mode, out);
         break;
       case AccessSpec::Kind::kIndirect: {
         uint64_t real = 0;
         if (!read_u64(base + static_cast<uint64_t>(a.deref), &real)) return fail("the base it reads from memory");
-        AddPages(real, real + static_cast<uint64_t>(extent), a.mode, out);
+        AddRange(real, real + static_cast<uint64_t>(extent), a.mode, out);
         break;
       }
       case AccessSpec::Kind::kStrided: {
@@ -223,7 +222,7 @@ bool EvaluateAccesses(const LaunchArgs& args, const std::function<bool(uint64_t,
         }
         for (int64_t p = 0; p < count; ++p) {
           const uint64_t b = base + static_cast<uint64_t>(p) * static_cast<uint64_t>(stride);
-          AddPages(b, b + static_cast<uint64_t>(extent), a.mode, out);
+          AddRange(b, b + static_cast<uint64_t>(extent), a.mode, out);
         }
         break;
       }
@@ -238,7 +237,7 @@ bool EvaluateAccesses(const LaunchArgs& args, const std::function<bool(uint64_t,
         std::sort(picks.begin(), picks.end());
         picks.erase(std::unique(picks.begin(), picks.end()), picks.end());
         const uint64_t first = base & ~uint64_t{4095};
-        for (uint64_t pg : picks) AddPages(first + pg * 4096, first + pg * 4096 + 4096, a.mode, out);
+        for (uint64_t pg : picks) AddRange(first + pg * 4096, first + pg * 4096 + 4096, a.mode, out);
         break;
       }
     }

@@ -53,7 +53,7 @@ struct Module {
 // Parses a module file's text. False with *error naming the kernel and field.
 bool ParseModule(const std::string& text, Module* out, std::string* error);
 
-// One page-aligned range a launch touches.
+// One byte range a launch touches (exact, not page-aligned).
 struct TouchedRange {
   uint64_t begin;
   uint64_t end;

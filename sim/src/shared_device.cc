@@ -435,10 +435,17 @@ void SharedDevice::ArriveAndWait(uint32_t n, uint64_t timeout_ms) {
   const uint32_t me = __atomic_fetch_add(&h_->barrier_arrived, 1u, __ATOMIC_ACQ_REL);
   const uint32_t target = (me / n + 1) * n;
   const uint64_t start = MonotonicNs();
+  // Waiting here counts as activity: a member still waiting when the others
+  // leave must not look idle to them, or they would run ahead of it.
+  auto touch = [this] {
+    if (slot_ >= 0) __atomic_store_n(&h_->procs[slot_].last_active_ns, MonotonicNs(), __ATOMIC_RELAXED);
+  };
   while (__atomic_load_n(&h_->barrier_arrived, __ATOMIC_ACQUIRE) < target) {
+    touch();
     if (MonotonicNs() - start > timeout_ms * 1000000) return;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  touch();
 }
 
 }  // namespace msim

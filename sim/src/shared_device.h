@@ -124,8 +124,10 @@ class SharedDevice {
   // behind t, so that processes sharing the device interleave in virtual
   // time order, as on a time-sliced GPU, whatever their real-time speed.
   // Blocked processes and ones idle for kIdleMs of real time do not hold
-  // others back; a wait never exceeds kMaxWaitMs.
-  static constexpr uint64_t kIdleMs = 50;
+  // others back; a wait never exceeds kMaxWaitMs. kIdleMs is long enough
+  // that a process the OS has merely descheduled on a loaded machine is not
+  // mistaken for an idle one (which would let the others run ahead of it).
+  static constexpr uint64_t kIdleMs = 1000;
   static constexpr uint64_t kMaxWaitMs = 5000;
   void WaitForTurn(uint64_t t);
   void EnterCall(uint64_t t);

@@ -125,8 +125,10 @@ Step ParseStep(const json& j, const std::map<std::string, bool>& buffers, const 
     s.op = Step::Op::kWrite;
     s.buffer = need_buffer("buffer");
     s.pattern = Str(j, "pattern", where);
-    if (s.pattern != "iota_u32" && s.pattern != "const_f32" && s.pattern != "ramp_f32") {
-      throw ParseError{where + ".pattern: '" + s.pattern + "' is not iota_u32, const_f32 or ramp_f32"};
+    if (s.pattern == "address") {
+      s.buffer2 = need_buffer("of");
+    } else if (s.pattern != "iota_u32" && s.pattern != "const_f32" && s.pattern != "ramp_f32") {
+      throw ParseError{where + ".pattern: '" + s.pattern + "' is not iota_u32, const_f32, ramp_f32 or address"};
     }
     s.value = Optional(j, "seed", where);
   } else if (op == "memset") {
@@ -393,6 +395,12 @@ class Runner {
 
   void Write(const Step& s) {
     auto [p, bytes] = Slice(s, s.buffer);
+    if (s.pattern == "address") {  // a descriptor holding another buffer's device address
+      const uint64_t address = Buffer(s.buffer2).first;
+      if (bytes < sizeof address) throw RunError{"writing " + s.buffer + ": no room for an address"};
+      Check(cuMemcpyHtoD(p, &address, sizeof address), "writing " + s.buffer);
+      return;
+    }
     const uint32_t seed = s.value ? static_cast<uint32_t>(Eval(s.value, "seed")) : 1;
     constexpr uint64_t kBlock = 16ull << 20;
     std::vector<uint32_t> host(kBlock / 4);

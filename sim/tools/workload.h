@@ -36,7 +36,7 @@ struct Step {
   ExprPtr count;                  // kRepeat: iterations; kWrite/kMemset/kCopy/kPrefetch: bytes (all if unset)
   ExprPtr offset;                 // byte offset into `buffer`
   ExprPtr value;                  // kMemset byte; kWrite seed; kHostWork microseconds
-  std::string pattern;            // kWrite: iota_u32 | const_f32 | ramp_f32
+  std::string pattern;            // kWrite: iota_u32 | const_f32 | ramp_f32 | address (of buffer2)
   std::string to;                 // kPrefetch: device | host
   std::string var;                // kRepeat: loop variable
   std::vector<Step> body;         // kRepeat

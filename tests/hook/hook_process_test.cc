@@ -13,23 +13,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "subprocess.h"
+#include "run_program.h"
 
 namespace {
 
+namespace testsupport = msched::testsupport;
 using json = nlohmann::json;
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
+struct Outcome : testsupport::ProgramRun {
   json hook, sim;  // statistics, when written
 };
-
-std::string Slurp(const std::string& path) {
-  std::stringstream ss;
-  ss << std::ifstream(path).rdbuf();
-  return ss.str();
-}
 
 // Runs argv with libmsched preloaded (unless preload is false) over the
 // simulator, with `env` added. Templates for the workloads' kernels are
@@ -37,63 +30,28 @@ std::string Slurp(const std::string& path) {
 Outcome RunHooked(std::vector<std::string> argv, std::map<std::string, std::string> env = {}, bool preload = true) {
   static int serial = 0;
   const std::string base = testing::TempDir() + "hook_" + std::to_string(getpid()) + "_" + std::to_string(serial++);
-  msched::SpawnOptions o;
-  o.env = std::move(env);
-  o.env.emplace("LD_LIBRARY_PATH", SIM_LIB_DIR);
-  if (preload) o.env.emplace("LD_PRELOAD", LIBMSCHED);
-  o.env.emplace("MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels");
-  o.env.emplace("MSCHED_STATS", base + ".hook.json");
-  o.env.emplace("MSIM_STATS", base + ".sim.json");
-  o.env.emplace("MSIM_HBM_BYTES", std::to_string(256ull << 20));
+  env.emplace("LD_LIBRARY_PATH", SIM_LIB_DIR);
+  if (preload) env.emplace("LD_PRELOAD", LIBMSCHED);
+  env.emplace("MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels");
+  env.emplace("MSCHED_STATS", base + ".hook.json");
+  env.emplace("MSIM_STATS", base + ".sim.json");
+  env.emplace("MSIM_HBM_BYTES", std::to_string(256ull << 20));
   // Inherited settings that would change the outcome are dropped unless the
-  // test sets them; a test sets a variable to "" to have it unset.
+  // test sets them.
   for (const char* k : {"MSIM_DEVICE", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_GPU_MEMORY", "MSCHED_COORD"}) {
-    if (!o.env.count(k)) o.unset_env.push_back(k);
+    env.emplace(k, "");
   }
-  for (auto it = o.env.begin(); it != o.env.end();) {
-    if (it->second.empty()) {
-      o.unset_env.push_back(it->first);
-      it = o.env.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  o.stdout_path = base + ".out";
-  o.stderr_path = base + ".err";
   Outcome r;
-  auto p = msched::Subprocess::Spawn(argv, o);
-  if (!p.ok()) {
-    r.err = p.status().ToString();
-    return r;
-  }
-  r.status = p->Wait();
-  r.out = Slurp(o.stdout_path);
-  r.err = Slurp(o.stderr_path);
-  r.hook = json::parse(Slurp(base + ".hook.json"), nullptr, false);
-  r.sim = json::parse(Slurp(base + ".sim.json"), nullptr, false);
+  static_cast<testsupport::ProgramRun&>(r) = testsupport::RunProgram(argv, env);
+  r.hook = json::parse(testsupport::Slurp(base + ".hook.json"), nullptr, false);
+  r.sim = json::parse(testsupport::Slurp(base + ".sim.json"), nullptr, false);
   return r;
 }
 
 std::string Workload(const std::string& name) { return std::string(WORKLOADS_DIR) + "/" + name; }
 
-// The checksum lines of a run's output.
-std::string Checksums(const std::string& out) {
-  std::istringstream in(out);
-  std::string line, sums;
-  while (std::getline(in, line)) {
-    if (line.rfind("checksum", 0) == 0) sums += line + "\n";
-  }
-  return sums;
-}
-
-uint64_t U(const json& j, std::initializer_list<const char*> path) {
-  const json* node = &j;
-  for (const char* key : path) {
-    if (!node->is_object() || !node->contains(key)) return 0;
-    node = &(*node)[key];
-  }
-  return node->is_number() ? node->get<uint64_t>() : 0;
-}
+using testsupport::Checksums;
+uint64_t U(const json& j, std::initializer_list<const char*> path) { return testsupport::JsonU64(j, path); }
 
 TEST(HookProcessTest, ProgramLinkedWithLibcudaIsIntercepted) {
   const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}});

@@ -9,11 +9,13 @@
 //   vmm       VMM memory mapped and used; prints cuMemGetInfo
 //   async     stream-ordered allocations freed while kernels still use them
 //   rtld_next dlsym(RTLD_NEXT, ...) answers as if no interposer sat between
+//   crash     three vector adds of different sizes, then killed by a signal
 // Exit status 0 on success; 1 with a message on stderr otherwise.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -146,6 +148,21 @@ int Run(Api& api, uint64_t n, bool per_thread) {
   return 0;
 }
 
+int LaunchThenCrash(Api& api) {
+  const uint64_t capacity = 1 << 16;
+  CUdeviceptr a, b, c;
+  CHECK(api.alloc(&a, 4 * capacity));
+  CHECK(api.alloc(&b, 4 * capacity));
+  CHECK(api.alloc(&c, 4 * capacity));
+  for (uint64_t n : {1000, 3000, 7000}) {
+    void* params[] = {&a, &b, &c, &n};
+    CHECK(api.launch(api.vadd, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+    CHECK(api.sync());
+  }
+  std::raise(SIGKILL);  // as the OOM killer would: no handler, no core file
+  return 0;
+}
+
 int Capture(Api& api) {
   auto begin = L<PFN_cuStreamBeginCapture_v10010>("cuStreamBeginCapture", 10010);
   auto end = L<PFN_cuStreamEndCapture_v10000>("cuStreamEndCapture", 10000);
@@ -249,7 +266,7 @@ int RtldNext() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|rtld_next\n");
+    std::fprintf(stderr, "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|rtld_next|crash\n");
     return 1;
   }
   const std::string cmd = argv[1];
@@ -275,6 +292,7 @@ int main(int argc, char** argv) {
   if (cmd == "capture") return Capture(api);
   if (cmd == "vmm") return Vmm(api);
   if (cmd == "async") return Async(api);
+  if (cmd == "crash") return LaunchThenCrash(api);
   std::fprintf(stderr, "probe: unknown command %s\n", cmd.c_str());
   return 1;
 }

@@ -9,35 +9,19 @@
 #include <fstream>
 #include <sstream>
 
-#include "subprocess.h"
+#include "run_program.h"
 
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
+using Outcome = msched::testsupport::ProgramRun;
 
-Outcome RunMsim(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-  const std::string base = testing::TempDir() + "msim_run_" + std::to_string(getpid());
+Outcome RunMsim(const std::vector<std::string>& args, std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv = {MSIM_RUN};
   argv.insert(argv.end(), args.begin(), args.end());
-  msched::SpawnOptions opts;
-  opts.env = env;
-  opts.env.emplace("MSIM_HBM_BYTES", std::to_string(256ull << 20));
-  opts.unset_env = {"MSIM_DEVICE", "LD_PRELOAD"};
-  opts.stdout_path = base + ".out";
-  opts.stderr_path = base + ".err";
-  auto p = msched::Subprocess::Spawn(argv, opts);
-  if (!p.ok()) return {-1, "", p.status().ToString()};
-  Outcome o{p->Wait(), "", ""};
-  std::stringstream out, err;
-  out << std::ifstream(opts.stdout_path).rdbuf();
-  err << std::ifstream(opts.stderr_path).rdbuf();
-  o.out = out.str();
-  o.err = err.str();
-  return o;
+  env.emplace("MSIM_HBM_BYTES", std::to_string(256ull << 20));
+  env.emplace("MSIM_DEVICE", "");
+  env.emplace("LD_PRELOAD", "");
+  return msched::testsupport::RunProgram(argv, env);
 }
 
 std::string Write(const std::string& name, const std::string& text) {

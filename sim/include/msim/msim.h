@@ -33,7 +33,9 @@ CUresult msimAdvanceTo(uint64_t t_ns);
  * wait ended. */
 CUresult msimSetBlocked(int blocked);
 
-/* One range a launch touched, page-aligned. mode: 1 read, 2 write, 3 both. */
+/* One byte range a launch touched (exact, not page-aligned): one per access
+ * the kernel's declaration lists (one per piece of a strided access, one per
+ * page of a gather). mode: 1 read, 2 write, 3 both. */
 typedef struct msimRange {
   uint64_t begin;
   uint64_t end;
@@ -42,7 +44,7 @@ typedef struct msimRange {
 } msimRange;
 
 /* The ranges the calling thread's most recent kernel launch (or memset or
- * device-to-device copy) touched, exact to the 4 KiB page, in access order.
+ * device-to-device copy) touched, exact to the byte, in access order.
  * *count receives the total; at most `capacity` are written. */
 CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, size_t* count);
 

@@ -1,0 +1,174 @@
+#include "profile_recorder.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "cuda_device_ops.h"
+#include "cupti_faults.h"
+#include "log.h"
+#include "real_driver.h"
+#include "trace.h"
+
+namespace msched::hook {
+namespace {
+
+// The simulator's exact access report (msim/msim.h), if the driver is the simulator.
+struct SimRange {
+  uint64_t begin, end;
+  uint32_t mode, reserved;
+};
+using LastAccessesFn = CUresult (*)(SimRange*, size_t, size_t*);
+using SimTimeFn = CUresult (*)(uint64_t*);
+
+std::string ProgramName() {
+  std::ifstream in("/proc/self/cmdline");
+  std::string argv0;
+  std::getline(in, argv0, '\0');
+  return argv0;
+}
+
+}  // namespace
+
+struct ProfileRecorder::State {
+  std::once_flag opened;
+  int fd = -1;                      // -1: not recording
+  LastAccessesFn sim_accesses = nullptr;
+  SimTimeFn sim_time = nullptr;
+  CuptiFaults* cupti = nullptr;
+  std::mutex launch_mu;             // serialises profiled launches
+  std::mutex io_mu;                 // one line at a time; taken last
+  uint64_t seq = 0;                 // guarded by launch_mu
+  std::set<std::string> noted;      // guarded by launch_mu
+
+  void Write(const std::string& line) {
+    std::lock_guard<std::mutex> lock(io_mu);
+    std::string text = line + "\n";
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        LogOnce("trace-write", spdlog::level::err,
+                std::string("cannot write the profile trace: ") + std::strerror(errno));
+        return;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+
+  void Open(const Config& config) {
+    HookScope scope;  // CUPTI may call the driver: straight through
+    fd = ::open(config.profile_trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      LogError("cannot create the profile trace '{}': {}", config.profile_trace, std::strerror(errno));
+      return;
+    }
+    sim_accesses = reinterpret_cast<LastAccessesFn>(RealSymbol("msimLastLaunchAccesses"));
+    sim_time = reinterpret_cast<SimTimeFn>(RealSymbol("msimGetTime"));
+    std::string why;
+    if (sim_accesses == nullptr) cupti = CuptiFaults::Start(&why);
+    const char* source = sim_accesses ? "simulator" : cupti ? "cupti" : "none";
+    Write(TraceHeaderLine(source, sim_accesses ? 1 : CuptiFaults::kPrecision, ProgramName()));
+    if (sim_accesses == nullptr && cupti == nullptr) {
+      Write(TraceNoteLine("no source of touched memory: " + why + "; launches are recorded without it"));
+    } else if (cupti != nullptr) {
+      Write(TraceNoteLine("managed memory was moved to the host before each launch, so latencies include "
+                          "fault servicing"));
+    }
+  }
+};
+
+ProfileRecorder* ProfileRecorder::Get(Runtime& rt) {
+  if (rt.config().mode != Mode::kProfile || rt.config().profile_trace.empty()) return nullptr;
+  static ProfileRecorder* recorder = [] {
+    auto* r = new ProfileRecorder();  // never destroyed: launches may run during exit
+    r->s_ = new State();
+    return r;
+  }();
+  std::call_once(recorder->s_->opened, [&] { recorder->s_->Open(rt.config()); });
+  return recorder->s_->fd < 0 ? nullptr : recorder;
+}
+
+void ProfileRecorder::Alloc(uint64_t base, uint64_t size) { s_->Write(TraceAllocLine(base, size)); }
+
+void ProfileRecorder::Free(uint64_t base) { s_->Write(TraceFreeLine(base)); }
+
+CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const ArgView& args, const LaunchDims& dims,
+                                 const std::function<CUresult()>& launch) {
+  State& s = *s_;
+  std::lock_guard<std::mutex> serial(s.launch_mu);
+  if (!kernel.layout_known || args.layout() == nullptr) {
+    if (s.noted.insert(kernel.name).second) {
+      s.Write(TraceNoteLine("kernel '" + kernel.name +
+                            "': the driver does not report its parameters (or their form is unreadable), "
+                            "so its launches cannot be fitted"));
+    }
+    return launch();
+  }
+  static auto synchronize = reinterpret_cast<CUresult (*)()>(RealSymbol("cuCtxSynchronize"));
+  if (synchronize) synchronize();  // earlier work done: the latency is this kernel's alone
+  if (s.cupti != nullptr) {
+    // Everything managed goes to the host, so the kernel's first touches fault.
+    std::vector<ByteRange> managed;
+    {
+      std::lock_guard<std::mutex> lock(rt.mu());
+      for (const auto& [base, a] : rt.allocs().all()) {
+        if (a.kind == AllocKind::kManaged) managed.push_back(a.range());
+      }
+    }
+    if (Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext(); ops.ok()) {
+      for (const ByteRange& r : managed) (void)ops->Prefetch(r, /*to_device=*/false);
+      (void)ops->SynchronizeTransfers();
+    }
+  }
+  uint64_t sim_t0 = 0;
+  if (s.sim_time) s.sim_time(&sim_t0);
+  const uint64_t cupti_t0 = s.cupti ? s.cupti->Now() : 0;
+  const auto wall_t0 = std::chrono::steady_clock::now();
+
+  const CUresult r = launch();
+  if (r != CUDA_SUCCESS) return r;
+
+  TraceLaunch l;
+  if (s.sim_accesses) {
+    std::vector<SimRange> ranges(256);
+    size_t count = 0;
+    if (s.sim_accesses(ranges.data(), ranges.size(), &count) == CUDA_SUCCESS && count > ranges.size()) {
+      ranges.resize(count);
+      s.sim_accesses(ranges.data(), ranges.size(), &count);
+    }
+    ranges.resize(std::min(count, ranges.size()));
+    for (const SimRange& x : ranges) {
+      l.touched.push_back({{x.begin, x.end}, static_cast<AccessMode>(x.mode)});
+    }
+  }
+  if (synchronize) synchronize();
+  if (s.sim_time) {
+    uint64_t t1 = 0;
+    s.sim_time(&t1);
+    l.latency_ns = t1 - sim_t0;
+  } else {
+    l.latency_ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall_t0).count());
+  }
+  if (s.cupti) l.touched = s.cupti->Collect(cupti_t0, s.cupti->Now());
+
+  l.seq = ++s.seq;
+  l.kernel = kernel.name;
+  l.layout = kernel.layout;
+  for (size_t i = 0; i < l.layout.size(); ++i) {
+    const uint8_t* bytes = args.ParamBytes(i);
+    l.args.emplace_back(bytes, bytes + (bytes ? l.layout[i].size : 0));
+  }
+  l.dims = dims;
+  s.Write(TraceLaunchLine(l));
+  return r;
+}
+
+}  // namespace msched::hook

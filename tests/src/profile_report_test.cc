@@ -1,0 +1,118 @@
+#include "profile_report.h"
+
+#include <gtest/gtest.h>
+
+#include "trace_builder.h"
+
+namespace msched {
+namespace {
+
+using tracetest::Read;
+using tracetest::TraceBuilder;
+using tracetest::Write;
+
+constexpr uint64_t kA = 0x10000000, kB = 0x20000000, kSize = 64 << 20;
+
+RangeSet Set(std::initializer_list<ByteRange> ranges) {
+  RangeSet s;
+  for (const ByteRange& r : ranges) s.Add(r);
+  return s;
+}
+
+TEST(CompareTest, CountsMissedAndExtraBytesAndPages) {
+  // Touched 0x1000..0x3000; predicted 0x2000..0x5000 (bytes) -> 4 KiB missed, 8 KiB extra.
+  const Accuracy a = Compare(Set({{0x2000, 0x5000}}), Set({{0x1000, 0x3000}}));
+  EXPECT_EQ(a.touched_bytes, 0x2000u);
+  EXPECT_EQ(a.predicted_bytes, 0x3000u);
+  EXPECT_EQ(a.fn_bytes, 0x1000u);
+  EXPECT_EQ(a.fp_bytes, 0x2000u);
+  EXPECT_DOUBLE_EQ(a.FnBytesPct(), 50.0);
+  EXPECT_NEAR(a.FpBytesPct(), 66.67, 0.01);
+}
+
+TEST(CompareTest, PagesCountWhatMigrationWouldMove) {
+  // One byte touched, one byte predicted elsewhere on the same page: bytes
+  // disagree completely, pages agree.
+  const Accuracy a = Compare(Set({{0x1010, 0x1011}}), Set({{0x1000, 0x1001}}));
+  EXPECT_EQ(a.fn_bytes, 1u);
+  EXPECT_EQ(a.fp_bytes, 1u);
+  EXPECT_EQ(a.fn_pages, 0u);
+  EXPECT_EQ(a.fp_pages, 0u);
+  EXPECT_EQ(a.touched_pages, 4096u);
+}
+
+// A trace with one predictable kernel (8 calls), one unpredictable, one seen once.
+Trace MixedTrace() {
+  TraceBuilder b;
+  b.Alloc(kA, kSize).Alloc(kB, kSize);
+  for (uint64_t i = 0; i < 8; ++i) {
+    const uint64_t n = 1000 + 777 * i;
+    b.Launch("vadd", {kA, kB, n}, {Read(kA, kA + 4 * n), Write(kB, kB + 4 * n)});
+    b.Launch("chase", {kA, 16}, {Read(kA, kA + 16), Read(kB + 4096, kB + 8192)});
+  }
+  b.Launch("once", {kA}, {Write(kA, kA + 100)});
+  return b.trace();
+}
+
+TEST(AnalyzeTest, HeldOutCallsArePredictedExactlyWhileWholeAllocationsOverreach) {
+  const Trace t = MixedTrace();
+  const ProfileReport r = Analyze(t);
+  ASSERT_EQ(r.kernels.size(), 3u);
+  const KernelReport& vadd = r.kernels[0];
+  EXPECT_EQ(vadd.name, "vadd");
+  EXPECT_EQ(vadd.kind, "T2");
+  EXPECT_EQ(vadd.calls, 8u);
+  EXPECT_EQ(vadd.heldout_calls, 4u);
+  EXPECT_EQ(vadd.tmpl.fn_bytes, 0u);
+  EXPECT_EQ(vadd.tmpl.fp_bytes, 0u);
+  EXPECT_GT(vadd.tmpl.touched_bytes, 0u);
+  EXPECT_EQ(vadd.naive.fn_bytes, 0u);
+  EXPECT_GT(vadd.naive.FpPagesPct(), 99.0);  // two 64 MiB allocations for a few KiB
+  EXPECT_EQ(r.tmpl_total.fn_bytes, 0u);
+}
+
+TEST(AnalyzeTest, UnpredictableAndSeenOnceKernelsAreNamedWithReasons) {
+  const ProfileReport r = Analyze(MixedTrace());
+  EXPECT_EQ(r.kernels[1].name, "chase");
+  EXPECT_EQ(r.kernels[1].kind, "unpredictable");
+  EXPECT_NE(r.kernels[1].reason.find("pointer chasing"), std::string::npos);
+  ASSERT_EQ(r.templates.unpredictable.size(), 1u);
+  EXPECT_EQ(r.templates.unpredictable[0].name, "chase");
+  EXPECT_EQ(r.kernels[2].kind, "T1");
+  EXPECT_NE(r.kernels[2].reason.find("seen once"), std::string::npos);
+  EXPECT_EQ(r.kernels[2].heldout_calls, 0u);
+  ASSERT_EQ(r.templates.kernels.size(), 2u);  // vadd and once
+  EXPECT_EQ(r.templates.kernels[0].calls_seen, 8u);
+}
+
+TEST(AnalyzeTest, TheSameNameWithTwoLayoutsKeepsTheOneSeenMore) {
+  TraceBuilder b;
+  b.Alloc(kA, kSize);
+  b.Launch("k", {kA}, {Write(kA, kA + 64)});
+  for (int i = 0; i < 3; ++i) b.Launch("k", {kA, 5}, {Write(kA, kA + 128)});
+  const ProfileReport r = Analyze(b.trace());
+  ASSERT_EQ(r.kernels.size(), 2u);
+  ASSERT_EQ(r.templates.kernels.size(), 1u);
+  EXPECT_EQ(r.templates.kernels[0].layout.size(), 2u);
+}
+
+TEST(FormatReportTest, ListsEveryKernelTheTotalsAndTheReasons) {
+  const Trace t = MixedTrace();
+  const std::string text = FormatReport(Analyze(t), t, "app.jsonl");
+  EXPECT_NE(text.find("| vadd | T2 | 8 | 4 | 0.00 | 0.00 | 0.00 | 0.00 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| chase | unpredictable | 8 | 0 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("**all predictable kernels**"), std::string::npos);
+  EXPECT_NE(text.find("- chase (unpredictable, left to MSCHED_UNKNOWN):"), std::string::npos) << text;
+  EXPECT_NE(text.find("- once: seen once"), std::string::npos) << text;
+}
+
+TEST(FormatReportTest, ACoarseTraceSaysWhatItsPrecisionMeans) {
+  TraceBuilder b(65536);
+  b.Alloc(kA, kSize);
+  b.Launch("k", {kA}, {Write(kA, kA + 65536)});
+  const std::string text = FormatReport(Analyze(b.trace()), b.trace(), "t");
+  EXPECT_NE(text.find("rounded out to 65536 bytes"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace msched

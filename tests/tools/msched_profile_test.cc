@@ -1,0 +1,201 @@
+// msched-profile end to end on the simulated GPU: profiling workloads that
+// cover every template kind, the accuracy the MSched paper reaches (held-out
+// false negatives at most 0.25%, false positives 0%), templates that cut
+// faults and time when the hook loads them, and clear handling of crashed
+// programs, malformed traces and bad command lines.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "run_program.h"
+#include "msched/templates.h"
+
+namespace {
+
+namespace ts = msched::testsupport;
+using nlohmann::json;
+
+std::string Temp(const std::string& name) {
+  return ::testing::TempDir() + "profile_" + std::to_string(getpid()) + "_" + name;
+}
+
+std::string Workload(const std::string& name) { return std::string(WORKLOADS_DIR) + "/" + name; }
+
+std::map<std::string, std::string> SimEnv(std::map<std::string, std::string> env = {}) {
+  env.emplace("LD_LIBRARY_PATH", SIM_LIB_DIR);
+  env.emplace("MSIM_HBM_BYTES", std::to_string(1ull << 30));
+  for (const char* k : {"MSIM_DEVICE", "MSCHED_LIB", "MSCHED_LOG", "MSCHED_TEMPLATES", "LD_PRELOAD"}) env.emplace(k, "");
+  return env;
+}
+
+ts::ProgramRun Profile(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), MSCHED_PROFILE);
+  return ts::RunProgram(args, SimEnv(std::move(env)));
+}
+
+// The cells of the report's table row whose first cell is `first`.
+std::vector<std::string> Row(const std::string& report, const std::string& first) {
+  std::istringstream in(report);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| " + first + " |", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream cols(line.substr(1));
+    std::string cell;
+    while (std::getline(cols, cell, '|')) cells.push_back(cell.substr(1, cell.size() - 2));
+    return cells;
+  }
+  return {};
+}
+
+TEST(MschedProfileTest, LearnsEveryRegionKindWithinThePapersAccuracy) {
+  const std::string out = Temp("mix.templates.json"), report = Temp("mix.md");
+  const ts::ProgramRun r = Profile({"-o", out, "--report", report, "--", MSIM_RUN, Workload("profile_mix.json")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string text = ts::Slurp(report);
+  EXPECT_EQ(r.out.substr(r.out.find("# msched-profile report")), text) << "the report goes to stdout too";
+
+  // Held-out accuracy over the predictable kernels, as in the paper's Table 1.
+  const std::vector<std::string> total = Row(text, "**all predictable kernels**");
+  ASSERT_EQ(total.size(), 10u) << text;
+  EXPECT_LE(std::stod(total[4]), 0.25) << "false negatives, bytes";
+  EXPECT_LE(std::stod(total[5]), 0.25) << "false negatives, pages";
+  EXPECT_EQ(std::stod(total[6]), 0.0) << "false positives, bytes";
+  EXPECT_EQ(std::stod(total[7]), 0.0) << "false positives, pages";
+  EXPECT_GT(std::stod(total[9]), 50.0) << "whole allocations overreach";
+  const std::map<std::string, std::string> kinds = {
+      {"vector_add", "T2"}, {"fill_u32", "T1"},   {"strided_scale", "T3"}, {"struct_axpy", "T2"},
+      {"kv_attend", "T2"},  {"matmul", "T2"},     {"gather", "unpredictable"}, {"indirect_sum", "unpredictable"},
+      {"iota_u32", "T1"}};
+  for (const auto& [kernel, kind] : kinds) {
+    const std::vector<std::string> row = Row(text, kernel);
+    ASSERT_FALSE(row.empty()) << kernel << "\n" << text;
+    EXPECT_EQ(row[1], kind) << kernel;
+  }
+  EXPECT_NE(text.find("- gather (unpredictable, left to MSCHED_UNKNOWN): irregular accesses"), std::string::npos);
+  EXPECT_NE(text.find("- indirect_sum (unpredictable, left to MSCHED_UNKNOWN):"), std::string::npos);
+  EXPECT_NE(text.find("pointer chasing"), std::string::npos);
+  EXPECT_NE(text.find("- iota_u32: seen once"), std::string::npos) << text;
+
+  const msched::TemplateLoadResult t = msched::LoadTemplatesFile(out);
+  ASSERT_TRUE(t.problems.empty()) << t.problems[0].ToString();
+  EXPECT_EQ(t.templates.kernels.size(), 7u);
+  std::set<std::string> unpredictable;
+  for (const auto& u : t.templates.unpredictable) unpredictable.insert(u.name);
+  EXPECT_EQ(unpredictable, (std::set<std::string>{"gather", "indirect_sum"}));
+  for (const msched::KernelTemplate& k : t.templates.kernels) {
+    if (k.name == "struct_axpy") {
+      ASSERT_EQ(k.regions.size(), 2u);
+      EXPECT_EQ(msched::ArgRefToString(k.regions[1].base), "p0+8") << "a pointer inside the struct parameter";
+    }
+  }
+}
+
+// Runs the LLM-decode workload at 150% of the simulated HBM in `mode`.
+json DecodeAt150(const std::string& mode, const std::string& templates) {
+  const std::string stats = Temp("decode_" + mode + ".sim.json");
+  std::map<std::string, std::string> env = {{"LD_PRELOAD", LIBMSCHED}, {"MSCHED_MODE", mode},
+                                            {"MSIM_STATS", stats}, {"MSIM_HBM_BYTES", std::to_string(64ull << 20)}};
+  if (!templates.empty()) env["MSCHED_TEMPLATES"] = templates;
+  const ts::ProgramRun r = ts::RunProgram({MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=24", "--set",
+                                           "ROWS=1024", "--set", "COLS=1024", "--set", "MAXCTX=256"},
+                                          SimEnv(env));
+  EXPECT_EQ(r.status, 0) << r.err;
+  json j = json::parse(ts::Slurp(stats), nullptr, false);
+  j["checksums"] = ts::Checksums(r.out);
+  return j;
+}
+
+TEST(MschedProfileTest, ProducedTemplatesCutFaultsAndTimeVersusUmAndAlloc) {
+  // Profile a short run (2 layers, 4 tokens) at the sizes the real run uses.
+  const std::string out = Temp("decode.templates.json");
+  const ts::ProgramRun p = Profile({"-o", out, "--", MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=2",
+                                    "--set", "STEPS=4", "--set", "ROWS=1024", "--set", "COLS=1024", "--set",
+                                    "MAXCTX=256"});
+  ASSERT_EQ(p.status, 0) << p.err;
+  const json um = DecodeAt150("um", ""), alloc = DecodeAt150("alloc", ""), ms = DecodeAt150("msched", out);
+  auto u = [](const json& j, std::initializer_list<const char*> path) { return ts::JsonU64(j, path); };
+  std::printf("llm_decode at 150%% of a 64 MiB simulated GPU, templates from msched-profile:\n");
+  std::printf("%-8s %12s %10s %16s %16s\n", "mode", "virtual ms", "faults", "H2D fault MB", "H2D prefetch MB");
+  for (const auto& [name, j] : {std::pair<const char*, const json*>{"um", &um}, {"alloc", &alloc}, {"msched", &ms}}) {
+    std::printf("%-8s %12.2f %10llu %16.1f %16.1f\n", name, u(*j, {"virtual_time_ns"}) / 1e6,
+                static_cast<unsigned long long>(u(*j, {"faults"})), u(*j, {"bytes", "h2d", "fault"}) / 1e6,
+                u(*j, {"bytes", "h2d", "prefetch"}) / 1e6);
+  }
+  EXPECT_EQ(ms["checksums"], um["checksums"]);
+  EXPECT_EQ(ms["checksums"], alloc["checksums"]);
+  EXPECT_LT(u(ms, {"faults"}), u(um, {"faults"}) / 10);
+  EXPECT_LT(u(ms, {"virtual_time_ns"}), u(um, {"virtual_time_ns"}));
+  EXPECT_LT(u(ms, {"virtual_time_ns"}), u(alloc, {"virtual_time_ns"}));
+  EXPECT_LT(u(ms, {"bytes", "h2d", "prefetch"}), u(alloc, {"bytes", "h2d", "prefetch"}));
+}
+
+TEST(MschedProfileTest, AProgramThatCrashesIsAnalysedUpToTheCrash) {
+  const std::string out = Temp("crash.templates.json");
+  const ts::ProgramRun r = Profile({"-o", out, "--", PROBE_APP, "crash"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("was killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("analysing what it recorded before it ended"), std::string::npos) << r.err;
+  const msched::TemplateLoadResult t = msched::LoadTemplatesFile(out);
+  ASSERT_EQ(t.templates.kernels.size(), 1u) << r.err;
+  EXPECT_EQ(t.templates.kernels[0].name, "vector_add");
+  EXPECT_EQ(t.templates.kernels[0].calls_seen, 3u);
+  EXPECT_EQ(t.templates.kernels[0].regions[0].kind, msched::Region::Kind::kLinear);
+}
+
+TEST(MschedProfileTest, ASavedTraceCanBeAnalysedAgain) {
+  const std::string trace = Temp("saved.jsonl"), first = Temp("first.json"), again = Temp("again.json");
+  ASSERT_EQ(Profile({"-o", first, "--trace", trace, "--", MSIM_RUN, Workload("profile_mix.json")}).status, 0);
+  const ts::ProgramRun r = Profile({"analyze", trace, "-o", again});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ts::Slurp(first), ts::Slurp(again));
+}
+
+TEST(MschedProfileTest, MalformedTracesGetClearMessages) {
+  const std::string garbage = Temp("garbage.jsonl");
+  std::ofstream(garbage) << "this is not a trace\n";
+  ts::ProgramRun r = Profile({"analyze", garbage, "-o", Temp("g.json")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("not an msched trace"), std::string::npos) << r.err;
+
+  r = Profile({"analyze", Temp("missing.jsonl"), "-o", Temp("m.json")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot open trace"), std::string::npos) << r.err;
+
+  // A real trace whose last record was cut short, plus a line of nonsense.
+  const std::string trace = Temp("cut.jsonl");
+  ASSERT_EQ(Profile({"-o", Temp("cut.json"), "--trace", trace, "--", PROBE_APP, "run"}).status, 0);
+  const std::string text = ts::Slurp(trace);
+  const size_t last_launch = text.rfind("\n", text.rfind("\"type\":\"launch\"")) + 1;
+  std::ofstream(trace) << text.substr(0, last_launch + 60) << "\n{\"type\": 5}\n";
+  r = Profile({"analyze", trace, "-o", Temp("cut2.json")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("not a JSON object"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("| vector_add | T1 | 2 |"), std::string::npos) << "the two complete launches:\n" << r.out;
+}
+
+TEST(MschedProfileTest, BadCommandLinesAndMissingPiecesAreExplained) {
+  EXPECT_EQ(Profile({}).status, 2);
+  EXPECT_EQ(Profile({"-o", "x.json"}).status, 2);
+  EXPECT_EQ(Profile({"analyze"}).status, 2);
+  EXPECT_EQ(Profile({"--bogus", "--", "true"}).status, 2);
+
+  ts::ProgramRun r = Profile({"-o", Temp("n.json"), "--", "/nonexistent/program"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot start /nonexistent/program"), std::string::npos) << r.err;
+
+  r = Profile({"-o", Temp("n.json"), "--", "true"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no trace was written"), std::string::npos) << r.err;
+
+  r = Profile({"-o", Temp("n.json"), "--", PROBE_APP, "run"}, {{"MSCHED_LIB", "/nonexistent/libmsched.so"}});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("MSCHED_LIB='/nonexistent/libmsched.so' is not a readable file"), std::string::npos) << r.err;
+}
+
+}  // namespace

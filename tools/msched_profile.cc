@@ -1,0 +1,167 @@
+// msched-profile: learns each kernel's working-set template from one run.
+//
+//   msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]
+//       runs PROGRAM under libmsched in profile mode, then analyses the trace;
+//   msched-profile analyze TRACE [-o OUT.templates.json] [--report REPORT.md]
+//       analyses a trace saved earlier with --trace.
+// The report (per-kernel template kind and held-out accuracy, in the form of
+// the MSched paper's Table 1) goes to stdout; messages to stderr.
+// Exit status: 0 done; 1 the program failed or nothing could be analysed
+// (what was recorded is still analysed and written); 2 usage.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "profile_report.h"
+#include "subprocess.h"
+#include "tool_paths.h"
+#include "trace.h"
+
+namespace msched {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]\n"
+    "       msched-profile analyze TRACE [-o OUT.templates.json] [--report REPORT.md]\n";
+
+struct Options {
+  std::string out, trace, report;
+  std::vector<std::string> program;  // record mode
+  bool analyze_only = false;
+};
+
+void Say(const std::string& message) { std::cerr << "msched-profile: " << message << "\n"; }
+
+bool ParseOptions(int argc, char** argv, Options* o) {
+  int i = 1;
+  if (i < argc && std::string(argv[i]) == "analyze") {
+    o->analyze_only = true;
+    if (++i >= argc || argv[i][0] == '-') return false;
+    o->trace = argv[i++];
+  }
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--" && !o->analyze_only) {
+      o->program.assign(argv + i + 1, argv + argc);
+      return !o->program.empty();
+    }
+    if (i + 1 >= argc) return false;
+    if (a == "-o" || a == "--output") {
+      o->out = argv[++i];
+    } else if (a == "--trace" && !o->analyze_only) {
+      o->trace = argv[++i];
+    } else if (a == "--report") {
+      o->report = argv[++i];
+    } else {
+      return false;
+    }
+  }
+  return o->analyze_only;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) {
+    Say("cannot write " + path);
+    return false;
+  }
+  return true;
+}
+
+std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// Runs the program under the hook in profile mode. Returns its exit status
+// (or -1 when it could not start).
+int Record(const Options& o) {
+  Result<std::string> lib = FindLibmsched();
+  if (!lib.ok()) {
+    Say(lib.status().message());
+    return -1;
+  }
+  SpawnOptions spawn;
+  spawn.env = {{"LD_PRELOAD", PreloadWith(*lib)},
+               {"MSCHED_MODE", "profile"},
+               {"MSCHED_PROFILE_TRACE", o.trace},
+               {"MSCHED_COORD", "off"}};
+  ::unlink(o.trace.c_str());  // a stale trace must not pass for this run's
+  Result<Subprocess> child = Subprocess::Spawn(o.program, spawn);
+  if (!child.ok()) {
+    Say("cannot start " + o.program[0] + ": " + child.status().message());
+    return -1;
+  }
+  return child->Wait();
+}
+
+int Analyse(const Options& o, bool program_failed) {
+  TraceReadResult read = ReadTrace(o.trace);
+  if (!read.status.ok()) {
+    if (access(o.trace.c_str(), F_OK) != 0 && !o.analyze_only) {
+      Say("no trace was written: the program never allocated or launched through the CUDA driver, or libmsched "
+          "was not loaded into it (a statically linked or setuid program ignores LD_PRELOAD)");
+    } else {
+      Say(read.status.message());
+    }
+    return 1;
+  }
+  constexpr size_t kShown = 10;
+  for (size_t i = 0; i < read.problems.size() && i < kShown; ++i) Say("skipped " + read.problems[i]);
+  if (read.problems.size() > kShown) {
+    Say("... and " + std::to_string(read.problems.size() - kShown) + " more lines skipped");
+  }
+  const Trace& trace = read.trace;
+  if (trace.source == "none") {
+    for (const std::string& n : trace.notes) Say(n);
+    Say("the trace has no touched memory to fit (see above)");
+    return 1;
+  }
+  if (trace.launches.empty()) {
+    Say("the trace holds no kernel launches" +
+        std::string(program_failed ? " (the program ended before its first launch)" : ""));
+    return 1;
+  }
+  const ProfileReport report = Analyze(trace);
+  const std::string text = FormatReport(report, trace, BaseName(o.trace));
+  std::cout << text;
+  if (!WriteFile(o.out, SerializeTemplates(report.templates))) return 1;
+  if (!o.report.empty() && !WriteFile(o.report, text)) return 1;
+  Say("wrote " + std::to_string(report.templates.kernels.size()) + " templates (" +
+      std::to_string(report.templates.unpredictable.size()) + " kernels unpredictable) to " + o.out);
+  return program_failed ? 1 : 0;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  if (!ParseOptions(argc, argv, &o)) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  if (o.out.empty()) {
+    o.out = (o.analyze_only ? BaseName(o.trace) : BaseName(o.program[0])) + ".templates.json";
+  }
+  if (o.analyze_only) return Analyse(o, false);
+
+  const bool keep_trace = !o.trace.empty();
+  if (!keep_trace) {
+    const char* tmp = std::getenv("TMPDIR");
+    o.trace = std::string(tmp && *tmp ? tmp : "/tmp") + "/msched-profile-" + std::to_string(getpid()) + ".jsonl";
+  }
+  const int status = Record(o);
+  if (status < 0) return 1;
+  const bool failed = status != 0;
+  if (failed) Say(o.program[0] + " " + DescribeExit(status) + "; analysing what it recorded before it ended");
+  const int result = Analyse(o, failed);
+  if (!keep_trace) ::unlink(o.trace.c_str());
+  return result;
+}
+
+}  // namespace
+}  // namespace msched
+
+int main(int argc, char** argv) { return msched::Main(argc, argv); }

@@ -1,0 +1,36 @@
+#include "tool_paths.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "subprocess.h"
+
+namespace msched {
+
+Result<std::string> FindLibmsched() {
+  if (const char* env = std::getenv("MSCHED_LIB"); env != nullptr && *env != '\0') {
+    if (access(env, R_OK) != 0) return Status::NotFound(std::string("MSCHED_LIB='") + env + "' is not a readable file");
+    return std::string(env);
+  }
+  const std::string dir = ExecutableDir();
+  for (const std::string& candidate : {dir + "/libmsched.so", dir + "/../hook/libmsched.so", dir + "/../lib/libmsched.so"}) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return Status::NotFound("libmsched.so was not found beside " + dir + " (in ., ../hook or ../lib); set MSCHED_LIB");
+}
+
+std::string PreloadWith(const std::string& lib) {
+  const char* existing = std::getenv("LD_PRELOAD");
+  return existing != nullptr && *existing != '\0' ? lib + ":" + existing : lib;
+}
+
+std::string DescribeExit(int status) {
+  if (status > 128) {
+    return "was killed by signal " + std::to_string(status - 128) + " (" + strsignal(status - 128) + ")";
+  }
+  return "exited with status " + std::to_string(status);
+}
+
+}  // namespace msched

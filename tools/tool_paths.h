@@ -1,0 +1,24 @@
+// Where msched's programs find their companions, in a build tree or an
+// install: libmsched.so (MSCHED_LIB overrides), and how a child process is
+// told to preload it. Thread-compatible. Used by tools/ only.
+#pragma once
+
+#include <string>
+
+#include "msched/status.h"
+
+namespace msched {
+
+// MSCHED_LIB if set (it must exist), else libmsched.so beside this program,
+// in ../hook (build tree) or ../lib (install).
+Result<std::string> FindLibmsched();
+
+// The LD_PRELOAD value that loads `lib` first and keeps what the caller's
+// environment already preloads.
+std::string PreloadWith(const std::string& lib);
+
+// "exited with status 3", "was killed by signal 11 (Segmentation fault)",
+// for a Subprocess::Wait status.
+std::string DescribeExit(int status);
+
+}  // namespace msched

@@ -112,7 +112,8 @@ const VarSpec kVars[] = {
     {{"MSCHED_COORD", "auto|off|required", "auto",
       "use the coordinator if one runs; never; or wait for it and fail clearly"},
      [](std::string_view v, Config* c) { return PickEnum(v, kCoord, &c->coord); }},
-    {{"MSCHED_SOCKET", "a socket path", "/tmp/msched-<uid>/gpu0.sock", "the coordinator's socket"},
+    {{"MSCHED_SOCKET", "a socket path", "/run/msched/gpu0.sock if it exists, else /tmp/msched-<uid>/gpu0.sock",
+      "the coordinator's socket"},
      [](std::string_view v, Config* c) { return SetPath(v, &c->socket_path); }},
     {{"MSCHED_COORD_WAIT", "a duration such as 30s", "30s", "with MSCHED_COORD=required, how long to wait for it"},
      [](std::string_view v, Config* c) {
@@ -170,7 +171,11 @@ std::string ConfigError::ToString() const {
   return variable + "='" + value + "' is not valid: expected " + accepted + " (the default stays in force)";
 }
 
-std::string DefaultSocketPath() { return "/tmp/msched-" + std::to_string(getuid()) + "/gpu0.sock"; }
+std::string DefaultSocketPath() {
+  static const char* kSystem = "/run/msched/gpu0.sock";  // a coordinator serving every user
+  if (access(kSystem, F_OK) == 0) return kSystem;
+  return "/tmp/msched-" + std::to_string(getuid()) + "/gpu0.sock";
+}
 
 ConfigParse ParseConfig(const EnvLookup& lookup, const char* const* environ) {
   ConfigParse out;

@@ -249,6 +249,16 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
   std::vector<PredictedRegion> regions;
   for (const ByteRange& r : ranges) regions.push_back({r, AccessMode::kRead});
   PlanAccess(regions, latest_, out);
+  // Loading is not using: the next working set counts what launches touch.
+  working_set_.clear();
+  in_working_set_.clear();
+}
+
+void MemoryManager::ForgetResidency() {
+  for (auto& [base, a] : allocs_) {
+    for (Chunk& c : a.chunks) c.resident = 0;
+  }
+  resident_bytes_ = 0;
 }
 
 void MemoryManager::Invalidate(const MemoryActions& actions) {

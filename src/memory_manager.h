@@ -70,7 +70,11 @@ class MemoryManager {
   void PlanEviction(uint64_t bytes, MemoryActions* out);
   // Plans loading `ranges` (a working set, in access order) as far as the
   // budget allows, evicting what is needed later; records it as resident.
+  // Loading does not count as use in the next TakeWorkingSet.
   void PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions* out);
+  // Everything may have been evicted behind the manager's back (other jobs
+  // ran): treat nothing as resident, without moving anything.
+  void ForgetResidency();
   // The transfers of `actions` failed: forget what they claimed.
   void Invalidate(const MemoryActions& actions);
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "msched/config.h"
 #include "subprocess.h"
 
 namespace msched {
@@ -24,6 +25,11 @@ Result<std::string> FindLibmsched() {
 std::string PreloadWith(const std::string& lib) {
   const char* existing = std::getenv("LD_PRELOAD");
   return existing != nullptr && *existing != '\0' ? lib + ":" + existing : lib;
+}
+
+std::string SocketFromEnvironment() {
+  const char* env = std::getenv("MSCHED_SOCKET");
+  return env != nullptr && *env != '\0' ? env : DefaultSocketPath();
 }
 
 std::string DescribeExit(int status) {

@@ -17,6 +17,9 @@ Result<std::string> FindLibmsched();
 // environment already preloads.
 std::string PreloadWith(const std::string& lib);
 
+// The coordinator socket: MSCHED_SOCKET, else the default.
+std::string SocketFromEnvironment();
+
 // "exited with status 3", "was killed by signal 11 (Segmentation fault)",
 // for a Subprocess::Wait status.
 std::string DescribeExit(int status);

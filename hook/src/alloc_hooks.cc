@@ -12,6 +12,7 @@
 #include <map>
 
 #include "hook_guard.h"
+#include "coord_client.h"
 #include "hooks.h"
 #include "profile_recorder.h"
 #include "real_driver.h"
@@ -40,6 +41,29 @@ void Forget(Runtime& rt, CUdeviceptr base) {
   if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Free(base);
 }
 
+// Registers the job with the coordinator at its first allocation, waiting
+// while it is queued. The error the allocation must fail with, or success.
+CUresult Admit(Runtime& rt, size_t bytes) {
+  Status s;
+  Safely(rt, "registering with the coordinator", [&] {
+    if (CoordClient* cc = CoordClient::Get(rt)) s = cc->Register(rt, bytes);
+  });
+  if (s.ok()) return CUDA_SUCCESS;
+  return s.code() == StatusCode::kResourceExhausted ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_PERMITTED;
+}
+
+// Tells the coordinator what the job has allocated now.
+void ReportUsage(Runtime& rt) {
+  CoordClient* cc = CoordClient::Active();
+  if (cc == nullptr) return;
+  uint64_t total = 0;
+  {
+    std::lock_guard<std::mutex> lock(rt.mu());
+    total = rt.allocs().total_bytes();
+  }
+  cc->ReportAllocated(total);
+}
+
 // Allocates `size` bytes of managed memory in place of an ordinary
 // allocation. Falls back to `original` when conversion is off.
 template <typename Original>
@@ -47,6 +71,7 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
   if (!rt.converting() || dptr == nullptr || size == 0) return original_call();
   auto managed = Real<PFN_cuMemAllocManaged_v6000>(Entry::cuMemAllocManaged);
   if (managed == nullptr) return original_call();
+  if (const CUresult refused = Admit(rt, size); refused != CUDA_SUCCESS) return refused;
   const CUresult r = managed(dptr, size, CU_MEM_ATTACH_GLOBAL);
   Safely(rt, "converting an allocation", [&] {
     if (r != CUDA_SUCCESS) {
@@ -58,6 +83,7 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
     rt.counters().alloc_converted->Add();
     rt.counters().alloc_converted_bytes->Add(size);
   });
+  if (r == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;
 }
 
@@ -135,11 +161,18 @@ CUresult Hook_cuMemAllocPitch(Entry e, CUdeviceptr_v2* dptr, size_t* pitch, size
 CUresult Hook_cuMemAllocManaged(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, unsigned int flags) {
   auto c = Enter<PFN_cuMemAllocManaged_v6000>(e);
   if (!c.real) return NoRealFunction(e);
+  if (c.act && dptr != nullptr && bytesize > 0) {
+    HookScope scope;
+    if (const CUresult refused = Admit(*c.rt, bytesize); refused != CUDA_SUCCESS) return refused;
+  }
   const CUresult r = c.real(dptr, bytesize, flags);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemAllocManaged", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      Record(*c.rt, *dptr, bytesize, AllocKind::kManaged);
+      {
+        std::lock_guard<std::mutex> lock(c.rt->mu());
+        Record(*c.rt, *dptr, bytesize, AllocKind::kManaged);
+      }
+      ReportUsage(*c.rt);
     });
   }
   return r;
@@ -184,10 +217,13 @@ CUresult Hook_cuMemFree(Entry e, CUdeviceptr_v2 dptr) {
   const CUresult r = c.real(dptr);
   if (r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemFree", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      StreamOrdered().erase(dptr);
-      Forget(*c.rt, dptr);
-      RunDeferredFrees(*c.rt, /*everything_done=*/false);
+      {
+        std::lock_guard<std::mutex> lock(c.rt->mu());
+        StreamOrdered().erase(dptr);
+        Forget(*c.rt, dptr);
+        RunDeferredFrees(*c.rt, /*everything_done=*/false);
+      }
+      ReportUsage(*c.rt);
     });
   }
   return r;

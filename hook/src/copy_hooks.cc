@@ -5,6 +5,7 @@
 // copy engines whatever the residency and are passed through.
 #include <initializer_list>
 
+#include "coord_client.h"
 #include "hook_guard.h"
 #include "hooks.h"
 #include "residency.h"
@@ -38,6 +39,7 @@ CUresult CopyHook(Entry e, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstr
   if (!c.real) return NoRealFunction(e);
   if (!c.act || bytes == 0) return call(c.real);
   HookScope scope;
+  PassGate(*c.rt);
   Safely(*c.rt, Info(e).symbol, [&] {
     if (maybe_host && !DeviceToDevice(*c.rt, dst, src)) return;
     BeforeDeviceOp(*c.rt, {Region(src, bytes, AccessMode::kRead), Region(dst, bytes, AccessMode::kWrite)},
@@ -52,17 +54,22 @@ CUresult SetHook(Entry e, CUdeviceptr dst, size_t n, CUstream stream, Call&& cal
   if (!c.real) return NoRealFunction(e);
   if (!c.act || n == 0) return call(c.real);
   HookScope scope;
+  PassGate(*c.rt);
   Safely(*c.rt, Info(e).symbol, [&] {
     BeforeDeviceOp(*c.rt, {Region(dst, n * sizeof(T), AccessMode::kWrite)}, EffectiveStream(e, stream));
   });
   return call(c.real);
 }
 
-// Host<->device copies: counted, passed through.
+// Host<->device copies: passed through once the job's turn allows.
 template <typename Fn, typename Call>
 CUresult PassHook(Entry e, Call&& call) {
   auto c = Enter<Fn>(e);
   if (!c.real) return NoRealFunction(e);
+  if (c.act) {
+    HookScope scope;
+    PassGate(*c.rt);
+  }
   return call(c.real);
 }
 

@@ -6,9 +6,11 @@
 // (or at allocation granularity in alloc mode, or for unknown kernels with
 // MSCHED_UNKNOWN=alloc), and made resident. Nothing is injected while a
 // stream is capturing. Kernels inside replayed graphs are not predicted.
-// In profile mode the launch runs under the profile recorder instead.
+// In profile mode the launch runs under the profile recorder instead. With a
+// coordinator, every launch first passes the job's gate (coord_client.h).
 #include <chrono>
 
+#include "coord_client.h"
 #include "hook_guard.h"
 #include "hooks.h"
 #include "predictor.h"
@@ -92,6 +94,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
 template <typename Real>
 CUresult Launch(Runtime& rt, const char* where, const LaunchSite& s, Real&& real) {
   HookScope scope;
+  PassGate(rt);
   Safely(rt, where, [&] { BeforeLaunch(rt, s); });
   if (rt.config().mode != Mode::kProfile) return real();
   ProfileRecorder* recorder = nullptr;

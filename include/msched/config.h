@@ -76,7 +76,8 @@ using EnvLookup = std::function<const char*(const char*)>;
 // (optional, NAME=VALUE strings) is scanned for unknown MSCHED_* names.
 ConfigParse ParseConfig(const EnvLookup& lookup, const char* const* environ = nullptr);
 
-// The default coordinator socket for this user's view of GPU 0.
+// The default coordinator socket: a system-wide coordinator's
+// (/run/msched/gpu0.sock) when one exists, else this user's own.
 std::string DefaultSocketPath();
 
 // "4096", "512M", "8GiB", "1.5G", "10GB": K/M/G/T and KiB.. are powers of

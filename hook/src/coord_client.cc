@@ -1,0 +1,324 @@
+#include "coord_client.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "action_executor.h"
+#include "cuda_device_ops.h"
+#include "device_clock.h"
+#include "entry_table.h"
+#include "log.h"
+#include "real_driver.h"
+#include "unix_socket.h"
+
+namespace msched::hook {
+namespace {
+
+constexpr auto kRetryEvery = std::chrono::milliseconds(200);
+constexpr auto kReconnectEvery = std::chrono::seconds(1);
+constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
+
+std::string ProgramName() {
+  std::ifstream in("/proc/self/comm");
+  std::string name;
+  std::getline(in, name);
+  return name.empty() ? "job" : name.substr(0, proto::kMaxName);
+}
+
+// What the driver reports as the device's memory (0 when it cannot say).
+uint64_t DeviceTotal() {
+  size_t free = 0, total = 0;
+  using Fn = CUresult (*)(size_t*, size_t*);
+  if (auto info = Real<Fn>(Entry::cuMemGetInfo_v2); info && info(&free, &total) == CUDA_SUCCESS) return total;
+  return 0;
+}
+
+// REQUIRES: the Runtime's lock. Carries out `a` on the legacy default stream.
+void Carry(Runtime& rt, const MemoryActions& a, bool wait) {
+  if (a.empty()) return;
+  Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext();
+  if (!ops.ok()) {
+    rt.memory().Invalidate(a);
+    return;
+  }
+  if (!ExecuteActions(a, CudaDeviceOps::Handle(nullptr), *ops, rt.memory()).ok()) rt.counters().prefetch_errors->Add();
+  if (wait) (void)ops->SynchronizeTransfers();
+  rt.counters().bytes_prefetched->Add(a.load_bytes);
+  rt.counters().bytes_evicted->Add(a.evict_bytes);
+}
+
+uint64_t Bytes(const std::vector<ByteRange>& ranges) {
+  uint64_t total = 0;
+  for (const ByteRange& r : ranges) total += r.size();
+  return total;
+}
+
+}  // namespace
+
+std::atomic<CoordClient*> CoordClient::active_{nullptr};
+
+CoordClient* CoordClient::Get(Runtime& rt) {
+  const Config& config = rt.config();
+  if (config.coord == CoordMode::kOff || !rt.converting() || config.mode == Mode::kProfile) return nullptr;
+  static CoordClient* client = new CoordClient(rt, config);  // never destroyed: its thread outlives main
+  return client;
+}
+
+Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
+  std::lock_guard<std::mutex> once(register_mu_);
+  if (registered_) return refusal_;
+  registered_ = true;
+  {
+    std::lock_guard<std::mutex> lock(rt.mu());
+    standalone_budget_ = rt.Budget();
+  }
+  Result<int> fd = Connect(bytes);
+  if (!fd.ok()) {
+    if (config_.coord == CoordMode::kRequired) {
+      refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + fd.status().message() + " after waiting " +
+                                     std::to_string(config_.coord_wait_ns / 1000000000) + " s");
+      LogError("{}; this job's allocations fail", refusal_.message());
+      return refusal_;
+    }
+    LogInfo("{}; running alone", fd.status().message());
+    return Status::Ok();
+  }
+  fd_.store(*fd);
+  std::thread(&CoordClient::ReaderLoop, this).detach();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return welcomed_ || !refused_.empty() || fd_.load() < 0; });
+  }
+  std::atexit(SayGoodbye);
+  WaitTurn(rt);  // queued jobs wait here for admission; refusals arrive here
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!refused_.empty()) {
+    refusal_ = Status::ResourceExhausted("the coordinator refused this job: " + refused_);
+    LogError("{}; its allocations fail with CUDA_ERROR_OUT_OF_MEMORY", refusal_.message());
+  }
+  return refusal_;
+}
+
+Result<int> CoordClient::Connect(uint64_t allocated) {
+  const auto give_up = std::chrono::steady_clock::now() +
+                       (config_.coord == CoordMode::kRequired ? std::chrono::nanoseconds(config_.coord_wait_ns)
+                                                              : std::chrono::nanoseconds(0));
+  Result<int> fd = ConnectUnix(config_.socket_path);
+  while (!fd.ok() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(kRetryEvery);
+    fd = ConnectUnix(config_.socket_path);
+  }
+  if (!fd.ok()) return fd.status();
+  proto::Hello h;
+  h.declared_mem = config_.job_memory.value_or(0);
+  h.allocated = std::max(allocated, allocated_.load());
+  h.device_total = DeviceTotal();
+  h.now_ns = DeviceNow();
+  h.priority = config_.priority;
+  h.job_class = config_.job_class;
+  h.name = config_.job_name.empty() ? ProgramName() : config_.job_name;
+  if (Status s = SendMessage(*fd, h); !s.ok()) {
+    ::close(*fd);
+    return s;
+  }
+  return fd;
+}
+
+void CoordClient::ReaderLoop() {
+  for (;;) {
+    const int fd = fd_.load();
+    Result<proto::Message> m = ReceiveMessage(fd, -1);
+    if (!m.ok()) {
+      ::close(fd);
+      fd_.store(-1);
+      BecomeStandalone("lost the coordinator (" + m.status().message() + ")");
+      Result<int> again = Connect(allocated_.load());
+      while (!again.ok()) {
+        std::this_thread::sleep_for(kReconnectEvery);
+        again = Connect(allocated_.load());
+      }
+      LogWarn("reconnected to a coordinator at {}", config_.socket_path);
+      fd_.store(*again);
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto* w = std::get_if<proto::Welcome>(&*m)) {
+      Result<CoordShm> shm = CoordShm::OpenReadOnly(w->shm_name);
+      if (!shm.ok() || w->slot >= kShmSlots) {
+        LogError("unusable welcome from the coordinator ({}); running alone",
+                 shm.ok() ? "slot out of range" : shm.status().message());
+        ::shutdown(fd, SHUT_RDWR);  // the next receive fails; that path closes it and reconnects later
+        continue;
+      }
+      const CoordShm* mapping = new CoordShm(std::move(*shm));  // never unmapped: see gate_
+      gate_.store(&mapping->slot(w->slot), std::memory_order_release);
+      running_.store(false);
+      welcomed_ = true;
+      active_.store(this, std::memory_order_release);
+      LogInfo("registered with the coordinator as job {}{}", w->job, w->admitted ? "" : " (queued)");
+    } else if (auto* r = std::get_if<proto::Refused>(&*m)) {
+      refused_ = r->reason;
+      active_.store(nullptr, std::memory_order_release);
+    } else {
+      inbox_.push_back(std::move(*m));
+      attention_.store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+  }
+}
+
+void CoordClient::BecomeStandalone(const std::string& why) {
+  if (active_.exchange(nullptr) != nullptr) LogWarn("{}; running alone until a coordinator returns", why);
+  running_.store(false);
+  {
+    std::lock_guard<std::mutex> lock(rt_.mu());
+    if (standalone_budget_ > 0) rt_.SetBudget(standalone_budget_);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  inbox_.clear();
+  welcomed_ = false;
+  attention_.store(false);
+  cv_.notify_all();
+}
+
+void CoordClient::ReportAllocated(uint64_t bytes) {
+  allocated_.store(bytes);
+  if (Active() != nullptr) Send(proto::Usage{bytes, DeviceNow()});
+}
+
+void CoordClient::Send(const proto::Message& m) {
+  std::lock_guard<std::mutex> lock(send_mu_);
+  const int fd = fd_.load();
+  if (fd >= 0) (void)SendMessage(fd, m);  // a failure surfaces in the reader thread
+}
+
+void CoordClient::SayGoodbye() {
+  if (CoordClient* c = Active()) c->Send(proto::Goodbye{DeviceNow()});
+}
+
+bool CoordClient::MayLaunch() const {
+  if (attention_.load(std::memory_order_acquire) || !running_.load(std::memory_order_relaxed)) return false;
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  if (slot == nullptr || slot->may_run.load(std::memory_order_acquire) == 0) return false;
+  const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
+  return end == proto::kNever || DeviceNow() < end;
+}
+
+void CoordClient::WaitTurn(Runtime& rt) {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool blocked = false;
+  for (;;) {
+    while (!inbox_.empty()) {
+      const proto::Message m = std::move(inbox_.front());
+      inbox_.pop_front();
+      lock.unlock();
+      Execute(rt, m);
+      lock.lock();
+    }
+    attention_.store(false, std::memory_order_release);
+    if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
+    if (running_.load()) {
+      const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+      if (slot->may_run.load(std::memory_order_acquire) != 0) {
+        const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
+        const uint64_t now = DeviceNow();
+        if (end == proto::kNever || now < end) break;
+        if (!slice_end_sent_) {
+          slice_end_sent_ = true;
+          Send(proto::SliceEnd{now});
+        }
+      }  // else the coordinator closed the gate: its Stop is on the way
+    }
+    if (!blocked) {
+      DeviceSetBlocked(true);
+      blocked = true;
+    }
+    cv_.wait_for(lock, kRecheckEvery);
+  }
+  if (blocked) DeviceSetBlocked(false);
+}
+
+void CoordClient::Execute(Runtime& rt, const proto::Message& m) {
+  if (auto* go = std::get_if<proto::Go>(&m)) {
+    OnGo(rt, *go);
+  } else if (auto* stop = std::get_if<proto::Stop>(&m)) {
+    OnStop(rt, *stop);
+  } else if (auto* budget = std::get_if<proto::Budget>(&m)) {
+    OnBudget(rt, budget->budget);
+  } else {
+    LogWarn("ignored an unexpected '{}' from the coordinator", proto::MsgTypeName(proto::TypeOf(m)));
+  }
+}
+
+void CoordClient::OnGo(Runtime& rt, const proto::Go& go) {
+  DeviceAdvanceTo(go.start_ns);
+  {
+    std::lock_guard<std::mutex> lock(rt.mu());
+    if (go.budget > 0) rt.SetBudget(go.budget);
+    rt.memory().SetFuture({});
+    if (go.load && !last_working_set_.empty()) {
+      // The working set comes back in access order before the first kernel;
+      // the kernels would wait for it anyway, so waiting here costs nothing
+      // and measures the link for the coordinator.
+      // Other jobs ran meanwhile: what this job believes resident may have
+      // been evicted by the driver, so the whole working set is asked for
+      // (a prefetch of resident pages moves nothing).
+      const uint64_t t0 = DeviceNow();
+      MemoryActions a;
+      rt.memory().ForgetResidency();
+      rt.memory().PlanLoad(last_working_set_, &a);
+      Carry(rt, a, /*wait=*/true);
+      loaded_bytes_ = a.load_bytes;
+      load_ns_ = DeviceNow() - t0;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  slice_end_sent_ = false;
+  running_.store(true);
+}
+
+void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
+  running_.store(false);
+  static auto synchronize = reinterpret_cast<CUresult (*)()>(RealSymbol("cuCtxSynchronize"));
+  if (synchronize) synchronize();  // the queue drains: the stop falls on a kernel boundary
+  proto::Stopped reply;
+  reply.now_ns = DeviceNow();
+  {
+    std::lock_guard<std::mutex> lock(rt.mu());
+    MemoryManager& mm = rt.memory();
+    mm.MarkCompleted(rt.seq());
+    std::vector<ByteRange> used = mm.TakeWorkingSet();
+    if (!used.empty()) last_working_set_ = std::move(used);
+    reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : Bytes(last_working_set_);
+    // Evict what the next slice needs last: its own working set comes back first.
+    mm.SetFuture({last_working_set_});
+    if (stop.evict_bytes > 0) {
+      MemoryActions a;
+      mm.PlanEviction(stop.evict_bytes, &a);
+      Carry(rt, a, /*wait=*/false);  // overlaps the incoming job's loads
+    }
+    reply.resident = mm.resident_bytes();
+    reply.loaded = loaded_bytes_;
+    reply.load_ns = load_ns_;
+    loaded_bytes_ = load_ns_ = 0;
+  }
+  Send(reply);
+}
+
+void CoordClient::OnBudget(Runtime& rt, uint64_t budget) {
+  std::lock_guard<std::mutex> lock(rt.mu());
+  if (budget == 0) return;
+  rt.SetBudget(budget);
+  MemoryManager& mm = rt.memory();
+  if (mm.resident_bytes() > mm.budget()) {
+    MemoryActions a;
+    mm.PlanEviction(mm.resident_bytes() - mm.budget(), &a);
+    Carry(rt, a, /*wait=*/false);
+  }
+}
+
+}  // namespace msched::hook

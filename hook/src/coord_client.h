@@ -1,0 +1,112 @@
+// The job's side of the coordinator. At the job's first allocation it
+// connects (MSCHED_COORD=auto: if a coordinator answers; required: waiting
+// up to MSCHED_COORD_WAIT, then failing the allocation clearly; off: never)
+// and registers; while the job is queued that allocation blocks. From then
+// on every launch and device-side copy passes the gate:
+//   - fast path, no system call: the job holds its turn (its last Go), the
+//     coordinator's shared-memory slot says it may run, and the device clock
+//     is before its slice end;
+//   - slow path: report the slice end, carry out what the coordinator asks,
+//     in order (Stop: drain, take the slice's working set, evict what the
+//     coordinator named by OPT, answer; Go: move the clock to the start,
+//     take the budget, bring the working set back in access order; Budget:
+//     evict down to it), and wait, marked blocked for the simulator's
+//     lockstep, until it may run.
+// A reader thread receives messages and only queues them: every driver call
+// is made by an application thread holding the Runtime's lock. If the
+// coordinator goes away the job carries on alone with its own budget, and
+// the reader thread reconnects to a new coordinator when one appears.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coord_shm.h"
+#include "hook_guard.h"
+#include "protocol.h"
+#include "runtime.h"
+
+namespace msched::hook {
+
+class CoordClient {
+ public:
+  // The process's client, or nullptr when coordination is off (MSCHED_COORD
+  // =off, or a mode that does not manage memory).
+  static CoordClient* Get(Runtime& rt);
+  // The client only while the job is registered with a live coordinator: the
+  // launch path's check (one atomic load).
+  static CoordClient* Active() { return active_.load(std::memory_order_acquire); }
+
+  // At an allocation of `bytes`: registers on the first call and waits while
+  // queued. Not OK when the job may not run: refused (ResourceExhausted) or,
+  // with MSCHED_COORD=required, no coordinator (Unavailable).
+  Status Register(Runtime& rt, uint64_t bytes);
+  // Allocated bytes changed (after an allocation or a free).
+  void ReportAllocated(uint64_t bytes);
+
+  // The launch path: may the job launch now? No system call.
+  bool MayLaunch() const;
+  // The slow path: blocks until it may launch, doing what the coordinator asks.
+  void WaitTurn(Runtime& rt);
+
+ private:
+  CoordClient(Runtime& rt, const Config& config) : rt_(rt), config_(config) {}
+  // Connects and says hello; returns the socket.
+  Result<int> Connect(uint64_t allocated);
+  void ReaderLoop();
+  void Execute(Runtime& rt, const proto::Message& m);
+  void OnStop(Runtime& rt, const proto::Stop& stop);
+  void OnGo(Runtime& rt, const proto::Go& go);
+  void OnBudget(Runtime& rt, uint64_t budget);
+  void Send(const proto::Message& m);
+  void BecomeStandalone(const std::string& why);
+  static void SayGoodbye();
+
+  static std::atomic<CoordClient*> active_;
+  Runtime& rt_;
+  const Config& config_;
+
+  std::mutex register_mu_;  // one registration at a time
+  bool registered_ = false; // guarded by register_mu_
+  Status refusal_;          // guarded by register_mu_: why the job may not run
+
+  std::mutex send_mu_;
+  std::atomic<int> fd_{-1};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<proto::Message> inbox_;    // guarded by mu_
+  bool welcomed_ = false;               // guarded by mu_
+  std::string refused_;                 // guarded by mu_: the coordinator's reason
+  // The job's slot in the coordinator's shared memory. A mapping is never
+  // unmapped (a launch may be reading an old one when the job reconnects).
+  std::atomic<const ShmSlot*> gate_{nullptr};
+  std::atomic<bool> attention_{false};  // messages wait in the inbox
+  std::atomic<bool> running_{false};    // holds its turn (last Go not yet followed by a Stop)
+  bool slice_end_sent_ = false;         // guarded by mu_
+
+  // Guarded by the Runtime's lock.
+  std::vector<ByteRange> last_working_set_;
+  uint64_t standalone_budget_ = 0;
+  uint64_t loaded_bytes_ = 0, load_ns_ = 0;
+  std::atomic<uint64_t> allocated_{0};
+};
+
+// The gate every launch and device-side copy passes: one atomic load when
+// the job is not coordinated. Nothing waits while a stream is capturing
+// (captured work does not run now).
+inline void PassGate(Runtime& rt) {
+  CoordClient* cc = CoordClient::Active();
+  if (cc == nullptr || rt.capturing.load(std::memory_order_relaxed) > 0 || cc->MayLaunch()) return;
+  Safely(rt, "waiting for the coordinator", [&] { cc->WaitTurn(rt); });
+}
+
+}  // namespace msched::hook

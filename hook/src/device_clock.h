@@ -1,0 +1,19 @@
+// The device clock the coordinator schedules by: the simulated device's
+// virtual time when the driver is the simulator (so that slices and waits
+// are measured in the time the simulation models), CLOCK_MONOTONIC on a real
+// GPU. Also the simulator's lockstep calls for a process that waits on the
+// coordinator; no-ops on a real driver. Thread-safe. Used by hook/ only.
+#pragma once
+
+#include <cstdint>
+
+namespace msched::hook {
+
+uint64_t DeviceNow();
+// The process waits (true) or no longer waits (false) for something outside
+// the device: other processes sharing the simulated device must not wait for it.
+void DeviceSetBlocked(bool blocked);
+// The wait ended at device time `t`: the process's clock moves there.
+void DeviceAdvanceTo(uint64_t t);
+
+}  // namespace msched::hook

@@ -1,0 +1,72 @@
+// What the coordinator knows about each job, and the options its policy
+// runs under. Times are the device's clock (wall time on a real GPU, the
+// simulated device's virtual time on the simulator), in nanoseconds.
+// Value types; thread-compatible. Used by the scheduling policy (admission,
+// timeline, scheduler) and mschedd.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "msched/config.h"
+
+namespace msched {
+
+enum class JobState : uint8_t {
+  kWaiting,   // submitted, not admitted: blocked before its first allocation completes
+  kRunning,   // admitted: runs when its group holds the GPU
+  kPaused,    // stopped by a user, memory evicted, budget released
+  kFinished,  // exited (or died, or was refused)
+};
+const char* JobStateName(JobState s);
+
+struct Job {
+  uint64_t id = 0;
+  uint32_t uid = 0;   // from the socket's peer credentials
+  int32_t pid = 0;
+  std::string name;
+  JobClass job_class = JobClass::kUnset;  // as declared
+  int priority = 0;
+  uint64_t declared = 0;     // MSCHED_MEM (0: not declared)
+  uint64_t allocated = 0;    // what it has allocated, as it reports
+  uint64_t working_set = 0;  // bytes used in its last slice (0: not measured yet)
+  uint64_t resident = 0;     // bytes it holds in HBM (estimate)
+  uint64_t budget = 0;       // HBM it may hold while it runs
+  JobState state = JobState::kWaiting;
+  bool active = false;       // running and in the group that holds the GPU now
+  bool was_admitted = false; // paused before admission returns to the queue on resume
+  uint64_t submitted_ns = 0;
+  uint64_t admitted_ns = 0;
+  uint64_t finished_ns = 0;
+  uint64_t last_ran_ns = 0;  // when its last slice began (0: never ran)
+  uint64_t slices = 0;
+  uint64_t swaps_in = 0;     // times it was brought back with its working set
+
+  // The memory admission counts: what it declared, or what it allocated if more.
+  uint64_t Footprint() const { return std::max(declared, allocated); }
+  // The HBM it needs to run without faulting: its measured working set, or
+  // its whole footprint until a slice has measured it.
+  uint64_t WorkingSetEstimate() const {
+    const uint64_t f = Footprint();
+    if (working_set == 0) return f;
+    return f == 0 ? working_set : std::min(working_set, f);
+  }
+};
+
+struct SchedulerOptions {
+  uint64_t hbm_bytes = 0;                  // 0: learnt from the first job's device
+  uint64_t host_bytes = UINT64_MAX;        // admitted footprints must fit host memory (evicted data lives there)
+  double oversubscribe = 2.0;              // admitted footprints <= ratio x HBM, time-sliced as needed
+  double usable_fraction = 0.95;           // of HBM, for working sets (contexts, fragmentation)
+  double swap_fraction = 0.1;              // slices last so that swapping takes at most this share
+  uint64_t min_slice_ns = 20'000'000;      // 20 ms
+  uint64_t max_slice_ns = 2'000'000'000;   // 2 s
+  uint64_t fixed_slice_ns = 0;             // nonzero: every slice this long (no adaptation)
+  uint64_t aging_ns = 60'000'000'000;      // a minute of waiting is worth one priority step
+  uint64_t reserve_after_ns = 300'000'000'000;  // nobody passes a job that has waited 5 min
+  uint64_t short_threshold_ns = 300'000'000'000;  // undeclared jobs whose name ran shorter are short
+  double link_bytes_per_ns = 25.0;         // initial swap bandwidth (25 GB/s), then measured
+};
+
+}  // namespace msched

@@ -1,0 +1,214 @@
+#include "protocol.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace msched::proto {
+namespace {
+
+// Appends each field's bytes.
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+  template <typename T>
+  bool operator()(const T& v) {
+    if constexpr (std::is_enum_v<T>) {
+      return (*this)(static_cast<std::underlying_type_t<T>>(v));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return (*this)(static_cast<uint8_t>(v ? 1 : 0));
+    } else {
+      static_assert(std::is_integral_v<T>);
+      out_->append(reinterpret_cast<const char*>(&v), sizeof v);
+      return true;
+    }
+  }
+  bool Text(const std::string& s, size_t max) {
+    const uint32_t n = static_cast<uint32_t>(std::min(s.size(), max));
+    (*this)(n);
+    out_->append(s.data(), n);
+    return true;
+  }
+
+ private:
+  std::string* out_;
+};
+
+// Reads each field, failing on a short payload or a malformed value.
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  template <typename T>
+  bool operator()(T& v) {
+    if constexpr (std::is_enum_v<T>) {
+      std::underlying_type_t<T> raw{};
+      if (!(*this)(raw)) return false;
+      v = static_cast<T>(raw);  // range checked by the message's Validate
+      return true;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      uint8_t raw = 0;
+      if (!(*this)(raw) || raw > 1) return false;
+      v = raw == 1;
+      return true;
+    } else {
+      static_assert(std::is_integral_v<T>);
+      if (in_.size() - pos_ < sizeof v) return false;
+      std::memcpy(&v, in_.data() + pos_, sizeof v);
+      pos_ += sizeof v;
+      return true;
+    }
+  }
+  // Text is printable characters (and newlines and tabs), at most `max`.
+  bool Text(std::string& s, size_t max) {
+    uint32_t n = 0;
+    if (!(*this)(n) || n > max || in_.size() - pos_ < n) return false;
+    s.assign(in_.data() + pos_, n);
+    pos_ += n;
+    for (unsigned char c : s) {
+      if (c < 0x20 && c != '\n' && c != '\t') return false;
+    }
+    return true;
+  }
+  bool AtEnd() const { return pos_ == in_.size(); }
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+template <typename M>
+Result<Message> DecodeAs(const std::string& payload) {
+  M m;
+  Reader r(payload);
+  if (!m.Fields(r) || !r.AtEnd()) {
+    return Status::Corruption(std::string("malformed ") + MsgTypeName(M::kType) + " payload (" +
+                              std::to_string(payload.size()) + " bytes)");
+  }
+  if (Status s = m.Validate(); !s.ok()) return s;
+  return Message(std::move(m));
+}
+
+}  // namespace
+
+Status Hello::Validate() const {
+  if (job_class != JobClass::kUnset && job_class != JobClass::kShort && job_class != JobClass::kLong) {
+    return Status::Corruption("hello: unknown job class");
+  }
+  if (priority < kMinPriority || priority > kMaxPriority) return Status::Corruption("hello: priority out of range");
+  return Status::Ok();
+}
+
+Status Welcome::Validate() const {
+  if (shm_name.empty() || shm_name[0] != '/' || shm_name.find('/', 1) != std::string::npos) {
+    return Status::Corruption("welcome: shared memory name must be /name");
+  }
+  return Status::Ok();
+}
+
+Status Go::Validate() const {
+  if (slice_end_ns < start_ns) return Status::Corruption("go: slice ends before it starts");
+  return Status::Ok();
+}
+
+const char* StopReasonName(StopReason r) {
+  switch (r) {
+    case StopReason::kSlice: return "slice";
+    case StopReason::kPause: return "pause";
+    case StopReason::kPreempt: return "preempt";
+    case StopReason::kEvictOnly: return "evict";
+  }
+  return "?";
+}
+
+Status Stop::Validate() const {
+  if (static_cast<uint8_t>(reason) > static_cast<uint8_t>(StopReason::kEvictOnly)) {
+    return Status::Corruption("stop: unknown reason");
+  }
+  return Status::Ok();
+}
+
+Status Control::Validate() const {
+  if (static_cast<uint8_t>(op) > static_cast<uint8_t>(ControlOp::kPriority)) {
+    return Status::Corruption("control: unknown operation");
+  }
+  if (priority < kMinPriority || priority > kMaxPriority) return Status::Corruption("control: priority out of range");
+  return Status::Ok();
+}
+
+const char* MsgTypeName(MsgType t) {
+  switch (t) {
+    case MsgType::kHello: return "hello";
+    case MsgType::kUsage: return "usage";
+    case MsgType::kSliceEnd: return "slice-end";
+    case MsgType::kStopped: return "stopped";
+    case MsgType::kGoodbye: return "goodbye";
+    case MsgType::kWelcome: return "welcome";
+    case MsgType::kRefused: return "refused";
+    case MsgType::kGo: return "go";
+    case MsgType::kStop: return "stop";
+    case MsgType::kBudget: return "budget";
+    case MsgType::kControl: return "control";
+    case MsgType::kControlReply: return "control-reply";
+  }
+  return "unknown";
+}
+
+std::string Encode(const Message& m) {
+  return std::visit(
+      [](const auto& msg) {
+        std::string payload;
+        Writer w(&payload);
+        auto fields = msg;  // Fields() serves reading and writing, so it is not const
+        fields.Fields(w);
+        std::string frame;
+        Writer h(&frame);
+        h(kMagic);
+        h(kVersion);
+        h(static_cast<uint16_t>(std::decay_t<decltype(msg)>::kType));
+        h(static_cast<uint32_t>(payload.size()));
+        return frame + payload;
+      },
+      m);
+}
+
+MsgType TypeOf(const Message& m) {
+  return std::visit([](const auto& msg) { return std::decay_t<decltype(msg)>::kType; }, m);
+}
+
+Result<Header> DecodeHeader(const uint8_t (&bytes)[kHeaderSize]) {
+  uint32_t magic, size;
+  uint16_t version, type;
+  std::memcpy(&magic, bytes, 4);
+  std::memcpy(&version, bytes + 4, 2);
+  std::memcpy(&type, bytes + 6, 2);
+  std::memcpy(&size, bytes + 8, 4);
+  if (magic != kMagic) return Status::Corruption("not an msched coordinator frame (bad magic)");
+  if (version != kVersion) {
+    return Status::Corruption("protocol version " + std::to_string(version) + " (this msched speaks " +
+                              std::to_string(kVersion) + "): mixed msched versions?");
+  }
+  if (type < static_cast<uint16_t>(MsgType::kHello) || type > static_cast<uint16_t>(MsgType::kControlReply)) {
+    return Status::Corruption("unknown message type " + std::to_string(type));
+  }
+  if (size > kMaxPayload) return Status::Corruption("payload of " + std::to_string(size) + " bytes is too large");
+  return Header{static_cast<MsgType>(type), size};
+}
+
+Result<Message> DecodePayload(const Header& header, const std::string& payload) {
+  switch (header.type) {
+    case MsgType::kHello: return DecodeAs<Hello>(payload);
+    case MsgType::kUsage: return DecodeAs<Usage>(payload);
+    case MsgType::kSliceEnd: return DecodeAs<SliceEnd>(payload);
+    case MsgType::kStopped: return DecodeAs<Stopped>(payload);
+    case MsgType::kGoodbye: return DecodeAs<Goodbye>(payload);
+    case MsgType::kWelcome: return DecodeAs<Welcome>(payload);
+    case MsgType::kRefused: return DecodeAs<Refused>(payload);
+    case MsgType::kGo: return DecodeAs<Go>(payload);
+    case MsgType::kStop: return DecodeAs<Stop>(payload);
+    case MsgType::kBudget: return DecodeAs<Budget>(payload);
+    case MsgType::kControl: return DecodeAs<Control>(payload);
+    case MsgType::kControlReply: return DecodeAs<ControlReply>(payload);
+  }
+  return Status::Corruption("unknown message type");
+}
+
+}  // namespace msched::proto

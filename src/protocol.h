@@ -1,0 +1,184 @@
+// The coordinator protocol: framed messages over a UNIX stream socket. A job
+// (libmsched in its process) keeps one connection for its whole life; the
+// msched CLI opens one per request. Each frame is a 12-byte header (magic,
+// version, type, payload size) and a payload whose fields are written one by
+// one (native byte order: both ends run on one machine), so no struct
+// padding or uninitialised byte crosses the socket. Decoding checks
+// everything a hostile peer could get wrong: magic, version, a known type,
+// the exact payload size its fields need, text lengths and characters, and
+// enum and range limits; a frame that fails is rejected whole.
+// Identity never comes from a message: the coordinator takes the peer's uid
+// and pid from the socket (SO_PEERCRED) and the job from the connection.
+// Value types and pure functions; thread-safe. Used by mschedd, the hook's
+// coordinator client and the msched CLI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "msched/config.h"
+#include "msched/status.h"
+
+namespace msched::proto {
+
+inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
+inline constexpr uint16_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 12;
+inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
+inline constexpr size_t kMaxName = 63;
+inline constexpr size_t kMaxReason = 255;
+inline constexpr uint64_t kNever = UINT64_MAX;    // a slice without end; "evict everything"
+
+enum class MsgType : uint16_t {
+  // job -> coordinator
+  kHello = 1,   // register (at the job's first allocation or launch)
+  kUsage,       // allocated bytes changed
+  kSliceEnd,    // the job reached the end of its slice at a kernel boundary
+  kStopped,     // a Stop was carried out
+  kGoodbye,     // the job is exiting (a job that dies just closes its socket)
+  // coordinator -> job
+  kWelcome,     // registered: admitted now or queued
+  kRefused,     // can never run here
+  kGo,          // run (again): start time, budget, slice end, load the working set
+  kStop,        // stop launching, drain, evict this much, answer Stopped
+  kBudget,      // the HBM budget changed while running
+  // msched CLI -> coordinator, and back
+  kControl,
+  kControlReply,
+};
+
+struct Hello {
+  static constexpr MsgType kType = MsgType::kHello;
+  uint64_t declared_mem = 0;  // MSCHED_MEM; 0: not declared
+  uint64_t allocated = 0;     // bytes allocated so far (at least the allocation being made)
+  uint64_t device_total = 0;  // the device's memory as the driver reports it
+  uint64_t now_ns = 0;        // the job's device clock
+  int32_t priority = 0;
+  JobClass job_class = JobClass::kUnset;
+  std::string name;
+  template <typename V> bool Fields(V& v) {
+    return v(declared_mem) && v(allocated) && v(device_total) && v(now_ns) && v(priority) && v(job_class) &&
+           v.Text(name, kMaxName);
+  }
+  Status Validate() const;
+};
+
+struct Usage {
+  static constexpr MsgType kType = MsgType::kUsage;
+  uint64_t allocated = 0;
+  uint64_t now_ns = 0;
+  template <typename V> bool Fields(V& v) { return v(allocated) && v(now_ns); }
+  Status Validate() const { return Status::Ok(); }
+};
+
+struct SliceEnd {
+  static constexpr MsgType kType = MsgType::kSliceEnd;
+  uint64_t now_ns = 0;
+  template <typename V> bool Fields(V& v) { return v(now_ns); }
+  Status Validate() const { return Status::Ok(); }
+};
+
+struct Stopped {
+  static constexpr MsgType kType = MsgType::kStopped;
+  uint64_t now_ns = 0;       // after the drain and the evictions were queued
+  uint64_t resident = 0;     // bytes the job now holds in HBM (its estimate)
+  uint64_t working_set = 0;  // bytes the job used in the slice that ended
+  uint64_t loaded = 0;       // bytes its last Go brought in, and how long that took
+  uint64_t load_ns = 0;
+  template <typename V> bool Fields(V& v) {
+    return v(now_ns) && v(resident) && v(working_set) && v(loaded) && v(load_ns);
+  }
+  Status Validate() const { return Status::Ok(); }
+};
+
+struct Goodbye {
+  static constexpr MsgType kType = MsgType::kGoodbye;
+  uint64_t now_ns = 0;
+  template <typename V> bool Fields(V& v) { return v(now_ns); }
+  Status Validate() const { return Status::Ok(); }
+};
+
+struct Welcome {
+  static constexpr MsgType kType = MsgType::kWelcome;
+  uint64_t job = 0;
+  uint32_t slot = 0;         // the job's slot in the coordinator's shared memory
+  bool admitted = false;     // false: queued; a Go follows when it may run
+  std::string shm_name;      // the shared memory to map read-only
+  template <typename V> bool Fields(V& v) { return v(job) && v(slot) && v(admitted) && v.Text(shm_name, kMaxName); }
+  Status Validate() const;
+};
+
+struct Refused {
+  static constexpr MsgType kType = MsgType::kRefused;
+  std::string reason;
+  template <typename V> bool Fields(V& v) { return v.Text(reason, kMaxReason); }
+  Status Validate() const { return Status::Ok(); }
+};
+
+struct Go {
+  static constexpr MsgType kType = MsgType::kGo;
+  uint64_t start_ns = 0;          // the device time the job's turn begins
+  uint64_t budget = 0;            // HBM bytes it may hold
+  uint64_t slice_end_ns = kNever;
+  bool load = false;              // bring the last slice's working set back first
+  template <typename V> bool Fields(V& v) { return v(start_ns) && v(budget) && v(slice_end_ns) && v(load); }
+  Status Validate() const;
+};
+
+enum class StopReason : uint8_t { kSlice, kPause, kPreempt, kEvictOnly };
+const char* StopReasonName(StopReason r);
+
+struct Stop {
+  static constexpr MsgType kType = MsgType::kStop;
+  uint64_t evict_bytes = 0;  // kNever: everything
+  StopReason reason = StopReason::kSlice;
+  template <typename V> bool Fields(V& v) { return v(evict_bytes) && v(reason); }
+  Status Validate() const;
+};
+
+struct Budget {
+  static constexpr MsgType kType = MsgType::kBudget;
+  uint64_t budget = 0;
+  template <typename V> bool Fields(V& v) { return v(budget); }
+  Status Validate() const { return Status::Ok(); }
+};
+
+enum class ControlOp : uint8_t { kStatus, kPause, kResume, kPriority };
+
+struct Control {
+  static constexpr MsgType kType = MsgType::kControl;
+  ControlOp op = ControlOp::kStatus;
+  uint64_t job = 0;     // pause, resume, priority
+  int32_t priority = 0; // priority
+  template <typename V> bool Fields(V& v) { return v(op) && v(job) && v(priority); }
+  Status Validate() const;
+};
+
+struct ControlReply {
+  static constexpr MsgType kType = MsgType::kControlReply;
+  bool ok = false;
+  std::string text;  // status: JSON; otherwise a sentence
+  template <typename V> bool Fields(V& v) { return v(ok) && v.Text(text, kMaxPayload - 8); }
+  Status Validate() const { return Status::Ok(); }
+};
+
+using Message =
+    std::variant<Hello, Usage, SliceEnd, Stopped, Goodbye, Welcome, Refused, Go, Stop, Budget, Control, ControlReply>;
+
+// The whole frame, header included.
+std::string Encode(const Message& m);
+MsgType TypeOf(const Message& m);
+
+struct Header {
+  MsgType type;
+  uint32_t size;  // payload bytes that follow
+};
+// Checks the header's magic, version, type and size limit.
+Result<Header> DecodeHeader(const uint8_t (&bytes)[kHeaderSize]);
+// Decodes and validates a payload of the type the header named.
+Result<Message> DecodePayload(const Header& header, const std::string& payload);
+
+const char* MsgTypeName(MsgType t);
+
+}  // namespace msched::proto

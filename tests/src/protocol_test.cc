@@ -1,0 +1,140 @@
+#include "protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+namespace msched::proto {
+namespace {
+
+Result<Message> Decode(const std::string& frame) {
+  if (frame.size() < kHeaderSize) return Status::Corruption("short frame");
+  uint8_t header[kHeaderSize];
+  std::memcpy(header, frame.data(), kHeaderSize);
+  Result<Header> h = DecodeHeader(header);
+  if (!h.ok()) return h.status();
+  if (frame.size() - kHeaderSize != h->size) return Status::Corruption("size mismatch");
+  return DecodePayload(*h, frame.substr(kHeaderSize));
+}
+
+std::vector<Message> Samples() {
+  Hello hello;
+  hello.declared_mem = 8ull << 30;
+  hello.allocated = 4096;
+  hello.device_total = 16ull << 30;
+  hello.now_ns = 123456789;
+  hello.priority = -7;
+  hello.job_class = JobClass::kShort;
+  hello.name = "train.py";
+  Welcome welcome;
+  welcome.job = 42;
+  welcome.slot = 3;
+  welcome.admitted = true;
+  welcome.shm_name = "/msched-0-gpu0";
+  Go go;
+  go.start_ns = 10, go.budget = 1 << 30, go.slice_end_ns = 20, go.load = true;
+  Stop stop;
+  stop.evict_bytes = kNever, stop.reason = StopReason::kPause;
+  Control control;
+  control.op = ControlOp::kPriority, control.job = 9, control.priority = 50;
+  ControlReply reply;
+  reply.ok = true;
+  reply.text = "{\n\t\"jobs\": []\n}";
+  return {hello,  Usage{1 << 20, 5}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5}, Goodbye{8}, welcome, Refused{"too big"},
+          go,     stop,              Budget{99},   control, reply};
+}
+
+TEST(ProtocolTest, EveryMessageRoundTrips) {
+  for (const Message& m : Samples()) {
+    const std::string frame = Encode(m);
+    Result<Message> back = Decode(frame);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->index(), m.index());
+    EXPECT_EQ(Encode(*back), frame);
+  }
+  const Hello h = std::get<Hello>(*Decode(Encode(Samples()[0])));
+  EXPECT_EQ(h.name, "train.py");
+  EXPECT_EQ(h.priority, -7);
+  EXPECT_EQ(h.job_class, JobClass::kShort);
+}
+
+TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
+  std::string frame = Encode(Usage{1, 2});
+  std::string bad = frame;
+  bad[0] ^= 1;
+  EXPECT_NE(Decode(bad).status().message().find("bad magic"), std::string::npos);
+  bad = frame;
+  bad[4] = 9;  // version
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 9"), std::string::npos);
+  bad = frame;
+  bad[6] = 99;  // type
+  EXPECT_NE(Decode(bad).status().message().find("unknown message type 99"), std::string::npos);
+  bad = frame;
+  const uint32_t huge = kMaxPayload + 1;
+  std::memcpy(bad.data() + 8, &huge, 4);
+  uint8_t header[kHeaderSize];
+  std::memcpy(header, bad.data(), kHeaderSize);
+  EXPECT_FALSE(DecodeHeader(header).ok());
+}
+
+TEST(ProtocolTest, MalformedPayloadsAreRejected) {
+  auto decode_payload = [](MsgType t, const std::string& payload) { return DecodePayload({t, 0}, payload); };
+  const std::string usage = Encode(Usage{1, 2}).substr(kHeaderSize);
+  EXPECT_FALSE(decode_payload(MsgType::kUsage, usage.substr(1)).ok()) << "short";
+  EXPECT_FALSE(decode_payload(MsgType::kUsage, usage + "x").ok()) << "trailing bytes";
+
+  Hello h;
+  h.name = std::string("bad\x01name");
+  EXPECT_FALSE(Decode(Encode(h)).ok()) << "control character in text";
+  h.name = "ok";
+  h.priority = 1000;
+  EXPECT_NE(Decode(Encode(h)).status().message().find("priority out of range"), std::string::npos);
+  h.priority = 0;
+  h.job_class = static_cast<JobClass>(7);
+  EXPECT_FALSE(Decode(Encode(h)).ok());
+
+  Go go;
+  go.start_ns = 10, go.slice_end_ns = 5;
+  EXPECT_FALSE(Decode(Encode(go)).ok()) << "slice ends before it starts";
+  std::string go_frame = Encode(Go{});
+  go_frame.back() = 2;  // the bool
+  EXPECT_FALSE(Decode(go_frame).ok()) << "a bool must be 0 or 1";
+
+  Stop stop;
+  stop.reason = static_cast<StopReason>(9);
+  EXPECT_FALSE(Decode(Encode(stop)).ok());
+  Welcome w;
+  w.shm_name = "../../etc/passwd";
+  EXPECT_FALSE(Decode(Encode(w)).ok());
+  Control c;
+  c.op = static_cast<ControlOp>(200);
+  EXPECT_FALSE(Decode(Encode(c)).ok());
+
+  // A text length that points past the payload.
+  std::string refused = Encode(Refused{"abc"}).substr(kHeaderSize);
+  const uint32_t n = 1000;
+  std::memcpy(refused.data(), &n, 4);
+  EXPECT_FALSE(decode_payload(MsgType::kRefused, refused).ok());
+}
+
+TEST(ProtocolTest, RandomlyCorruptedFramesNeverDecodeToSomethingElse) {
+  std::mt19937_64 rng(7);
+  const std::vector<Message> samples = Samples();
+  size_t accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string frame = Encode(samples[rng() % samples.size()]);
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) frame[rng() % frame.size()] = static_cast<char>(rng());
+    if (rng() % 8 == 0) frame.resize(rng() % frame.size());
+    Result<Message> m = Decode(frame);
+    if (m.ok()) {
+      ++accepted;
+      EXPECT_EQ(Encode(*m), frame) << "an accepted frame is exactly the encoding of what it decoded to";
+    }
+  }
+  EXPECT_LT(accepted, 20000u);
+}
+
+}  // namespace
+}  // namespace msched::proto

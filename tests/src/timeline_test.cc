@@ -1,0 +1,106 @@
+#include "timeline.h"
+
+#include <gtest/gtest.h>
+
+namespace msched {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+Job Running(uint64_t id, uint64_t ws, int priority = 0, uint64_t last_ran = 0, uint64_t resident = 0) {
+  Job j;
+  j.id = id;
+  j.declared = ws;
+  j.state = JobState::kRunning;
+  j.priority = priority;
+  j.last_ran_ns = last_ran;
+  j.resident = resident;
+  return j;
+}
+
+TEST(FormGroupsTest, JobsThatFitTogetherShareOneGroup) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 4 * kGiB)}, {2, Running(2, 6 * kGiB)}};
+  const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].working_set, 10 * kGiB);
+}
+
+TEST(FormGroupsTest, FirstFitDecreasingWithinPriority) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 9 * kGiB)}, {2, Running(2, 5 * kGiB)},
+                                  {3, Running(3, 7 * kGiB)}, {4, Running(4, 6 * kGiB)},
+                                  {5, Running(5, 1 * kGiB, 10)}};
+  const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].jobs, (std::vector<uint64_t>{5}));     // priority 10 alone
+  EXPECT_EQ(g[1].jobs, (std::vector<uint64_t>{1, 3}));  // 9 + 7
+  EXPECT_EQ(g[2].jobs, (std::vector<uint64_t>{4, 2}));  // 6 + 5
+  EXPECT_EQ(g[0].priority, 10);
+}
+
+TEST(FormGroupsTest, PausedAndWaitingJobsAreLeftOut) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 4 * kGiB)}, {2, Running(2, 4 * kGiB)}};
+  jobs[2].state = JobState::kPaused;
+  EXPECT_EQ(FormGroups(jobs, 16 * kGiB)[0].jobs, (std::vector<uint64_t>{1}));
+}
+
+TEST(GroupBudgetsTest, EachGetsItsWorkingSetAndAShareOfTheRoomLeft) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 2 * kGiB)}, {2, Running(2, 6 * kGiB)}};
+  const Group g = FormGroups(jobs, 16 * kGiB)[0];
+  const std::map<uint64_t, uint64_t> b = GroupBudgets(g, jobs, 16 * kGiB);
+  EXPECT_EQ(b.at(1), 4 * kGiB);   // 2 + 8 * 1/4
+  EXPECT_EQ(b.at(2), 12 * kGiB);  // 6 + 8 * 3/4
+}
+
+TEST(GroupBudgetsTest, AGroupLargerThanHbmSplitsItInProportion) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 24 * kGiB)}};
+  const Group g = FormGroups(jobs, 16 * kGiB)[0];
+  EXPECT_EQ(GroupBudgets(g, jobs, 16 * kGiB).at(1), 16 * kGiB);
+}
+
+TEST(SliceLengthTest, SwapTimeStaysAFractionOfTheSlice) {
+  SchedulerOptions o;
+  o.hbm_bytes = 16 * kGiB;
+  o.usable_fraction = 1.0;
+  o.swap_fraction = 0.1;
+  o.min_slice_ns = 1'000'000;
+  o.max_slice_ns = 10'000'000'000;
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 10'000'000'000)}};  // 10 GB to bring in
+  const Group g = FormGroups(jobs, 16 * kGiB)[0];
+  // 10 GB at 10 GB/s = 1 s of swapping -> a 10 s slice.
+  EXPECT_EQ(SliceLength(g, jobs, o, 10.0), 10'000'000'000u);
+  jobs[1].resident = 10'000'000'000;  // all there already: the minimum
+  EXPECT_EQ(SliceLength(g, jobs, o, 10.0), 1'000'000u);
+  o.fixed_slice_ns = 50'000'000;
+  EXPECT_EQ(SliceLength(g, jobs, o, 10.0), 50'000'000u);
+}
+
+TEST(PickNextGroupTest, TheGroupServedLeastRecentlyAmongTheHighestPriority) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 10 * kGiB, 0, 300)}, {2, Running(2, 10 * kGiB, 0, 100)},
+                                  {3, Running(3, 10 * kGiB, 0, 200)}};
+  const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[PickNextGroup(g, jobs)].jobs[0], 2u);
+  jobs[1].priority = 5;  // now only job 1's group may run
+  const std::vector<Group> g2 = FormGroups(jobs, 16 * kGiB);
+  EXPECT_EQ(g2[PickNextGroup(g2, jobs)].jobs[0], 1u);
+}
+
+TEST(PlanSwitchEvictionsTest, EvictsOnlyTheDeficitFromJobsNeededLast) {
+  // 16 GiB usable: job 1 (ran at 300) holds 8, job 2 (ran at 200) holds 6;
+  // job 3 needs 6 and holds nothing: 2 free, so 4 must go, from job 1.
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 8 * kGiB, 0, 300, 8 * kGiB)},
+                                  {2, Running(2, 6 * kGiB, 0, 200, 6 * kGiB)},
+                                  {3, Running(3, 6 * kGiB, 0, 100, 0)}};
+  Group next{{3}, 0, 6 * kGiB};
+  auto plan = PlanSwitchEvictions(next, jobs, 16 * kGiB);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0], (std::pair<uint64_t, uint64_t>{1, 4 * kGiB}));
+  // A paused job's leftovers go before anyone's.
+  jobs[2].state = JobState::kPaused;
+  plan = PlanSwitchEvictions(next, jobs, 16 * kGiB);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0], (std::pair<uint64_t, uint64_t>{2, 4 * kGiB}));
+}
+
+}  // namespace
+}  // namespace msched

@@ -1,0 +1,273 @@
+// msched: the command line.
+//   msched run [OPTIONS] -- CMD [ARGS...]   run a job under libmsched (starting a coordinator if none runs)
+//   msched status [--json]                  the coordinator's jobs
+//   msched pause JOB | resume JOB           stop a job and evict its memory / bring it back
+//   msched priority JOB N                   change a job's priority (-100..100)
+//   msched bench [SCENARIO] [OPTIONS]       the benchmark suite (see msched bench --help)
+//   msched help                             this text and every MSCHED_* variable
+// JOB is a job id or a job's name. Exit status: 0 done; 1 the request
+// failed; 2 usage. Any command takes --socket PATH (default MSCHED_SOCKET).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "msched/config.h"
+#include "protocol.h"
+#include "subprocess.h"
+#include "tool_paths.h"
+#include "unix_socket.h"
+
+namespace msched {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kUsage[] =
+    "usage: msched run [--mem SIZE] [--class short|long] [--priority N] [--name NAME] [--mode MODE]\n"
+    "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] -- CMD [ARGS...]\n"
+    "       msched status [--json]\n"
+    "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
+    "       msched bench [SCENARIO] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
+    "       msched help\n"
+    "Every command takes --socket PATH (default: MSCHED_SOCKET, else the user's coordinator).\n";
+
+int Usage() {
+  std::cerr << kUsage;
+  return 2;
+}
+
+Result<proto::ControlReply> Ask(const std::string& socket, const proto::Control& request) {
+  Result<int> fd = ConnectUnix(socket);
+  if (!fd.ok()) return Status::Unavailable(fd.status().message() + " (is mschedd running?)");
+  Status s = SendMessage(*fd, request);
+  Result<proto::Message> reply = s.ok() ? ReceiveMessage(*fd, 10000) : Result<proto::Message>(s);
+  ::close(*fd);
+  if (!reply.ok()) return reply.status();
+  if (auto* r = std::get_if<proto::ControlReply>(&*reply)) return *r;
+  return Status::Corruption("the coordinator answered with something else");
+}
+
+std::string Size(uint64_t bytes) { return bytes ? FormatBytes(bytes) : "-"; }
+
+std::string Ms(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
+  return buf;
+}
+
+int ShowStatus(const std::string& socket, bool as_json) {
+  Result<proto::ControlReply> r = Ask(socket, proto::Control{});
+  if (!r.ok()) {
+    std::cerr << "msched: " << r.status().message() << "\n";
+    return 1;
+  }
+  if (as_json) {
+    std::cout << r->text << "\n";
+    return 0;
+  }
+  const json j = json::parse(r->text, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "msched: the coordinator's status is not JSON\n";
+    return 1;
+  }
+  const json& c = j["coordinator"];
+  std::printf("coordinator pid %d at %s: %s HBM, oversubscribe %.2g, %zu group(s), %llu switches\n",
+              c.value("pid", 0), c.value("socket", std::string()).c_str(),
+              Size(c.value("hbm_bytes", uint64_t{0})).c_str(), c.value("oversubscribe", 1.0),
+              c.value("groups", size_t{0}), static_cast<unsigned long long>(c.value("switches", uint64_t{0})));
+  std::printf("%-5s %-16s %-6s %-8s %-9s %-6s %-5s %4s %11s %11s %11s %11s %11s %12s %6s\n", "JOB", "NAME", "UID",
+              "PID", "STATE", "ON_GPU", "CLASS", "PRIO", "DECLARED", "ALLOCATED", "WORKSET", "RESIDENT", "BUDGET",
+              "WAITED", "SWAPS");
+  for (const json& job : j["jobs"]) {
+    std::printf("%-5llu %-16.16s %-6u %-8d %-9s %-6s %-5s %4d %11s %11s %11s %11s %11s %12s %6llu\n",
+                static_cast<unsigned long long>(job.value("id", uint64_t{0})), job.value("name", std::string()).c_str(),
+                job.value("uid", 0u), job.value("pid", 0), job.value("state", std::string()).c_str(),
+                job.value("on_gpu", false) ? "yes" : "no", job.value("class", std::string()).c_str(),
+                job.value("priority", 0), Size(job.value("declared_bytes", uint64_t{0})).c_str(),
+                Size(job.value("allocated_bytes", uint64_t{0})).c_str(),
+                Size(job.value("working_set_bytes", uint64_t{0})).c_str(),
+                Size(job.value("resident_bytes", uint64_t{0})).c_str(), Size(job.value("budget_bytes", uint64_t{0})).c_str(),
+                Ms(job.value("waited_ns", uint64_t{0})).c_str(),
+                static_cast<unsigned long long>(job.value("swaps_in", uint64_t{0})));
+  }
+  return 0;
+}
+
+// A job id, or the id of the one live job with that name.
+Result<uint64_t> ResolveJob(const std::string& socket, const std::string& spec) {
+  char* end = nullptr;
+  const unsigned long long id = std::strtoull(spec.c_str(), &end, 10);
+  if (!spec.empty() && *end == '\0') return static_cast<uint64_t>(id);
+  Result<proto::ControlReply> r = Ask(socket, proto::Control{});
+  if (!r.ok()) return r.status();
+  std::vector<uint64_t> found;
+  const json j = json::parse(r->text, nullptr, false);
+  if (j.is_object()) {
+    for (const json& job : j["jobs"]) {
+      if (job.value("name", std::string()) == spec && job.value("state", std::string()) != "finished") {
+        found.push_back(job.value("id", uint64_t{0}));
+      }
+    }
+  }
+  if (found.size() == 1) return found[0];
+  return Status::NotFound(found.empty() ? "no live job named '" + spec + "'"
+                                        : std::to_string(found.size()) + " jobs are named '" + spec + "'; give its id");
+}
+
+int SendControl(const std::string& socket, proto::ControlOp op, const std::string& spec, int priority) {
+  Result<uint64_t> job = ResolveJob(socket, spec);
+  if (!job.ok()) {
+    std::cerr << "msched: " << job.status().message() << "\n";
+    return 1;
+  }
+  proto::Control request;
+  request.op = op;
+  request.job = *job;
+  request.priority = priority;
+  Result<proto::ControlReply> r = Ask(socket, request);
+  if (!r.ok() || !r->ok) {
+    std::cerr << "msched: " << (r.ok() ? r->text : r.status().message()) << "\n";
+    return 1;
+  }
+  std::cout << r->text << "\n";
+  return 0;
+}
+
+// Starts mschedd detached (its own session, reparented to init), logging
+// beside its socket, and waits for it to answer.
+Status StartCoordinator(const std::string& socket) {
+  const std::string daemon = ExecutableDir() + "/mschedd";
+  if (access(daemon.c_str(), X_OK) != 0) return Status::NotFound("mschedd is not beside msched (" + daemon + ")");
+  const std::string dir = socket.substr(0, socket.rfind('/'));
+  const std::string log = (dir.empty() ? std::string(".") : dir) + "/mschedd.log";
+  const pid_t child = fork();
+  if (child < 0) return Status::IoError("fork failed");
+  if (child == 0) {
+    setsid();
+    if (fork() != 0) _exit(0);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    execl(daemon.c_str(), "mschedd", "--socket", socket.c_str(), "--idle-exit", "60s", "--log", log.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  waitpid(child, nullptr, 0);
+  for (int i = 0; i < 100; ++i) {
+    if (Result<int> fd = ConnectUnix(socket); fd.ok()) {
+      ::close(*fd);
+      return Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Unavailable("mschedd did not come up at " + socket + " (see " + log + ")");
+}
+
+int Run(const std::string& socket, int argc, char** argv) {
+  // Options become the job's MSCHED_* variables, checked by the same parser the library uses.
+  static const std::map<std::string, std::string> kOptionVariable = {
+      {"--mem", "MSCHED_MEM"},         {"--class", "MSCHED_CLASS"},           {"--priority", "MSCHED_PRIORITY"},
+      {"--name", "MSCHED_JOB_NAME"},   {"--mode", "MSCHED_MODE"},             {"--gpu-memory", "MSCHED_GPU_MEMORY"},
+      {"--templates", "MSCHED_TEMPLATES"}, {"--coord", "MSCHED_COORD"}};
+  std::map<std::string, std::string> env;
+  int i = 0;
+  for (; i < argc && std::string(argv[i]) != "--"; ++i) {
+    auto it = kOptionVariable.find(argv[i]);
+    if (it == kOptionVariable.end() || i + 1 >= argc) return Usage();
+    env[it->second] = argv[++i];
+  }
+  if (i + 1 >= argc) return Usage();
+  env["MSCHED_SOCKET"] = socket;
+  const ConfigParse parse = ParseConfig([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it != env.end() ? it->second.c_str() : std::getenv(name);
+  });
+  if (!parse.errors.empty()) {
+    for (const ConfigError& e : parse.errors) std::cerr << "msched: " << e.ToString() << "\n";
+    return 2;
+  }
+  Result<std::string> lib = FindLibmsched();
+  if (!lib.ok()) {
+    std::cerr << "msched: " << lib.status().message() << "\n";
+    return 1;
+  }
+  env["LD_PRELOAD"] = PreloadWith(*lib);
+  const CoordMode coord = parse.config.coord;
+  if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
+    if (Result<int> fd = ConnectUnix(socket); fd.ok()) {
+      ::close(*fd);
+    } else if (Status s = StartCoordinator(socket); !s.ok()) {
+      std::cerr << "msched: cannot start a coordinator: " << s.message()
+                << (coord == CoordMode::kRequired ? "" : "; the job runs alone") << "\n";
+      if (coord == CoordMode::kRequired) return 1;
+    }
+  }
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  execvp(argv[i + 1], argv + i + 1);
+  std::cerr << "msched: cannot run " << argv[i + 1] << ": " << std::strerror(errno) << "\n";
+  return 127;
+}
+
+int Help() {
+  std::cout << kUsage << "\nPer-job settings (environment variables, or msched run options):\n";
+  for (const ConfigVariable& v : ConfigVariables()) {
+    std::cout << "  " << v.name << "\n      " << v.meaning << "\n      accepted: " << v.accepted
+              << "; default: " << v.default_value << "\n";
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<char*> args(argv + 1, argv + argc);
+  std::string socket = SocketFromEnvironment();
+  // --socket may come first or right after the command (not inside a job's own arguments).
+  for (size_t i = 0; i + 1 < args.size() && i < 2; ++i) {
+    if (std::string(args[i]) == "--socket") {
+      socket = args[i + 1];
+      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+      break;
+    }
+  }
+  if (args.empty()) return Usage();
+  const std::string cmd = args[0];
+  const int n = static_cast<int>(args.size()) - 1;
+  char** rest = args.data() + 1;
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
+  if (cmd == "run") return Run(socket, n, rest);
+  if (cmd == "status") {
+    if (n > 1 || (n == 1 && std::string(rest[0]) != "--json")) return Usage();
+    return ShowStatus(socket, n == 1);
+  }
+  if ((cmd == "pause" || cmd == "resume") && n == 1) {
+    return SendControl(socket, cmd == "pause" ? proto::ControlOp::kPause : proto::ControlOp::kResume, rest[0], 0);
+  }
+  if (cmd == "priority" && n == 2) {
+    int p = 0;
+    const std::string v = rest[1];
+    char* end = nullptr;
+    const long parsed = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || parsed < kMinPriority || parsed > kMaxPriority) {
+      std::cerr << "msched: priority '" << v << "' is not an integer from -100 to 100\n";
+      return 2;
+    }
+    p = static_cast<int>(parsed);
+    return SendControl(socket, proto::ControlOp::kPriority, rest[0], p);
+  }
+  return Usage();
+}
+
+}  // namespace
+}  // namespace msched
+
+int main(int argc, char** argv) { return msched::Main(argc, argv); }

@@ -1,0 +1,166 @@
+// mschedd: the coordinator for one GPU. Started by hand, by a system unit,
+// or by `msched run` when none is running (then with --idle-exit, so it goes
+// away when its jobs are done).
+//
+//   mschedd [--socket PATH] [--gpu-memory SIZE] [--host-memory SIZE]
+//           [--oversubscribe RATIO] [--slice DURATION|adaptive] [--swap-fraction F]
+//           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
+//           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
+//
+// Log lines go to stderr (or --log), never stdout. SIGINT and SIGTERM stop
+// it cleanly (the socket and shared memory are removed). Exit status: 0 on
+// a clean stop, 1 when it cannot start, 2 on a usage error.
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "coord_server.h"
+#include "msched/config.h"
+#include "tool_paths.h"
+
+namespace msched {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: mschedd [--socket PATH] [--gpu-memory SIZE] [--host-memory SIZE] [--oversubscribe RATIO]\n"
+    "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
+    "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n";
+
+CoordServer* g_server = nullptr;
+
+void OnSignal(int) {
+  if (g_server != nullptr) g_server->Shutdown();  // a write(2) to an eventfd: async-signal-safe
+}
+
+// 90% of the host's RAM: where evicted data must fit.
+uint64_t DefaultHostLimit() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024 / 10 * 9;
+    in.ignore(64, '\n');
+  }
+  return UINT64_MAX;
+}
+
+bool ParseRatio(const std::string& text, double* out, double lo, double hi) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  ServerOptions o;
+  o.socket_path = SocketFromEnvironment();
+  o.policy.host_bytes = DefaultHostLimit();
+  std::string log_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "mschedd: " << a << " needs a value\n" << kUsage;
+      return 2;
+    }
+    const std::string v = argv[++i];
+    auto bad = [&](const char* accepted) {
+      std::cerr << "mschedd: " << a << " '" << v << "' is not valid: expected " << accepted << "\n";
+      return 2;
+    };
+    auto duration = [&](uint64_t* out) {
+      Result<uint64_t> d = ParseDurationNs(v);
+      if (!d.ok()) return false;
+      *out = *d;
+      return true;
+    };
+    auto bytes = [&](uint64_t* out) {
+      Result<uint64_t> b = ParseBytes(v);
+      if (!b.ok() || *b == 0) return false;
+      *out = *b;
+      return true;
+    };
+    uint64_t ns = 0;
+    if (a == "--socket") {
+      o.socket_path = v;
+    } else if (a == "--gpu-memory") {
+      if (!bytes(&o.policy.hbm_bytes)) return bad("a size such as 16GiB");
+    } else if (a == "--host-memory") {
+      if (!bytes(&o.policy.host_bytes)) return bad("a size such as 64GiB");
+    } else if (a == "--oversubscribe") {
+      if (!ParseRatio(v, &o.policy.oversubscribe, 1.0, 64.0)) return bad("a ratio from 1 to 64");
+    } else if (a == "--slice") {
+      if (v != "adaptive" && !duration(&o.policy.fixed_slice_ns)) return bad("a duration such as 100ms, or adaptive");
+    } else if (a == "--swap-fraction") {
+      if (!ParseRatio(v, &o.policy.swap_fraction, 0.001, 1.0)) return bad("a fraction from 0.001 to 1");
+    } else if (a == "--min-slice") {
+      if (!duration(&o.policy.min_slice_ns)) return bad("a duration such as 20ms");
+    } else if (a == "--max-slice") {
+      if (!duration(&o.policy.max_slice_ns)) return bad("a duration such as 2s");
+    } else if (a == "--aging") {
+      if (!duration(&o.policy.aging_ns) || o.policy.aging_ns == 0) return bad("a duration such as 1min");
+    } else if (a == "--answer-timeout") {
+      if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
+      o.answer_timeout_ms = ns / 1000000;
+    } else if (a == "--idle-exit") {
+      if (!duration(&ns)) return bad("a duration such as 60s");
+      o.idle_exit_ms = ns / 1000000;
+    } else if (a == "--log") {
+      log_path = v;
+    } else {
+      std::cerr << "mschedd: unknown option " << a << "\n" << kUsage;
+      return 2;
+    }
+  }
+  if (o.policy.min_slice_ns > o.policy.max_slice_ns) {
+    std::cerr << "mschedd: --min-slice is longer than --max-slice\n";
+    return 2;
+  }
+  static std::ofstream log_file;
+  if (!log_path.empty()) {
+    log_file.open(log_path, std::ios::app);
+    if (!log_file) {
+      std::cerr << "mschedd: cannot write the log " << log_path << "\n";
+      return 1;
+    }
+  }
+  std::ostream& log = log_path.empty() ? std::cerr : log_file;
+  o.log = [&log](const std::string& line) {
+    const std::time_t t = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+    log << stamp << " mschedd: " << line << std::endl;
+  };
+  Result<std::unique_ptr<CoordServer>> server = CoordServer::Start(o);
+  if (!server.ok()) {
+    std::cerr << "mschedd: " << server.status().message() << "\n";
+    return 1;
+  }
+  g_server = server->get();
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  (*server)->Run();
+  g_server = nullptr;
+  o.log("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace msched
+
+int main(int argc, char** argv) { return msched::Main(argc, argv); }

@@ -58,6 +58,8 @@ bool PickEnum(std::string_view v, const std::pair<const char*, E> (&choices)[N],
 constexpr std::pair<const char*, Mode> kModes[] = {
     {"off", Mode::kOff}, {"um", Mode::kUm}, {"alloc", Mode::kAlloc}, {"msched", Mode::kMsched}, {"profile", Mode::kProfile}};
 constexpr std::pair<const char*, UnknownPolicy> kUnknown[] = {{"fault", UnknownPolicy::kFault}, {"alloc", UnknownPolicy::kAlloc}};
+constexpr std::pair<const char*, EvictionPolicy> kEviction[] = {{"opt", EvictionPolicy::kOpt},
+                                                                {"lru", EvictionPolicy::kLru}};
 constexpr std::pair<const char*, CoordMode> kCoord[] = {
     {"auto", CoordMode::kAuto}, {"off", CoordMode::kOff}, {"required", CoordMode::kRequired}};
 constexpr std::pair<const char*, JobClass> kClasses[] = {{"short", JobClass::kShort}, {"long", JobClass::kLong}};
@@ -101,6 +103,10 @@ const VarSpec kVars[] = {
     {{"MSCHED_UNKNOWN", "fault|alloc", "fault",
       "kernels without a template: leave to demand paging, or prefetch their allocations"},
      [](std::string_view v, Config* c) { return PickEnum(v, kUnknown, &c->unknown); }},
+    {{"MSCHED_EVICTION", "opt|lru", "opt",
+      "which resident memory a job gives up first: needed furthest in the future, or least recently used "
+      "(for comparison)"},
+     [](std::string_view v, Config* c) { return PickEnum(v, kEviction, &c->eviction); }},
     {{"MSCHED_STATS", "a file path", "(none)", "write statistics as JSON here at exit"},
      [](std::string_view v, Config* c) { return SetPath(v, &c->stats_path); }},
     {{"MSCHED_LOG", "a file path", "stderr", "where log lines go"},

@@ -329,7 +329,12 @@ void CoordServer::Watchdog() {
   }
   for (uint64_t id : awaiting) {
     auto [it, fresh] = awaiting_since_ms_.emplace(id, now);
-    if (fresh || now - it->second < options_.answer_timeout_ms) continue;
+    // A running job owes its slice end only after its slice, which on a real
+    // GPU lasts its length in real time too.
+    const Job* running = scheduler_.Find(id);
+    const uint64_t grace = options_.answer_timeout_ms +
+                           (running && scheduler_.MayRun(*running) ? scheduler_.options().max_slice_ns / 1000000 : 0);
+    if (fresh || now - it->second < grace) continue;
     const Job* j = scheduler_.Find(id);
     Log("job " + std::to_string(id) + (j ? " (" + j->name + ", pid " + std::to_string(j->pid) + ")" : std::string()) +
         " has not answered for " + std::to_string((now - it->second) / 1000) + " s; passing it over");

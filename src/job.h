@@ -36,6 +36,7 @@ struct Job {
   JobState state = JobState::kWaiting;
   bool active = false;       // running and in the group that holds the GPU now
   bool was_admitted = false; // paused before admission returns to the queue on resume
+  bool unresponsive = false; // left an answer owed: out of the rotation until it is heard from
   uint64_t submitted_ns = 0;
   uint64_t admitted_ns = 0;
   uint64_t finished_ns = 0;

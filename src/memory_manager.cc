@@ -100,6 +100,10 @@ void MemoryManager::UnitRanges(const Alloc& a, size_t i, uint32_t units, std::ve
   }
 }
 
+Plan MemoryManager::Planned(const PlannerInput& in) const {
+  return policy_ == EvictionPolicy::kLru ? PlanLru(in) : PlanOpt(in);
+}
+
 std::vector<ChunkId> MemoryManager::ResidentVictimOrder() const {
   // Sort key: (0, last use) for chunks used once, then (1, -predicted next
   // use), so that ascending order puts the best victims first.
@@ -108,7 +112,7 @@ std::vector<ChunkId> MemoryManager::ResidentVictimOrder() const {
     for (size_t i = 0; i < a.chunks.size(); ++i) {
       const Chunk& c = a.chunks[i];
       if (!c.resident) continue;
-      if (c.prev_use == 0 || c.prev_use >= c.last_use) {
+      if (policy_ == EvictionPolicy::kLru || c.prev_use == 0 || c.prev_use >= c.last_use) {
         keyed.emplace_back(0, c.last_use, IdOf(a, i));
       } else {
         const uint64_t next = c.last_use + (c.last_use - c.prev_use);
@@ -197,7 +201,7 @@ void MemoryManager::PlanAccess(const std::vector<PredictedRegion>& regions, uint
   in.future.reserve(1 + future_.size());
   in.future.push_back(need_);
   in.future.insert(in.future.end(), future_.begin(), future_.end());
-  const Plan plan = PlanOpt(in);
+  const Plan plan = Planned(in);
   Apply(plan.steps.empty() ? StepPlan{} : plan.steps[0], out);
 }
 
@@ -236,7 +240,7 @@ void MemoryManager::PlanEviction(uint64_t bytes, MemoryActions* out) {
   in.future.reserve(1 + future_.size());
   in.future.push_back({});
   in.future.insert(in.future.end(), future_.begin(), future_.end());
-  const Plan plan = PlanOpt(in);
+  const Plan plan = Planned(in);
   need_.clear();  // nothing to load
   if (!plan.steps.empty()) {
     StepPlan shed;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "address_range.h"
+#include "msched/config.h"
 #include "placement_planner.h"
 #include "template_eval.h"
 
@@ -47,6 +48,9 @@ class MemoryManager {
   MemoryManager& operator=(const MemoryManager&) = delete;
 
   void set_budget(uint64_t bytes) { budget_ = bytes; }
+  // kLru (an ablation, MSCHED_EVICTION=lru) evicts the least recently used
+  // chunk and ignores the future.
+  void set_eviction_policy(EvictionPolicy p) { policy_ = p; }
   uint64_t budget() const { return budget_; }
 
   // Managed allocations come and go. Freeing forgets their chunks.
@@ -122,10 +126,13 @@ class MemoryManager {
   // Applies a plan's first step to the residency and fills `out`.
   void Apply(const StepPlan& step, MemoryActions* out);
   // Resident chunks, best victim first: those used only once (least
-  // recently used first), then by furthest predicted next use.
+  // recently used first), then by furthest predicted next use; under LRU,
+  // least recently used first.
   std::vector<ChunkId> ResidentVictimOrder() const;
+  Plan Planned(const PlannerInput& in) const;
 
   uint64_t budget_;
+  EvictionPolicy policy_ = EvictionPolicy::kOpt;
   uint64_t resident_bytes_ = 0;
   uint64_t completed_ = 0;
   uint64_t latest_ = 0;

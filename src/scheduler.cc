@@ -37,6 +37,12 @@ Job* Scheduler::Get(uint64_t id) {
   return it == jobs_.end() || it->second.state == JobState::kFinished ? nullptr : &it->second;
 }
 
+Job* Scheduler::Heard(uint64_t id) {
+  Job* j = Get(id);
+  if (j != nullptr) j->unresponsive = false;
+  return j;
+}
+
 const Job* Scheduler::Find(uint64_t id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
@@ -58,7 +64,7 @@ bool Scheduler::AllActiveReported() const {
 
 std::set<uint64_t> Scheduler::Awaiting() const {
   std::set<uint64_t> out = pending_;
-  if (!reported_.empty()) {
+  if (slice_end_ != proto::kNever) {
     for (uint64_t id : Active()) {
       if (!reported_.count(id)) out.insert(id);
     }
@@ -105,7 +111,7 @@ Commands Scheduler::Submit(Job job, uint64_t device_total, uint64_t now) {
 Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
-  Job* j = Get(id);
+  Job* j = Heard(id);
   if (j == nullptr) return out;
   j->allocated = bytes;
   Reschedule(false, &out);
@@ -115,8 +121,11 @@ Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now) {
 Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
-  Job* j = Get(id);
-  if (j == nullptr || !j->active) return out;  // a stale report: its slice was already taken away
+  Job* j = Heard(id);
+  if (j == nullptr || !j->active) {  // a stale report: its slice was already taken away
+    Reschedule(AllActiveReported(), &out);  // (it may be back from being unresponsive)
+    return out;
+  }
   reported_.insert(id);
   // With no slice in force (everything fits again), the job just goes on.
   if (AllActiveReported() || slice_end_ == proto::kNever) Reschedule(true, &out);
@@ -126,14 +135,18 @@ Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
 Commands Scheduler::Stopped(uint64_t id, const proto::Stopped& s) {
   Commands out;
   now_ = std::max(now_, s.now_ns);
-  if (Job* j = Get(id)) {
+  if (Job* j = Heard(id)) {
     j->resident = s.resident;
     if (s.working_set > 0) j->working_set = s.working_set;
     if (s.loaded >= kMinLoadForBandwidth && s.load_ns > 0) {
       link_bytes_per_ns_ = 0.7 * link_bytes_per_ns_ + 0.3 * static_cast<double>(s.loaded) / s.load_ns;
     }
   }
-  if (pending_.erase(id) > 0) FinishSwitch(&out);
+  if (pending_.erase(id) > 0) {
+    FinishSwitch(&out);
+  } else {
+    Reschedule(AllActiveReported(), &out);  // an answer nobody waited for: it may rejoin the rotation
+  }
   return out;
 }
 
@@ -161,11 +174,16 @@ Commands Scheduler::Exited(uint64_t id, uint64_t now) {
 
 Commands Scheduler::Unresponsive(uint64_t id) {
   Commands out;
+  Job* j = Get(id);
+  if (j != nullptr) j->unresponsive = true;
   if (pending_.erase(id) > 0) {
     FinishSwitch(&out);
-  } else if (Job* j = Get(id); j != nullptr && j->active) {
-    reported_.insert(id);
-    if (AllActiveReported()) Reschedule(true, &out);
+  } else if (j != nullptr && j->active) {
+    // Its turn is over; if it wakes, it stops at its next launch and answers.
+    j->active = false;
+    reported_.erase(id);
+    out.push_back(StopCommand(id, 0, proto::StopReason::kSlice));
+    Reschedule(AllActiveReported() || Active().empty(), &out);
   }
   return out;
 }

@@ -59,7 +59,8 @@ class Scheduler {
   Commands Stopped(uint64_t id, const proto::Stopped& s);
   // The job exited (cleanly or not): its memory and budget are released.
   Commands Exited(uint64_t id, uint64_t now);
-  // The job did not answer in time: carry on as if it had.
+  // The job did not answer in time: carry on as if it had, and leave it out
+  // of the rotation until it is heard from again (any event about it).
   Commands Unresponsive(uint64_t id);
 
   Result<Commands> Pause(uint64_t id);
@@ -75,7 +76,7 @@ class Scheduler {
   // The job may launch now (its gate is open).
   bool MayRun(const Job& j) const { return j.state == JobState::kRunning && j.active && !pending_.count(j.id); }
   // Jobs whose answer the scheduler is waiting for: stops not yet answered,
-  // and active jobs yet to report the end of a slice others have reported.
+  // and, while slices are in force, active jobs yet to report their end.
   std::set<uint64_t> Awaiting() const;
   uint64_t switches() const { return switches_; }
   double link_bytes_per_ns() const { return link_bytes_per_ns_; }
@@ -83,6 +84,8 @@ class Scheduler {
 
  private:
   Job* Get(uint64_t id);
+  // Get, for an event the job itself sent: it is alive.
+  Job* Heard(uint64_t id);
   std::vector<uint64_t> Active() const;
   bool AllActiveReported() const;
   // Decides what runs now. `slice_over`: the active group's slice has ended.

@@ -13,7 +13,7 @@ uint64_t UsableHbm(const SchedulerOptions& o) {
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable) {
   std::vector<const Job*> runnable;
   for (const auto& [id, j] : jobs) {
-    if (j.state == JobState::kRunning) runnable.push_back(&j);
+    if (j.state == JobState::kRunning && !j.unresponsive) runnable.push_back(&j);
   }
   // Higher priority first, then larger first (first-fit decreasing), then id.
   std::sort(runnable.begin(), runnable.end(), [](const Job* a, const Job* b) {
@@ -93,7 +93,7 @@ std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next
   uint64_t deficit = need > free ? need - free : 0;
   std::vector<const Job*> victims;
   for (const auto& [id, j] : jobs) {
-    if (!members.count(id) && j.resident > 0) victims.push_back(&j);
+    if (!members.count(id) && j.resident > 0 && !j.unresponsive) victims.push_back(&j);
   }
   // Jobs that are not running (paused, waiting) first; then the most
   // recently served, whose next turn is furthest away in the rotation.

@@ -209,6 +209,7 @@ bool CoordClient::MayLaunch() const {
 }
 
 void CoordClient::WaitTurn(Runtime& rt) {
+  const uint64_t since = DeviceNow();
   std::unique_lock<std::mutex> lock(mu_);
   bool blocked = false;
   for (;;) {
@@ -240,6 +241,7 @@ void CoordClient::WaitTurn(Runtime& rt) {
     cv_.wait_for(lock, kRecheckEvery);
   }
   if (blocked) DeviceSetBlocked(false);
+  rt.counters().coord_wait_ns->Add(DeviceNow() - since);
 }
 
 void CoordClient::Execute(Runtime& rt, const proto::Message& m) {
@@ -274,6 +276,7 @@ void CoordClient::OnGo(Runtime& rt, const proto::Go& go) {
       Carry(rt, a, /*wait=*/true);
       loaded_bytes_ = a.load_bytes;
       load_ns_ = DeviceNow() - t0;
+      rt.counters().coord_loaded_bytes->Add(a.load_bytes);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -283,6 +286,7 @@ void CoordClient::OnGo(Runtime& rt, const proto::Go& go) {
 
 void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
   running_.store(false);
+  rt.counters().coord_stops->Add();
   static auto synchronize = reinterpret_cast<CUresult (*)()>(RealSymbol("cuCtxSynchronize"));
   if (synchronize) synchronize();  // the queue drains: the stop falls on a kernel boundary
   proto::Stopped reply;

@@ -64,6 +64,9 @@ Runtime::Runtime() {
   c_.templates_loaded = stats_.GetCounter("templates.loaded");
   c_.template_problems = stats_.GetCounter("templates.problems");
   c_.internal_failures = stats_.GetCounter("errors.internal");
+  c_.coord_wait_ns = stats_.GetCounter("coordinator.wait_ns");
+  c_.coord_stops = stats_.GetCounter("coordinator.stops");
+  c_.coord_loaded_bytes = stats_.GetCounter("coordinator.loaded_bytes");
   c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
 
   const ConfigParse& parse = HookConfigParse();
@@ -74,6 +77,7 @@ Runtime::Runtime() {
   if (config().mode == Mode::kProfile && config().profile_trace.empty()) {
     LogWarn("MSCHED_MODE=profile without MSCHED_PROFILE_TRACE records nothing; run the program under msched-profile");
   }
+  memory_.set_eviction_policy(config().eviction);
   if (config().mode != Mode::kOff) LoadTemplates();
   if (!config().stats_path.empty()) std::atexit(WriteStatsAtExit);
   LogInfo("msched {} mode, {} templates", ModeName(config().mode), templates_.size());

@@ -54,6 +54,9 @@ struct HookCounters {
   Counter* templates_loaded;
   Counter* template_problems;
   Counter* internal_failures;
+  Counter* coord_wait_ns;     // device time spent waiting for the coordinator
+  Counter* coord_stops;
+  Counter* coord_loaded_bytes;
   Histogram* hook_latency_ns;
 };
 

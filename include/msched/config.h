@@ -25,6 +25,7 @@ enum class Mode : uint8_t {
   kProfile,  // record launches and touched memory for msched-profile
 };
 enum class UnknownPolicy : uint8_t { kFault, kAlloc };
+enum class EvictionPolicy : uint8_t { kOpt, kLru };
 enum class CoordMode : uint8_t { kAuto, kOff, kRequired };
 enum class JobClass : uint8_t { kUnset, kShort, kLong };
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
@@ -40,6 +41,7 @@ struct Config {
   std::vector<std::string> template_paths;  // files or directories
   std::optional<uint64_t> gpu_memory;       // budget; unset = what the device reports
   UnknownPolicy unknown = UnknownPolicy::kFault;
+  EvictionPolicy eviction = EvictionPolicy::kOpt;
   std::string stats_path;                   // empty: no statistics file
   std::string log_path;                     // empty: stderr
   LogLevel log_level = LogLevel::kError;

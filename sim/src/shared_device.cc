@@ -81,19 +81,31 @@ void InitHeader(DeviceHeader* h, const DeviceProfile& profile, uint64_t hbm_over
 
 }  // namespace
 
-uint64_t ProcessStartTicks(pid_t pid) {
+namespace {
+
+// Field `n` (3 or later) of /proc/<pid>/stat; "" when unreadable.
+std::string StatField(pid_t pid, int n) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(in, line)) return 0;
+  if (!std::getline(in, line)) return "";
   // The command name (field 2) may contain spaces; fields resume after ')'.
   const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return "";
   std::istringstream rest(line.substr(close + 2));
   std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  for (int i = 3; i <= n && rest >> field; ++i) {
+    if (i == n) return field;
   }
-  return 0;
+  return "";
+}
+
+}  // namespace
+
+uint64_t ProcessStartTicks(pid_t pid) { return std::strtoull(StatField(pid, 22).c_str(), nullptr, 10); }
+
+bool ProcessStopped(pid_t pid) {
+  const std::string state = StatField(pid, 3);
+  return state == "T" || state == "t";
 }
 
 SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
@@ -320,13 +332,16 @@ void SharedDevice::ReleaseSlot(int slot) {
   p = ProcSlot{};
 }
 
+bool SharedDevice::Gone(const ProcSlot& p) {
+  return (kill(p.pid, 0) != 0 && errno == ESRCH) || ProcessStartTicks(p.pid) != p.start_ticks;
+}
+
 int SharedDevice::ReclaimDeadProcesses() {
   int reclaimed = 0;
   for (int i = 0; i < kMaxProcs; ++i) {
     ProcSlot& p = h_->procs[i];
     if (!p.in_use || i == slot_) continue;
-    const bool gone = (kill(p.pid, 0) != 0 && errno == ESRCH) || ProcessStartTicks(p.pid) != p.start_ticks;
-    if (gone) {
+    if (Gone(p)) {
       ReleaseSlot(i);
       ++reclaimed;
     }
@@ -413,9 +428,22 @@ void SharedDevice::WaitForTurn(uint64_t t) {
       const ProcSlot& q = h_->procs[i];
       if (i == slot_ || !__atomic_load_n(&q.in_use, __ATOMIC_ACQUIRE)) continue;
       if (__atomic_load_n(&q.blocked, __ATOMIC_ACQUIRE)) continue;
+      const uint64_t q_time = __atomic_load_n(&q.host_time, __ATOMIC_ACQUIRE);
+      if (stuck_[i].pid.load(std::memory_order_relaxed) == q.pid &&
+          stuck_[i].host_time.load(std::memory_order_relaxed) == q_time) {
+        continue;
+      }
       const bool idle = __atomic_load_n(&q.in_call, __ATOMIC_RELAXED) == 0 &&
                         now - __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED) > kIdleMs * 1000000;
-      behind = !idle && __atomic_load_n(&q.host_time, __ATOMIC_ACQUIRE) < t;
+      behind = !idle && q_time < t;
+      // One that holds us back for long may have died or been stopped (a
+      // debugger, SIGSTOP) inside a call: no one to wait for. A dead one's
+      // slot is reclaimed later, under the lock.
+      if (behind && now - start > kIdleMs * 1000000 && (Gone(q) || ProcessStopped(q.pid))) {
+        behind = false;
+        stuck_[i].pid.store(q.pid, std::memory_order_relaxed);
+        stuck_[i].host_time.store(q_time, std::memory_order_relaxed);
+      }
     }
     if (!behind || now - start > kMaxWaitMs * 1000000) return;
     if (spins < 64) {

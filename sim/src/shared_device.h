@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -116,6 +118,8 @@ class SharedDevice {
   // Frees everything held by processes that no longer exist. Returns how
   // many slots were reclaimed.
   int ReclaimDeadProcesses();
+  // The process that held slot `p` has exited (or its pid was reused).
+  static bool Gone(const ProcSlot& p);
   // Called when this process detaches (at exit): frees its slot's holdings.
   void ReleaseSlot(int slot);
 
@@ -149,6 +153,14 @@ class SharedDevice {
   DeviceHeader* h_ = nullptr;
   ChunkRec* chunks_ = nullptr;
   int slot_ = -1;
+  // Peers WaitForTurn found dead or stopped, with the clock they had then.
+  // Such a peer is passed over at once, not after kIdleMs on every call,
+  // until its clock moves (it woke up) or its slot changes hands.
+  struct StuckPeer {
+    std::atomic<pid_t> pid{0};
+    std::atomic<uint64_t> host_time{0};
+  };
+  std::array<StuckPeer, kMaxProcs> stuck_;
 };
 
 // RAII holder of the device lock.
@@ -165,5 +177,7 @@ class DeviceLock {
 
 // The start time of process `pid` (field 22 of /proc/<pid>/stat), or 0.
 uint64_t ProcessStartTicks(pid_t pid);
+// The process is stopped (SIGSTOP, a debugger), from /proc.
+bool ProcessStopped(pid_t pid);
 
 }  // namespace msim

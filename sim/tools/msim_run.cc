@@ -62,7 +62,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const msim::RunResult r = msim::RunWorkload(w, options);
-  nlohmann::json j = {{"workload", w.name}, {"launches", r.launches}, {"virtual_time_ns", r.virtual_ns}};
+  nlohmann::json j = {{"workload", w.name},
+                      {"launches", r.launches},
+                      {"first_launch_ns", r.first_launch_ns},
+                      {"virtual_time_ns", r.virtual_ns}};
   for (const auto& [name, sum] : r.checksums) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum));

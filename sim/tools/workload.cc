@@ -213,6 +213,7 @@ class Runner {
         for (const std::string& name : w_.checksum) result.checksums[name] = Checksum(name);
       }
       result.launches = launches_;
+      result.first_launch_ns = first_launch_ns_;
       result.marks = marks_;
       msimGetTime(&result.virtual_ns);
     } catch (const RunError& e) {
@@ -390,7 +391,7 @@ class Runner {
     } else {
       Check(cuLaunchKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, Stream(s.stream), kp, ex), what);
     }
-    ++launches_;
+    if (launches_++ == 0) msimGetTime(&first_launch_ns_);
   }
 
   void Write(const Step& s) {
@@ -497,6 +498,7 @@ class Runner {
   std::map<std::string, std::pair<CUdeviceptr, uint64_t>> ptrs_;
   std::map<std::string, CUfunction> functions_;
   uint64_t launches_ = 0;
+  uint64_t first_launch_ns_ = 0;
   std::map<std::string, uint64_t> marks_;
 };
 

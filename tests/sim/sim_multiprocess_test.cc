@@ -58,6 +58,7 @@ class Child {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   void Kill() { kill(pid_, SIGKILL); }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
@@ -196,6 +197,39 @@ TEST_F(SimMultiProcessTest, KillInsideDriverCallsDoesNotWedgeTheDevice) {
     });
     EXPECT_EQ(survivor.Wait(), 0) << "attempt " << attempt;
   }
+}
+
+TEST_F(SimMultiProcessTest, AProcessStoppedInsideADriverCallHoldsTheOthersBackOnlyOnce) {
+  // The victim is nearly always inside a cheap driver call (one that takes
+  // no device lock), so SIGSTOP most likely freezes it there with its clock
+  // behind the survivor's. Once the survivor's clock passes it, the survivor
+  // waits kIdleMs once to judge it stopped, and from then on passes it over,
+  // rather than waiting again on every call.
+  Child victim(device_, [](Child& self) {
+    if (!Attach()) return 1;
+    self.Tell('v');
+    CUdevice d;
+    for (;;) cuCtxGetDevice(&d);
+  });
+  ASSERT_EQ(victim.Listen(), 'v');
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  kill(victim.pid(), SIGSTOP);
+  Child survivor(device_, [](Child&) {
+    alarm(20);
+    if (!Attach()) return 1;
+    CUdevice d;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+    int long_calls = 0;  // ones that waited for the victim
+    while (std::chrono::steady_clock::now() < end) {
+      const auto start = std::chrono::steady_clock::now();
+      if (cuCtxGetDevice(&d) != CUDA_SUCCESS) return 2;
+      if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(500)) ++long_calls;
+    }
+    return long_calls <= 1 ? 0 : 3;
+  });
+  EXPECT_EQ(survivor.Wait(), 0);
+  victim.Kill();
+  victim.Wait();
 }
 
 }  // namespace

@@ -88,10 +88,11 @@ TEST(SchedulerTest, JobsThatDoNotFitTakeTurnsWithOneSwapPerSwitch) {
   EXPECT_EQ(go->go.start_ns, 2100u) << "from when job 1 had drained";
   EXPECT_GT(go->go.slice_end_ns, 2100u);
   EXPECT_EQ(s.switches(), 1u);
+  const uint64_t job2_slice_end = go->go.slice_end_ns;  // c is reassigned below
 
-  c = s.SliceEnded(2, go->go.slice_end_ns);
+  c = s.SliceEnded(2, job2_slice_end);
   ASSERT_NE(Find(c, Kind::kStop, 2), nullptr);
-  c = s.Stopped(2, StoppedAt(go->go.slice_end_ns + 50, 8 * kGiB, 10 * kGiB));
+  c = s.Stopped(2, StoppedAt(job2_slice_end + 50, 8 * kGiB, 10 * kGiB));
   const Command* back = Find(c, Kind::kGo, 1);
   ASSERT_NE(back, nullptr);
   EXPECT_TRUE(back->go.load) << "job 1 comes back with its working set";
@@ -212,21 +213,37 @@ TEST(SchedulerTest, ADeadJobDuringASwitchDoesNotStallIt) {
   EXPECT_EQ(Find(c, Kind::kGo, 2)->go.slice_end_ns, proto::kNever);
 }
 
-TEST(SchedulerTest, AnUnresponsiveJobIsPassedOver) {
+TEST(SchedulerTest, AnUnresponsiveJobIsPassedOverUntilItIsHeardFrom) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 5 * kGiB), 0, 0);
   s.Submit(NewJob(2, 5 * kGiB), 0, 0);   // 1 and 2 run together
   s.Submit(NewJob(3, 10 * kGiB), 0, 0);  // groups {3, 1} and {2}: turns
   ASSERT_TRUE(s.Find(1)->active && s.Find(2)->active);
+  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1, 2})) << "slices are in force: both owe their slice end";
   s.SliceEnded(1, 9000);
   EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{2})) << "job 2 has not reported its slice end";
   const Commands c = s.Unresponsive(2);
-  EXPECT_NE(Find(c, Kind::kStop, 2), nullptr);
-  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{2})) << "now its stop is awaited";
-  const Commands c2 = s.Unresponsive(2);  // and it does not answer the stop either
-  EXPECT_NE(Find(c2, Kind::kGo, 3), nullptr);
-  EXPECT_NE(Find(c2, Kind::kGo, 1), nullptr) << "job 1 stays in the next group and goes on";
-  EXPECT_TRUE(s.Awaiting().empty());
+  EXPECT_NE(Find(c, Kind::kStop, 2), nullptr) << "told to stop, should it wake";
+  EXPECT_NE(Find(c, Kind::kGo, 3), nullptr) << "the others fit without it: they run";
+  EXPECT_NE(Find(c, Kind::kGo, 1), nullptr);
+  EXPECT_EQ(s.slice_end_ns(), proto::kNever);
+  EXPECT_TRUE(s.Awaiting().empty()) << "nobody waits for job 2";
+  EXPECT_FALSE(s.MayRun(*s.Find(2)));
+  // It wakes and answers the stop: back in the rotation.
+  s.Stopped(2, StoppedAt(9500, 5 * kGiB, 5 * kGiB));
+  EXPECT_FALSE(s.Find(2)->unresponsive);
+  EXPECT_NE(s.slice_end_ns(), proto::kNever) << "turns again";
+}
+
+TEST(SchedulerTest, AnUnresponsiveJobOwingAStopDoesNotHoldUpTheSwitch) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 10 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 10 * kGiB), 0, 0);
+  s.SliceEnded(1, 5000);  // stop 1 is now owed
+  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1}));
+  const Commands c = s.Unresponsive(1);
+  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
+  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.slice_end_ns, proto::kNever) << "job 1 is out of the rotation";
 }
 
 }  // namespace

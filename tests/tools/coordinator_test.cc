@@ -1,0 +1,349 @@
+// The coordinator across processes on one shared simulated GPU: jobs are
+// msim-run processes with libmsched preloaded, mschedd runs as a process
+// (or in-process through the benchmark runner), and the tests check
+// outcomes that do not depend on timing: every job finishes, checksums
+// match running alone, nobody runs out of memory under admission, jobs
+// survive the death or hang of others and of the coordinator. The virtual
+// times they print are for reading; the benchmarks make the timing claims.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "run_program.h"
+#include "runner.h"
+#include "subprocess.h"
+
+namespace {
+
+namespace ts = msched::testsupport;
+namespace b = msched::bench;
+using nlohmann::json;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+b::BenchPaths Paths() {
+  b::BenchPaths p;
+  p.msim_run = MSIM_RUN;
+  p.libmsched = LIBMSCHED;
+  p.sim_lib_dir = SIM_LIB_DIR;
+  p.workloads_dir = WORKLOADS_DIR;
+  return p;
+}
+
+std::string Templates() { return std::string(WORKLOADS_DIR) + "/kernels"; }
+
+b::JobSpec Vadd(const std::string& label, uint64_t foot, int tasks) {
+  b::JobSpec j;
+  j.label = label;
+  j.workload = "micro_vadd.json";
+  j.footprint = foot;
+  j.vars = {{"FOOT", static_cast<int64_t>(foot)}, {"TASKS", tasks}};
+  j.work_units = static_cast<uint64_t>(tasks) + 1;
+  return j;
+}
+
+b::JobSpec Matmul(const std::string& label, uint64_t foot, int tasks) {
+  b::JobSpec j;
+  j.label = label;
+  j.workload = "micro_matmul.json";
+  j.footprint = foot;
+  j.vars = {{"FOOT", static_cast<int64_t>(foot)}, {"DIM", 32}, {"TASKS", tasks}};
+  j.work_units = static_cast<uint64_t>(tasks) + 1;
+  return j;
+}
+
+b::RunOutcome RunUnder(const std::vector<b::JobSpec>& jobs, b::Policy policy, uint64_t hbm, double oversubscribe = 4.0) {
+  b::RunOptions o;
+  o.policy = policy;
+  o.hbm_bytes = hbm;
+  o.oversubscribe = oversubscribe;
+  o.templates = Templates();
+  o.timeout_ms = 240000;
+  return b::RunJobs(jobs, o, Paths());
+}
+
+void ExpectAllFinished(const b::RunOutcome& r, const std::vector<b::JobSpec>& jobs) {
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(r.jobs[i].status, 0) << b::PolicyName(r.policy) << " " << jobs[i].label << ": " << r.jobs[i].error;
+  }
+}
+
+TEST(CoordinatorTest, FourJobsOversubscribingTheGpuAllFinishWithCorrectChecksums) {
+  constexpr uint64_t kHbm = 64 * kMiB;
+  std::printf("%-6s %14s %14s %14s %10s\n", "HBM %", "sequential ms", "um ms", "msched ms", "switches");
+  for (int percent : {150, 200, 300}) {
+    const uint64_t each = kHbm * percent / 100 / 4 / kMiB * kMiB;
+    const std::vector<b::JobSpec> jobs = {Vadd("vadd-1", each, 6), Vadd("vadd-2", each, 6), Matmul("mm-1", each, 1),
+                                          Matmul("mm-2", each, 1)};
+    const b::RunOutcome seq = RunUnder(jobs, b::Policy::kExclusive, kHbm);
+    const b::RunOutcome um = RunUnder(jobs, b::Policy::kUm, kHbm);
+    const b::RunOutcome ms = RunUnder(jobs, b::Policy::kMsched, kHbm);
+    ExpectAllFinished(seq, jobs);
+    ExpectAllFinished(um, jobs);
+    ExpectAllFinished(ms, jobs);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      EXPECT_FALSE(seq.jobs[i].checksums.empty());
+      EXPECT_EQ(ms.jobs[i].checksums, seq.jobs[i].checksums) << percent << "% " << jobs[i].label;
+      EXPECT_EQ(um.jobs[i].checksums, seq.jobs[i].checksums) << percent << "% " << jobs[i].label;
+    }
+    std::printf("%-6d %14.1f %14.1f %14.1f %10llu\n", percent, seq.makespan_ns / 1e6, um.makespan_ns / 1e6,
+                ms.makespan_ns / 1e6, static_cast<unsigned long long>(ms.switches));
+  }
+}
+
+// The waits it prints depend on how the processes' starts interleave; msched
+// bench admission measures them.
+TEST(CoordinatorTest, AdmissionAvoidsOutOfMemory) {
+  constexpr uint64_t kHbm = 64 * kMiB;
+  std::vector<b::JobSpec> jobs = {Vadd("large-1", 40 * kMiB, 8), Vadd("large-2", 40 * kMiB, 8)};
+  for (int i = 1; i <= 4; ++i) jobs.push_back(Vadd("small-" + std::to_string(i), 6 * kMiB, 2));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].declare_memory = true;
+    jobs[i].job_class = i < 2 ? msched::JobClass::kLong : msched::JobClass::kShort;
+    jobs[i].user = i < 2 ? "alice" : "bob";
+  }
+  const b::RunOutcome exclusive = RunUnder(jobs, b::Policy::kExclusive, kHbm);
+  const b::RunOutcome fifo = RunUnder(jobs, b::Policy::kFifo, kHbm);
+  const b::RunOutcome ms = RunUnder(jobs, b::Policy::kMsched, kHbm, /*oversubscribe=*/1.0);
+  ExpectAllFinished(exclusive, jobs);
+  ExpectAllFinished(ms, jobs);
+  auto ooms = [](const b::RunOutcome& r) {
+    int n = 0;
+    for (const b::JobOutcome& j : r.jobs) n += j.ooms;
+    return n;
+  };
+  auto small_wait = [&](const b::RunOutcome& r) {
+    double sum = 0;
+    for (size_t i = 2; i < jobs.size(); ++i) sum += r.jobs[i].started_ns;
+    return sum / (jobs.size() - 2) / 1e6;
+  };
+  std::printf("%-10s %5s %16s\n", "policy", "OOMs", "small wait ms");
+  for (const b::RunOutcome* r : {&fifo, &exclusive, &ms}) {
+    std::printf("%-10s %5d %16.2f\n", b::PolicyName(r->policy), ooms(*r), small_wait(*r));
+  }
+  EXPECT_GT(ooms(fifo), 0) << "two large jobs do not fit side by side";
+  EXPECT_EQ(ooms(ms), 0);
+  EXPECT_EQ(ooms(exclusive), 0);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(ms.jobs[i].checksums, exclusive.jobs[i].checksums) << i;
+}
+
+// ---- A coordinator process and jobs started by hand -----------------------
+
+class CoordinatorProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "coordp_" + std::to_string(getpid()) + "_" + std::to_string(serial_++);
+    ::mkdir(dir_.c_str(), 0700);
+    device_ = "coordp" + std::to_string(getpid()) + "_" + std::to_string(serial_);
+  }
+  void TearDown() override {
+    for (auto& j : jobs_) j.Kill(SIGKILL), j.Wait();
+    if (daemon_) daemon_->Kill(SIGTERM), daemon_->Wait();
+    ::unlink(("/dev/shm/msim-" + device_).c_str());
+  }
+  std::string socket() const { return dir_ + "/s.sock"; }
+
+  void StartDaemon(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {MSCHEDD, "--socket", socket(), "--gpu-memory", std::to_string(kHbm),
+                                     "--oversubscribe", "4", "--log", dir_ + "/mschedd.log"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto d = msched::Subprocess::Spawn(argv);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    daemon_.emplace(std::move(*d));
+    for (int i = 0; i < 200 && ::access(socket().c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  // Starts a vector-add job of `foot` bytes and `tasks` tasks; returns its index.
+  size_t StartJob(uint64_t foot, int tasks, std::map<std::string, std::string> env = {}) {
+    const size_t i = jobs_.size();
+    msched::SpawnOptions o;
+    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},        {"LD_PRELOAD", LIBMSCHED},
+             {"MSIM_DEVICE", device_},                {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+             {"MSCHED_SOCKET", socket()},             {"MSCHED_COORD", "required"},
+             {"MSCHED_TEMPLATES", Templates()},       {"MSCHED_JOB_NAME", "job" + std::to_string(i)},
+             {"MSCHED_LOG_LEVEL", "warn"}};
+    for (auto& [k, v] : env) o.env[k] = v;
+    o.stdout_path = Out(i);
+    o.stderr_path = dir_ + "/job" + std::to_string(i) + ".err";
+    auto p = msched::Subprocess::Spawn({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
+                                        "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
+                                       o);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    jobs_.push_back(std::move(*p));
+    return i;
+  }
+  std::string Out(size_t i) const { return dir_ + "/job" + std::to_string(i) + ".out"; }
+  std::string Err(size_t i) const { return ts::Slurp(dir_ + "/job" + std::to_string(i) + ".err"); }
+
+  // The checksum a job of this shape prints when it runs alone, uncoordinated.
+  std::string AloneChecksum(uint64_t foot, int tasks) {
+    const ts::ProgramRun r = ts::RunProgram(
+        {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=" + std::to_string(foot), "--set",
+         "TASKS=" + std::to_string(tasks)},
+        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_ + "alone"}, {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+         {"LD_PRELOAD", ""}});
+    ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
+    return ts::Checksums(r.out);
+  }
+
+  json Status() {
+    const ts::ProgramRun r = ts::RunProgram({MSCHED_CLI, "--socket", socket(), "status", "--json"}, {});
+    return json::parse(r.out, nullptr, false);
+  }
+  ts::ProgramRun Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {MSCHED_CLI, "--socket", socket()});
+    return ts::RunProgram(args, {});
+  }
+  json Job(const std::string& name) {
+    const json s = Status();
+    if (s.is_object()) {
+      for (const json& j : s["jobs"]) {
+        if (j["name"] == name) return j;
+      }
+    }
+    return json();
+  }
+  // Waits until `pred` holds (polling the coordinator), up to `seconds`.
+  template <typename Pred>
+  bool Eventually(Pred pred, int seconds = 30) {
+    for (int i = 0; i < seconds * 20; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  static constexpr uint64_t kHbm = 64 * kMiB;
+  static int serial_;
+  std::string dir_, device_;
+  std::optional<msched::Subprocess> daemon_;
+  std::vector<msched::Subprocess> jobs_;
+};
+int CoordinatorProcessTest::serial_ = 0;
+
+TEST_F(CoordinatorProcessTest, KillingAJobMidRunReleasesItsMemoryAndTheOthersFinish) {
+  StartDaemon({"--slice", "5ms"});
+  const uint64_t foot = 36 * kMiB;  // three of them on 64 MiB: turns, a swap every 5 ms
+  for (int i = 0; i < 3; ++i) StartJob(foot, 400);
+  ASSERT_TRUE(Eventually([&] { return Status().is_object() && Status()["coordinator"]["switches"] >= 3; }))
+      << ts::Slurp(dir_ + "/mschedd.log");
+  jobs_[1].Kill(SIGKILL);  // while turns are being swapped
+  jobs_[1].Wait();
+  EXPECT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(jobs_[2].Wait(), 0) << Err(2);
+  const std::string alone = AloneChecksum(foot, 400);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), alone);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(2))), alone);
+  EXPECT_NE(ts::Slurp(dir_ + "/mschedd.log").find("is gone"), std::string::npos);
+  EXPECT_EQ(Job("job1")["state"], "finished");
+  EXPECT_EQ(Job("job1")["resident_bytes"], 0);
+}
+
+TEST_F(CoordinatorProcessTest, AHungJobIsPassedOverAndCarriesOnWhenItWakes) {
+  StartDaemon({"--answer-timeout", "1s", "--max-slice", "100ms", "--slice", "20ms"});
+  const uint64_t foot = 40 * kMiB;  // two on 64 MiB: turns of 20 ms of device time
+  StartJob(foot, 1500);
+  StartJob(foot, 1500);
+  // Job 0 stops answering while it waits for its turn: when its turn comes
+  // it neither runs nor reports the end of its slice.
+  ASSERT_TRUE(Eventually([&] { return Job("job1")["on_gpu"] == true && Job("job0")["on_gpu"] == false; }));
+  ::kill(jobs_[0].pid(), SIGSTOP);
+  EXPECT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  EXPECT_NE(ts::Slurp(dir_ + "/mschedd.log").find("has not answered"), std::string::npos)
+      << ts::Slurp(dir_ + "/mschedd.log");
+  ::kill(jobs_[0].pid(), SIGCONT);
+  EXPECT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  const std::string alone = AloneChecksum(foot, 1500);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), alone);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), alone);
+}
+
+TEST_F(CoordinatorProcessTest, JobsOutliveTheCoordinatorAndJoinANewOne) {
+  StartDaemon();
+  const uint64_t foot = 40 * kMiB;
+  StartJob(foot, 1200);
+  StartJob(foot, 1200);
+  ASSERT_TRUE(Eventually([&] { return Status().is_object() && Status()["jobs"].size() == 2; }));
+  daemon_->Kill(SIGKILL);  // no chance to clean up its socket or shared memory
+  daemon_->Wait();
+  daemon_.reset();
+  StartDaemon();  // finds the stale socket and shared memory, and replaces them
+  EXPECT_TRUE(Eventually([&] { return Status().is_object() && Status()["jobs"].size() == 2; }))
+      << "the jobs reconnect: " << ts::Slurp(dir_ + "/mschedd.log");
+  EXPECT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  const std::string alone = AloneChecksum(foot, 1200);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), alone);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), alone);
+  EXPECT_NE(Err(0).find("lost the coordinator"), std::string::npos) << Err(0);
+}
+
+TEST_F(CoordinatorProcessTest, PauseEvictsAJobAndResumeBringsItBackIntact) {
+  StartDaemon();
+  const uint64_t foot = 40 * kMiB;
+  StartJob(foot, 1500);
+  StartJob(foot, 1500);
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["state"] == "running"; }));
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("paused"), std::string::npos);
+  ASSERT_TRUE(Eventually([&] { return Job("job0")["state"] == "paused" && Job("job0")["resident_bytes"] == 0; }));
+  // Meanwhile the other job has the GPU to itself: no more turns.
+  EXPECT_TRUE(Eventually([&] { return Job("job1")["on_gpu"] == true && Status()["coordinator"]["groups"] == 1; }));
+  EXPECT_NE(Cli({"pause", "job0"}).status, 0) << "already paused";
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  const std::string alone = AloneChecksum(foot, 1500);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), alone);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), alone);
+}
+
+TEST_F(CoordinatorProcessTest, RequiredWithoutACoordinatorFailsClearlyAndAutoRunsAlone) {
+  size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_COORD_WAIT", "300ms"}});
+  EXPECT_NE(jobs_[i].Wait(), 0);
+  EXPECT_NE(Err(i).find("MSCHED_COORD=required, but no coordinator at"), std::string::npos) << Err(i);
+  i = StartJob(8 * kMiB, 2, {{"MSCHED_COORD", "auto"}});
+  EXPECT_EQ(jobs_[i].Wait(), 0) << Err(i);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(8 * kMiB, 2));
+}
+
+TEST_F(CoordinatorProcessTest, AJobThatCanNeverFitIsRefusedWithAReason) {
+  StartDaemon();
+  const size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_MEM", "1G"}});
+  EXPECT_NE(jobs_[i].Wait(), 0);
+  EXPECT_NE(Err(i).find("the coordinator refused this job: needs 1.0 GiB"), std::string::npos) << Err(i);
+}
+
+TEST_F(CoordinatorProcessTest, MschedRunStartsACoordinatorWhenNoneRuns) {
+  const ts::ProgramRun r = ts::RunProgram(
+      {MSCHED_CLI, "--socket", socket(), "run", "--mem", "8M", "--class", "short", "--name", "viaRun", "--templates",
+       Templates(), "--", MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=8388608"},
+      {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("checksum C"), std::string::npos);
+  const json j = Job("viaRun");
+  ASSERT_TRUE(j.is_object()) << "the coordinator msched run started still answers";
+  EXPECT_EQ(j["class"], "short");
+  EXPECT_EQ(j["declared_bytes"], 8 * kMiB);
+  const ts::ProgramRun bad = ts::RunProgram({MSCHED_CLI, "run", "--mem", "lots", "--", "true"}, {});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("MSCHED_MEM='lots' is not valid"), std::string::npos) << bad.err;
+  // Stop the coordinator msched run left behind.
+  const std::string pid = std::to_string(Status()["coordinator"]["pid"].get<int>());
+  ::kill(std::stoi(pid), SIGTERM);
+}
+
+}  // namespace

@@ -1,0 +1,264 @@
+#include "runner.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "coord_server.h"
+#include "subprocess.h"
+#include "tool_paths.h"
+
+namespace msched::bench {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr std::pair<Policy, const char*> kPolicies[] = {
+    {Policy::kOff, "off"},         {Policy::kUm, "um"},
+    {Policy::kAlloc, "alloc"},     {Policy::kMsched, "msched"},
+    {Policy::kMschedAlloc, "msched-alloc"}, {Policy::kMschedLru, "msched-lru"},
+    {Policy::kExclusive, "exclusive"},      {Policy::kFifo, "fifo"}};
+
+bool Coordinated(Policy p) { return p == Policy::kMsched || p == Policy::kMschedAlloc || p == Policy::kMschedLru; }
+
+const char* ModeFor(Policy p) {
+  switch (p) {
+    case Policy::kUm: return "um";
+    case Policy::kAlloc:
+    case Policy::kMschedAlloc: return "alloc";
+    case Policy::kMsched:
+    case Policy::kMschedLru: return "msched";
+    default: return "off";
+  }
+}
+
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+uint64_t U(const json& j, std::initializer_list<const char*> path) {
+  const json* node = &j;
+  for (const char* key : path) {
+    if (!node->is_object() || !node->contains(key)) return 0;
+    node = &(*node)[key];
+  }
+  return node->is_number() ? node->get<uint64_t>() : 0;
+}
+
+std::string Slurp(const std::string& path) {
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  return ss.str();
+}
+
+// One run's scratch directory, simulated device and (for msched) coordinator.
+class Stage {
+ public:
+  Stage(const RunOptions& o, const BenchPaths& paths) : o_(o), paths_(paths) {
+    static int serial = 0;
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string id = std::to_string(getpid()) + "_" + std::to_string(serial++);
+    dir_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/msched-bench-" + id;
+    device_ = "bench" + id;
+    fs::create_directories(dir_);
+    ::chmod(dir_.c_str(), 0700);
+  }
+  ~Stage() {
+    if (server_) {
+      server_->Shutdown();
+      thread_.join();
+    }
+    ::unlink(("/dev/shm/msim-" + device_).c_str());
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  Status StartCoordinator() {
+    ServerOptions so;
+    so.socket_path = dir_ + "/coord.sock";
+    so.policy.hbm_bytes = o_.hbm_bytes;
+    so.policy.oversubscribe = o_.oversubscribe;
+    so.policy.fixed_slice_ns = o_.fixed_slice_ns;
+    Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(so);
+    if (!s.ok()) return s.status();
+    server_ = std::move(*s);
+    thread_ = std::thread([this] { server_->Run(); });
+    return Status::Ok();
+  }
+  uint64_t switches() const { return server_ ? server_->switches() : 0; }
+
+  // Starts attempt `attempt` of job `i`; `barrier` > 1 makes it start with that many others.
+  Result<Subprocess> Spawn(const JobSpec& job, size_t i, int attempt, size_t barrier) const {
+    std::vector<std::string> argv = {paths_.msim_run, paths_.workloads_dir + "/" + job.workload, "--json",
+                                     File(i, attempt, "json")};
+    for (const auto& [k, v] : job.vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
+    if (!o_.host_kernels) argv.push_back("--no-checksum");
+    SpawnOptions s;
+    s.env = {{"LD_LIBRARY_PATH", paths_.sim_lib_dir},
+             {"MSIM_DEVICE", device_},
+             {"MSIM_PROFILE", o_.device_profile},
+             {"MSIM_STATS", File(i, attempt, "sim.json")},
+             {"LD_PRELOAD", paths_.libmsched},
+             {"MSCHED_MODE", ModeFor(o_.policy)},
+             {"MSCHED_STATS", File(i, attempt, "hook.json")},
+             {"MSCHED_JOB_NAME", job.label},
+             {"MSCHED_TEMPLATES", o_.templates},
+             {"MSCHED_COORD", Coordinated(o_.policy) ? "required" : "off"},
+             {"MSCHED_SOCKET", dir_ + "/coord.sock"},
+             {"MSCHED_PRIORITY", std::to_string(job.priority)}};
+    if (o_.hbm_bytes > 0) s.env["MSIM_HBM_BYTES"] = std::to_string(o_.hbm_bytes);
+    if (!o_.host_kernels) s.env["MSIM_HOST_KERNELS"] = "off";
+    if (barrier > 1) s.env["MSIM_START_BARRIER"] = std::to_string(barrier);
+    if (job.declare_memory) s.env["MSCHED_MEM"] = std::to_string(job.footprint);
+    if (job.job_class != JobClass::kUnset) s.env["MSCHED_CLASS"] = JobClassName(job.job_class);
+    if (o_.policy == Policy::kMschedLru) s.env["MSCHED_EVICTION"] = "lru";
+    s.unset_env = {"MSCHED_GPU_MEMORY", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_UNKNOWN"};
+    if (o_.templates.empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
+    s.stdout_path = File(i, attempt, "out");
+    s.stderr_path = File(i, attempt, "err");
+    return Subprocess::Spawn(argv, s);
+  }
+
+  // Reads what attempt `attempt` of job `i` left behind.
+  void Collect(size_t i, int attempt, int status, JobOutcome* out) const {
+    out->status = status;
+    out->attempts = attempt + 1;
+    const std::string err = Slurp(File(i, attempt, "err"));
+    if (err.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos) ++out->ooms;
+    out->error = status == 0 ? "" : err.substr(0, err.find('\n'));
+    const json run = ReadJson(File(i, attempt, "json"));
+    const json sim = ReadJson(File(i, attempt, "sim.json"));
+    const json hook = ReadJson(File(i, attempt, "hook.json"));
+    out->checksums.clear();
+    if (run.is_object() && run.contains("checksums")) {
+      for (const auto& [k, v] : run["checksums"].items()) out->checksums[k] = v.get<std::string>();
+    }
+    out->started_ns = U(run, {"first_launch_ns"});
+    out->finished_ns = U(run, {"virtual_time_ns"});
+    out->faults = U(sim, {"faults"});
+    out->fault_stall_ns = U(sim, {"fault_stall_ns"});
+    out->kernel_ns = U(sim, {"kernel_ns"});
+    out->h2d_fault_bytes = U(sim, {"bytes", "h2d", "fault"});
+    out->h2d_prefetch_bytes = U(sim, {"bytes", "h2d", "prefetch"});
+    out->h2d_copy_bytes = U(sim, {"bytes", "h2d", "memcpy"});
+    out->d2h_bytes = U(sim, {"bytes", "d2h", "eviction"}) + U(sim, {"bytes", "d2h", "prefetch"});
+    out->coordinator_wait_ns = U(hook, {"coordinator", "wait_ns"});
+  }
+
+ private:
+  std::string File(size_t i, int attempt, const char* ext) const {
+    return dir_ + "/job" + std::to_string(i) + "_" + std::to_string(attempt) + "." + ext;
+  }
+
+  const RunOptions& o_;
+  const BenchPaths& paths_;
+  std::string dir_, device_;
+  std::unique_ptr<CoordServer> server_;
+  std::thread thread_;
+};
+
+struct Running {
+  Subprocess process;
+  size_t job;
+  int attempt;
+};
+
+}  // namespace
+
+const char* PolicyName(Policy p) {
+  for (const auto& [value, name] : kPolicies) {
+    if (value == p) return name;
+  }
+  return "?";
+}
+
+Result<Policy> ParsePolicy(const std::string& name) {
+  for (const auto& [value, n] : kPolicies) {
+    if (name == n) return value;
+  }
+  return Status::InvalidArgument("unknown policy '" + name + "'");
+}
+
+Result<BenchPaths> BenchPaths::Locate() {
+  BenchPaths p;
+  const std::string dir = ExecutableDir();
+  Result<std::string> lib = FindLibmsched();
+  if (!lib.ok()) return lib.status();
+  p.libmsched = *lib;
+  p.msim_run = dir + "/../sim/msim-run";
+  p.sim_lib_dir = dir + "/../sim/lib";
+  p.workloads_dir = MSCHED_WORKLOADS_DIR;
+  for (const std::string& need : {p.msim_run, p.sim_lib_dir + "/libcuda.so.1", p.workloads_dir}) {
+    if (access(need.c_str(), R_OK) != 0) return Status::NotFound("the benchmark needs " + need + " (a build tree)");
+  }
+  return p;
+}
+
+RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const BenchPaths& paths) {
+  RunOutcome out;
+  out.policy = o.policy;
+  out.jobs.resize(jobs.size());
+  Stage stage(o, paths);
+  if (Coordinated(o.policy)) {
+    if (Status s = stage.StartCoordinator(); !s.ok()) {
+      out.error = s.message();
+      return out;
+    }
+  }
+  const bool together = o.policy != Policy::kExclusive && o.policy != Policy::kFifo;
+  const size_t slots = together ? jobs.size() : o.policy == Policy::kFifo ? static_cast<size_t>(o.fifo_slots) : 1;
+  std::deque<std::pair<size_t, int>> queue;  // (job, attempt)
+  for (size_t i = 0; i < jobs.size(); ++i) queue.push_back({i, 0});
+  std::vector<Running> running;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
+  while (!queue.empty() || !running.empty()) {
+    while (!queue.empty() && running.size() < slots) {
+      const auto [i, attempt] = queue.front();
+      queue.pop_front();
+      Result<Subprocess> p = stage.Spawn(jobs[i], i, attempt, together ? jobs.size() : 0);
+      if (!p.ok()) {
+        out.jobs[i].error = p.status().message();
+        continue;
+      }
+      running.push_back({std::move(*p), i, attempt});
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (Running& r : running) r.process.Kill(SIGKILL), r.process.Wait();
+      out.error = "timed out after " + std::to_string(o.timeout_ms / 1000) + " s";
+      break;
+    }
+    bool progressed = false;
+    for (auto it = running.begin(); it != running.end();) {
+      int status = 0;
+      if (!it->process.Poll(&status)) {
+        ++it;
+        continue;
+      }
+      progressed = true;
+      JobOutcome& j = out.jobs[it->job];
+      const int ooms_before = j.ooms;
+      stage.Collect(it->job, it->attempt, status, &j);
+      if (status != 0 && j.ooms > ooms_before && o.policy == Policy::kFifo && it->attempt + 1 < o.max_attempts) {
+        queue.push_back({it->job, it->attempt + 1});  // resubmitted, as a user or a cluster would
+      }
+      it = running.erase(it);
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (const JobOutcome& j : out.jobs) out.makespan_ns = std::max(out.makespan_ns, j.finished_ns);
+  out.switches = stage.switches();
+  return out;
+}
+
+}  // namespace msched::bench

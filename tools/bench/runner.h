@@ -1,0 +1,93 @@
+// Running a set of jobs (msim-run workloads, each its own process) on one
+// fresh simulated GPU under one policy, and collecting what each job did:
+// its exit, checksums, when it started and finished on the device clock,
+// faults, migrations and kernel time (from the simulator's statistics), and
+// what libmsched did (from the hook's).
+// Policies:
+//   off, um, alloc         all jobs at once, uncoordinated (msched modes off/um/alloc)
+//   msched                 all at once under a coordinator (templates + OPT + time slices)
+//   msched-alloc           the same with whole-allocation prediction (ablation)
+//   msched-lru             the same with LRU eviction in each job (ablation)
+//   exclusive              one job at a time in submission order (mode off)
+//   fifo                   up to `fifo_slots` at once in submission order with
+//                          plain device memory and no admission: a job that
+//                          runs out of memory is counted and resubmitted last
+// Jobs submitted together start together (the simulator's start barrier), so
+// their device clocks begin at the same instant.
+// Thread-compatible. Used by msched bench and the coordinator's process tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "msched/config.h"
+#include "msched/status.h"
+
+namespace msched::bench {
+
+struct BenchPaths {
+  std::string msim_run;       // the workload runner
+  std::string libmsched;
+  std::string sim_lib_dir;    // holds the simulator's libcuda.so.1
+  std::string workloads_dir;  // bench/workloads
+  // Beside the running program: a build tree (tools/, sim/, hook/) or an install.
+  static Result<BenchPaths> Locate();
+};
+
+struct JobSpec {
+  std::string label;     // for reports: "vadd-1"
+  std::string user = "user";
+  std::string workload;  // file name under the workloads directory
+  std::map<std::string, int64_t> vars;
+  uint64_t footprint = 0;  // bytes (for reports and MSCHED_MEM)
+  bool declare_memory = false;
+  JobClass job_class = JobClass::kUnset;
+  int priority = 0;
+  uint64_t work_units = 0;  // tasks or tokens the job completes, for throughput
+};
+
+enum class Policy { kOff, kUm, kAlloc, kMsched, kMschedAlloc, kMschedLru, kExclusive, kFifo };
+const char* PolicyName(Policy p);
+Result<Policy> ParsePolicy(const std::string& name);
+
+struct RunOptions {
+  Policy policy = Policy::kMsched;
+  std::string device_profile = "rtx5080-pcie5";
+  uint64_t hbm_bytes = 0;        // 0: the profile's
+  bool host_kernels = true;      // compute results (checksums) or only model the timing
+  double oversubscribe = 4.0;    // coordinator admission ratio
+  uint64_t fixed_slice_ns = 0;   // 0: adaptive slices
+  int fifo_slots = 2;
+  int max_attempts = 3;          // fifo: resubmissions after running out of memory
+  uint64_t timeout_ms = 600000;  // per run, real time
+  std::string templates;         // MSCHED_TEMPLATES for the jobs ("": none)
+};
+
+struct JobOutcome {
+  int status = -1;        // the last attempt's exit status
+  int attempts = 0;
+  int ooms = 0;           // attempts that ran out of device memory
+  std::string error;      // the last attempt's message, if it failed
+  std::map<std::string, std::string> checksums;
+  uint64_t started_ns = 0;   // device clock when its first kernel was queued
+  uint64_t finished_ns = 0;  // device clock at its end
+  uint64_t faults = 0, fault_stall_ns = 0, kernel_ns = 0;
+  uint64_t h2d_fault_bytes = 0, h2d_prefetch_bytes = 0, h2d_copy_bytes = 0, d2h_bytes = 0;
+  uint64_t coordinator_wait_ns = 0;  // blocked at its gate (hook statistics)
+  bool ok() const { return status == 0; }
+};
+
+struct RunOutcome {
+  Policy policy = Policy::kMsched;
+  std::vector<JobOutcome> jobs;  // in JobSpec order
+  uint64_t makespan_ns = 0;      // the last job's end
+  uint64_t switches = 0;         // coordinator switches (msched policies)
+  std::string error;             // the run itself failed (not a job)
+};
+
+// Runs `jobs` (submitted together, in this order) under `o`.
+RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const BenchPaths& paths);
+
+}  // namespace msched::bench

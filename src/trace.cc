@@ -1,6 +1,8 @@
 #include "trace.h"
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -148,6 +150,37 @@ TraceReadResult ReadTrace(const std::string& path) {
     }
   }
   if (!header) out.status = Status::Corruption(path + ": empty, or no header record");
+  return out;
+}
+
+Result<Trace> MergeTraces(std::vector<Trace> traces) {
+  if (traces.empty()) return Status::InvalidArgument("no traces to merge");
+  Trace out;
+  out.source = traces[0].source;
+  std::set<uint64_t> live;  // bases allocated and not yet freed
+  for (Trace& t : traces) {
+    if (t.source != out.source) {
+      return Status::InvalidArgument("cannot merge a " + t.source + " trace with a " + out.source + " trace");
+    }
+    for (uint64_t base : live) out.allocs.push_back({/*alloc=*/false, base, 0});
+    live.clear();
+    const size_t epoch0 = out.allocs.size();
+    for (const TraceAllocEvent& e : t.allocs) {
+      if (e.alloc) {
+        live.insert(e.base);
+      } else {
+        live.erase(e.base);
+      }
+      out.allocs.push_back(e);
+    }
+    for (TraceLaunch& l : t.launches) {
+      l.alloc_epoch += epoch0;
+      l.seq = out.launches.size();
+      out.launches.push_back(std::move(l));
+    }
+    out.precision = std::max(out.precision, t.precision);
+    out.notes.insert(out.notes.end(), t.notes.begin(), t.notes.end());
+  }
   return out;
 }
 

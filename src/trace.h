@@ -62,6 +62,15 @@ struct TraceReadResult {
 
 TraceReadResult ReadTrace(const std::string& path);
 
+// Joins the traces of separate runs of one program (at different problem
+// sizes, so that sizes vary between launches and linear rules can be told
+// from fixed ones) into one, as if the runs came one after another: whatever
+// one run left allocated is freed before the next begins, so an address the
+// next run reuses never resolves to the last run's allocation. Launch
+// sequence numbers are renumbered. Fails when the traces' sources differ
+// (exact simulator bytes cannot be mixed with CUPTI's rounded ranges).
+Result<Trace> MergeTraces(std::vector<Trace> traces);
+
 // One line of the trace (no newline).
 std::string TraceHeaderLine(const std::string& source, uint64_t precision, const std::string& program);
 std::string TraceAllocLine(uint64_t base, uint64_t size);

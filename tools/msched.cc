@@ -3,7 +3,7 @@
 //   msched status [--json]                  the coordinator's jobs
 //   msched pause JOB | resume JOB           stop a job and evict its memory / bring it back
 //   msched priority JOB N                   change a job's priority (-100..100)
-//   msched bench [SCENARIO] [OPTIONS]       the benchmark suite (see msched bench --help)
+//   msched bench [SCENARIO...] [OPTIONS]     the benchmark suite (see msched bench --help)
 //   msched help                             this text and every MSCHED_* variable
 // JOB is a job id or a job's name. Exit status: 0 done; 1 the request
 // failed; 2 usage. Any command takes --socket PATH (default MSCHED_SOCKET).
@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_command.h"
 #include "msched/config.h"
 #include "protocol.h"
 #include "subprocess.h"
@@ -39,7 +40,7 @@ constexpr char kUsage[] =
     "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] -- CMD [ARGS...]\n"
     "       msched status [--json]\n"
     "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
-    "       msched bench [SCENARIO] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
+    "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
     "       msched help\n"
     "Every command takes --socket PATH (default: MSCHED_SOCKET, else the user's coordinator).\n";
 
@@ -245,6 +246,7 @@ int Main(int argc, char** argv) {
   char** rest = args.data() + 1;
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
   if (cmd == "run") return Run(socket, n, rest);
+  if (cmd == "bench") return bench::BenchMain(n + 1, args.data());
   if (cmd == "status") {
     if (n > 1 || (n == 1 && std::string(rest[0]) != "--json")) return Usage();
     return ShowStatus(socket, n == 1);

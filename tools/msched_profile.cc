@@ -2,8 +2,9 @@
 //
 //   msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]
 //       runs PROGRAM under libmsched in profile mode, then analyses the trace;
-//   msched-profile analyze TRACE [-o OUT.templates.json] [--report REPORT.md]
-//       analyses a trace saved earlier with --trace.
+//   msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]
+//       analyses traces saved earlier with --trace; several traces (runs of
+//       one program at different sizes) are fitted together.
 // The report (per-kernel template kind and held-out accuracy, in the form of
 // the MSched paper's Table 1) goes to stdout; messages to stderr.
 // Exit status: 0 done; 1 the program failed or nothing could be analysed
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,11 +29,12 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]\n"
-    "       msched-profile analyze TRACE [-o OUT.templates.json] [--report REPORT.md]\n";
+    "       msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]\n";
 
 struct Options {
   std::string out, trace, report;
-  std::vector<std::string> program;  // record mode
+  std::vector<std::string> more_traces;  // analyze mode: the traces after the first
+  std::vector<std::string> program;      // record mode
   bool analyze_only = false;
 };
 
@@ -43,6 +46,7 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     o->analyze_only = true;
     if (++i >= argc || argv[i][0] == '-') return false;
     o->trace = argv[i++];
+    for (; i < argc && argv[i][0] != '-'; ++i) o->more_traces.push_back(argv[i]);
   }
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -99,23 +103,41 @@ int Record(const Options& o) {
   return child->Wait();
 }
 
-int Analyse(const Options& o, bool program_failed) {
-  TraceReadResult read = ReadTrace(o.trace);
+// Reads one trace, saying what was skipped; nullopt when nothing is usable.
+std::optional<Trace> Load(const std::string& path, bool recorded_now) {
+  TraceReadResult read = ReadTrace(path);
   if (!read.status.ok()) {
-    if (access(o.trace.c_str(), F_OK) != 0 && !o.analyze_only) {
+    if (access(path.c_str(), F_OK) != 0 && recorded_now) {
       Say("no trace was written: the program never allocated or launched through the CUDA driver, or libmsched "
           "was not loaded into it (a statically linked or setuid program ignores LD_PRELOAD)");
     } else {
       Say(read.status.message());
     }
-    return 1;
+    return std::nullopt;
   }
   constexpr size_t kShown = 10;
   for (size_t i = 0; i < read.problems.size() && i < kShown; ++i) Say("skipped " + read.problems[i]);
   if (read.problems.size() > kShown) {
     Say("... and " + std::to_string(read.problems.size() - kShown) + " more lines skipped");
   }
-  const Trace& trace = read.trace;
+  return std::move(read.trace);
+}
+
+int Analyse(const Options& o, bool program_failed) {
+  std::vector<Trace> traces;
+  std::vector<std::string> paths = {o.trace};
+  paths.insert(paths.end(), o.more_traces.begin(), o.more_traces.end());
+  for (const std::string& path : paths) {
+    std::optional<Trace> t = Load(path, !o.analyze_only);
+    if (!t) return 1;
+    traces.push_back(std::move(*t));
+  }
+  Result<Trace> merged = MergeTraces(std::move(traces));
+  if (!merged.ok()) {
+    Say(merged.status().message());
+    return 1;
+  }
+  const Trace& trace = *merged;
   if (trace.source == "none") {
     for (const std::string& n : trace.notes) Say(n);
     Say("the trace has no touched memory to fit (see above)");

@@ -51,6 +51,7 @@ bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, ui
   p.dev->compute_free() = end;
   p.OpEnd(s, end);
   p.counters.kernel_ns += end - start;
+  p.counters.compute_ns += compute_ns;
   p.PublishClock();
   return true;
 }

@@ -198,6 +198,7 @@ std::string Process::StatsJson() {
   j["virtual_time_ns"] = now();
   j["all_work_done_ns"] = AllStreamsReady();
   j["kernel_ns"] = c.kernel_ns;
+  j["compute_ns"] = c.compute_ns;
   j["launches"] = c.launches;
   j["faults"] = c.faults;
   j["fault_batches"] = c.fault_batches;

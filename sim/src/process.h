@@ -93,7 +93,8 @@ struct PhysicalMem {
 
 struct Counters : UvmCounters {
   uint64_t launches = 0;
-  uint64_t kernel_ns = 0;
+  uint64_t kernel_ns = 0;    // device time of kernels and device ops, stalls included
+  uint64_t compute_ns = 0;   // of which the work itself, as if all data were resident
   uint64_t memcpy_h2d_bytes = 0;
   uint64_t memcpy_d2h_bytes = 0;
   uint64_t memcpy_d2d_bytes = 0;

@@ -53,6 +53,35 @@ TEST(TemplateFitterTest, AnExtentProportionalToAnArgumentIsLinear) {
   EXPECT_EQ(fit.tmpl.regions[1].base.param, 3u);
 }
 
+TEST(TemplateFitterTest, RunsAtDifferentSizesMergedTellLinearFromFixed) {
+  // Each run alone launches at one size, which a fixed rule explains; the
+  // second run reuses the first's address, which must not still resolve to
+  // the first run's allocation.
+  auto run = [](uint64_t n) {
+    TraceBuilder b;
+    b.Alloc(kA, 4 * n);
+    for (int i = 0; i < 2; ++i) b.Launch("k", {kA, n}, {Read(kA, kA + 4 * n)});
+    return b.trace();
+  };
+  EXPECT_EQ(FitAll(run(1000)).tmpl.regions.at(0).kind, Region::Kind::kFixed);
+  Result<Trace> merged = MergeTraces({run(1000), run(3000)});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(merged->launches.size(), 4u);
+  EXPECT_EQ(merged->launches[3].seq, 3u);
+  const KernelFit fit = FitAll(*merged);
+  ASSERT_TRUE(fit.predictable) << fit.reason;
+  ASSERT_EQ(fit.tmpl.regions.size(), 1u);
+  EXPECT_EQ(fit.tmpl.regions[0].kind, Region::Kind::kLinear);
+  EXPECT_EQ(fit.tmpl.regions[0].extent, (LinearExpr{4, 1, {Arg(1)}, 0}));
+
+  Trace cupti = run(10);
+  cupti.source = "cupti";
+  Trace sim = run(10);
+  sim.source = "simulator";
+  EXPECT_FALSE(MergeTraces({sim, cupti}).ok()) << "exact and rounded ranges do not mix";
+  EXPECT_FALSE(MergeTraces({}).ok());
+}
+
 TEST(TemplateFitterTest, AProductOfTwoArgumentsIsFound) {
   TraceBuilder b;
   b.Alloc(kA, kSize);

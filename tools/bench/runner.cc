@@ -113,7 +113,7 @@ class Stage {
              {"MSCHED_MODE", ModeFor(o_.policy)},
              {"MSCHED_STATS", File(i, attempt, "hook.json")},
              {"MSCHED_JOB_NAME", job.label},
-             {"MSCHED_TEMPLATES", o_.templates},
+             {"MSCHED_TEMPLATES", job.templates.empty() ? o_.templates : job.templates},
              {"MSCHED_COORD", Coordinated(o_.policy) ? "required" : "off"},
              {"MSCHED_SOCKET", dir_ + "/coord.sock"},
              {"MSCHED_PRIORITY", std::to_string(job.priority)}};
@@ -124,7 +124,7 @@ class Stage {
     if (job.job_class != JobClass::kUnset) s.env["MSCHED_CLASS"] = JobClassName(job.job_class);
     if (o_.policy == Policy::kMschedLru) s.env["MSCHED_EVICTION"] = "lru";
     s.unset_env = {"MSCHED_GPU_MEMORY", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_UNKNOWN"};
-    if (o_.templates.empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
+    if (s.env["MSCHED_TEMPLATES"].empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
     s.stdout_path = File(i, attempt, "out");
     s.stderr_path = File(i, attempt, "err");
     return Subprocess::Spawn(argv, s);
@@ -149,6 +149,7 @@ class Stage {
     out->faults = U(sim, {"faults"});
     out->fault_stall_ns = U(sim, {"fault_stall_ns"});
     out->kernel_ns = U(sim, {"kernel_ns"});
+    out->compute_ns = U(sim, {"compute_ns"});
     out->h2d_fault_bytes = U(sim, {"bytes", "h2d", "fault"});
     out->h2d_prefetch_bytes = U(sim, {"bytes", "h2d", "prefetch"});
     out->h2d_copy_bytes = U(sim, {"bytes", "h2d", "memcpy"});
@@ -197,9 +198,12 @@ Result<BenchPaths> BenchPaths::Locate() {
   if (!lib.ok()) return lib.status();
   p.libmsched = *lib;
   p.msim_run = dir + "/../sim/msim-run";
+  p.msched_profile = dir + "/msched-profile";
   p.sim_lib_dir = dir + "/../sim/lib";
-  p.workloads_dir = MSCHED_WORKLOADS_DIR;
-  for (const std::string& need : {p.msim_run, p.sim_lib_dir + "/libcuda.so.1", p.workloads_dir}) {
+  p.workloads_dir = MSCHED_BENCH_DIR "/workloads";
+  p.scenarios_dir = MSCHED_BENCH_DIR "/scenarios";
+  p.devices_dir = MSCHED_DEVICES_DIR;
+  for (const std::string& need : {p.msim_run, p.sim_lib_dir + "/libcuda.so.1", p.workloads_dir, p.msched_profile}) {
     if (access(need.c_str(), R_OK) != 0) return Status::NotFound("the benchmark needs " + need + " (a build tree)");
   }
   return p;

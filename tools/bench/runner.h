@@ -29,9 +29,12 @@ namespace msched::bench {
 
 struct BenchPaths {
   std::string msim_run;       // the workload runner
+  std::string msched_profile;
   std::string libmsched;
   std::string sim_lib_dir;    // holds the simulator's libcuda.so.1
   std::string workloads_dir;  // bench/workloads
+  std::string scenarios_dir;  // bench/scenarios
+  std::string devices_dir;    // the simulator's device profiles
   // Beside the running program: a build tree (tools/, sim/, hook/) or an install.
   static Result<BenchPaths> Locate();
 };
@@ -46,6 +49,7 @@ struct JobSpec {
   JobClass job_class = JobClass::kUnset;
   int priority = 0;
   uint64_t work_units = 0;  // tasks or tokens the job completes, for throughput
+  std::string templates;    // MSCHED_TEMPLATES for this job; empty: RunOptions::templates
 };
 
 enum class Policy { kOff, kUm, kAlloc, kMsched, kMschedAlloc, kMschedLru, kExclusive, kFifo };
@@ -74,6 +78,7 @@ struct JobOutcome {
   uint64_t started_ns = 0;   // device clock when its first kernel was queued
   uint64_t finished_ns = 0;  // device clock at its end
   uint64_t faults = 0, fault_stall_ns = 0, kernel_ns = 0;
+  uint64_t compute_ns = 0;  // kernel work alone, as if all its data were resident
   uint64_t h2d_fault_bytes = 0, h2d_prefetch_bytes = 0, h2d_copy_bytes = 0, d2h_bytes = 0;
   uint64_t coordinator_wait_ns = 0;  // blocked at its gate (hook statistics)
   bool ok() const { return status == 0; }

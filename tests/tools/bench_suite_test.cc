@@ -1,0 +1,131 @@
+// The benchmark suite: scenario files parse and expand as documented, a
+// malformed one is refused with its name and field, and the quick form of
+// `msched bench` runs every scenario under every policy to completion with
+// every job's results equal to its reference run's. Timing claims stay in
+// the report; nothing here asserts a speedup.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "run_program.h"
+#include "scenario.h"
+
+namespace b = msched::bench;
+namespace ts = msched::testsupport;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+std::string TempDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + name + "_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+const b::Scenario& Named(const std::vector<b::Scenario>& all, const std::string& name) {
+  for (const b::Scenario& s : all) {
+    if (s.name == name) return s;
+  }
+  throw std::runtime_error("no scenario " + name);
+}
+
+TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
+  msched::Result<std::vector<b::Scenario>> all = b::LoadScenarios(SCENARIOS_DIR);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::vector<std::string> names;
+  for (const b::Scenario& s : *all) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "ablation-prediction", "ablation-eviction",
+                                             "ablation-slice", "overhead", "admission"}));
+  const b::Scenario& slice = Named(*all, "ablation-slice");
+  EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
+  ASSERT_EQ(slice.policies.size(), 2u);
+  EXPECT_EQ(slice.policies[1].fixed_slice_ns, 200'000'000u);
+  EXPECT_EQ(Named(*all, "D").paper_speedup.at(300), 33.60);
+  EXPECT_EQ(Named(*all, "micro").jobs[1].profile_vars.at(2).at("DIM"), 64) << "profiling runs differ in shape";
+}
+
+TEST(BenchScenarioTest, ExpandingSharesTheFootprintAndCountsInstances) {
+  msched::Result<std::vector<b::Scenario>> all = b::LoadScenarios(SCENARIOS_DIR);
+  ASSERT_TRUE(all.ok());
+  const b::Point micro = b::Expand(Named(*all, "micro"), 200, 64 * kMiB, /*quick=*/true);
+  ASSERT_EQ(micro.jobs.size(), 4u);
+  EXPECT_EQ(micro.jobs[0].label, "vadd-1");
+  EXPECT_EQ(micro.jobs[0].footprint, 32 * kMiB) << "a quarter of 200% of 64 MiB";
+  EXPECT_EQ(micro.jobs[0].vars.at("FOOT"), static_cast<int64_t>(32 * kMiB));
+  EXPECT_EQ(micro.jobs[0].vars.at("TASKS"), 6) << "quick_vars apply";
+  EXPECT_EQ(micro.jobs[0].vars.count("INIT"), 0u) << "quick runs write their inputs (the workload's default)";
+  // D: 8.5 GB instances on 16 GB, as many as the footprint asks for.
+  for (const auto& [percent, instances] : std::map<int, size_t>{{150, 3}, {200, 4}, {300, 6}}) {
+    const b::Point d = b::Expand(Named(*all, "D"), percent, 16ull << 30, /*quick=*/false);
+    EXPECT_EQ(d.jobs.size(), instances) << percent;
+    EXPECT_EQ(d.jobs[0].vars.at("INIT"), 0) << "full runs hold no inputs in host memory";
+    EXPECT_EQ(d.units[0], "tokens");
+  }
+  const b::Point adm = b::Expand(Named(*all, "admission"), 161, 64 * kMiB, true);
+  ASSERT_EQ(adm.jobs.size(), 6u);
+  EXPECT_TRUE(adm.jobs[0].declare_memory);
+  EXPECT_EQ(adm.jobs[5].job_class, msched::JobClass::kShort);
+  EXPECT_EQ(adm.jobs[5].user, "bob");
+}
+
+TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
+  const std::string dir = TempDir("scenarios");
+  std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
+    "hbm": {"full": "profile", "quick": "64M"}, "points": {"full": [150], "quick": [150]},
+    "policies": ["um", "turbo"],
+    "jobs": [{"label": "x", "workload": "micro_vadd.json", "share": 1.0, "work": "TASKS"}]})";
+  msched::Result<std::vector<b::Scenario>> r = b::LoadScenarios(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("scenario bad: policies: unknown policy 'turbo'"), std::string::npos)
+      << r.status().message();
+  std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
+    "hbm": {"full": "profile", "quick": "64M"}, "points": {"full": [150], "quick": [150]}, "policies": ["um"],
+    "jobs": [{"label": "x", "workload": "micro_vadd.json", "share": 0.5, "hbm_share": 0.5, "work": "TASKS"}]})";
+  r = b::LoadScenarios(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("jobs.x: exactly one of share and hbm_share"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResults) {
+  const std::string out = TempDir("bench_quick");
+  const ts::ProgramRun r = ts::RunProgram({MSCHED_CLI, "bench", "--quick", "--out", out}, {});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("profiling"), std::string::npos) << "progress is shown";
+  EXPECT_NE(r.out.find("Headline"), std::string::npos);
+  // Every (scenario, point, policy) has a row, and every row finished with correct results.
+  msched::Result<std::vector<b::Scenario>> all = b::LoadScenarios(SCENARIOS_DIR);
+  ASSERT_TRUE(all.ok());
+  std::set<std::string> expected, seen;
+  for (const b::Scenario& s : *all) {
+    for (int p : s.points_quick) {
+      for (const b::PolicyVariant& v : s.policies) expected.insert(s.name + "," + std::to_string(p) + "," + v.name);
+    }
+  }
+  std::istringstream csv(ts::Slurp(out + "/results.csv"));
+  std::string line;
+  std::getline(csv, line);  // header
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+    ASSERT_GT(f.size(), 6u) << line;
+    seen.insert(f[0] + "," + f[1] + "," + f[4]);
+    EXPECT_EQ(f[5], "1") << line;
+    EXPECT_NE(f[6], "0") << "a makespan was measured: " << line;
+  }
+  EXPECT_EQ(seen, expected);
+  const std::string report = ts::Slurp(out + "/report.md");
+  EXPECT_NE(report.find("simulated"), std::string::npos);
+  EXPECT_NE(report.find("57.88x"), std::string::npos) << "the paper's figures are beside ours";
+  EXPECT_TRUE(std::filesystem::exists(out + "/micro.png"));
+  std::filesystem::remove_all(out);
+}
+
+}  // namespace

@@ -1,0 +1,204 @@
+#include "bench_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "report.h"
+#include "subprocess.h"
+#include "suite.h"
+
+namespace msched::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kUsage[] =
+    "usage: msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]\n"
+    "       msched bench --list\n"
+    "Runs the benchmark suite on the simulated GPU: every scenario (or those named) at each footprint\n"
+    "under each policy, side by side, with the ideal the device allows. Prints the tables and writes\n"
+    "report.md, results.csv and PNG plots into DIR (default: ./msched-bench).\n"
+    "  --device PROFILE  simulated device profile (default rtx5080-pcie5; see templates/devices)\n"
+    "  --quick           small footprints with computed results checked against a reference run\n"
+    "                    (minutes); without it, the profile's full HBM with time modelled only\n";
+
+struct Options {
+  std::vector<std::string> scenarios;
+  std::string device = "rtx5080-pcie5";
+  std::string out = "msched-bench";
+  bool quick = false, list = false, help = false;
+};
+
+bool Parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      o->help = true;
+    } else if (a == "--quick") {
+      o->quick = true;
+    } else if (a == "--list") {
+      o->list = true;
+    } else if ((a == "--device" || a == "--out") && i + 1 < argc) {
+      (a == "--device" ? o->device : o->out) = argv[++i];
+    } else if (!a.empty() && a[0] != '-') {
+      o->scenarios.push_back(a);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The commit of the source tree the suite was built from, or "unknown".
+std::string Commit(const std::string& work_dir) {
+  SpawnOptions so;
+  so.stdout_path = work_dir + "/commit";
+  so.stderr_path = "/dev/null";
+  Result<Subprocess> p = Subprocess::Spawn({"git", "-C", MSCHED_BENCH_DIR, "rev-parse", "--short", "HEAD"}, so);
+  std::string commit;
+  if (p.ok() && p->Wait() == 0) std::getline(std::ifstream(so.stdout_path), commit);
+  return commit.empty() ? "unknown" : commit;
+}
+
+std::string Today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string Method(const DeviceFacts& d, bool quick) {
+  std::ostringstream m;
+  m << "Every number here is simulated: msim, msched's simulated CUDA driver, models the " << d.name
+    << " profile (" << (d.hbm_bytes >> 20) << " MiB HBM, " << d.h2d_gbps << " GB/s host to device, " << d.d2h_gbps
+    << " GB/s back, the paper's measured fault costs) on a virtual clock; no GPU ran these. Each job is its own "
+    << "process running a workload from bench/workloads through the real libmsched hook; msched policies add an "
+    << "in-process coordinator (the mschedd server). Templates come from msched-profile (two profiling runs per "
+    << "workload at different sizes, fitted together). At each point every policy runs the same jobs on a fresh "
+    << "device, all jobs started together (a start barrier); time is the last job's end on the device clock. "
+    << (quick ? "Quick form: footprints scaled down to the scenario's small HBM, kernels computed, and every job's "
+                "checksums compared with a reference run (exclusive or off). "
+              : "Full form: the profile's HBM, kernel results not computed (time is modelled from each kernel's "
+                "declared bytes and flops), inputs not written. ")
+    << "Policies: um = demand paging (all allocations managed, no prefetch); alloc = prefetch whole allocations "
+    << "before each kernel; msched = templates + OPT eviction + coordinator time slices; exclusive = one job at a "
+    << "time in plain device memory; fifo = up to two at a time, resubmitted after running out of memory. "
+    << "Ideal = all jobs' kernel work back to back plus the bytes beyond HBM brought in once over the "
+    << "host-to-device link (evictions overlap on the other direction): no policy on one GPU can finish sooner. "
+    << "x um = um's time / the policy's time, same jobs, same run of the suite.";
+  return m.str();
+}
+
+}  // namespace
+
+int BenchMain(int argc, char** argv) {
+  Options o;
+  if (!Parse(argc, argv, &o)) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  if (o.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  Result<BenchPaths> paths = BenchPaths::Locate();
+  if (!paths.ok()) {
+    std::cerr << "msched bench: " << paths.status().message() << "\n";
+    return 1;
+  }
+  Result<std::vector<Scenario>> all = LoadScenarios(paths->scenarios_dir);
+  if (!all.ok()) {
+    std::cerr << "msched bench: " << all.status().message() << "\n";
+    return 1;
+  }
+  if (o.list) {
+    for (const Scenario& s : *all) std::cout << s.name << "\t" << s.title << "\n";
+    return 0;
+  }
+  std::vector<const Scenario*> chosen;
+  for (const Scenario& s : *all) {
+    if (o.scenarios.empty() || std::find(o.scenarios.begin(), o.scenarios.end(), s.name) != o.scenarios.end()) {
+      chosen.push_back(&s);
+    }
+  }
+  for (const std::string& name : o.scenarios) {
+    if (std::none_of(chosen.begin(), chosen.end(), [&](const Scenario* s) { return s->name == name; })) {
+      std::cerr << "msched bench: no scenario '" << name << "' (msched bench --list names them)\n";
+      return 2;
+    }
+  }
+  Result<DeviceFacts> device = LoadDeviceFacts(o.device, *paths);
+  if (!device.ok()) {
+    std::cerr << "msched bench: " << device.status().message() << "\n";
+    return 2;
+  }
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  const std::string out_dir = fs::absolute(o.out).string();
+  const std::string work_dir = out_dir + "/work";
+  fs::create_directories(work_dir, ec);
+  if (ec) {
+    std::cerr << "msched bench: cannot create " << work_dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+  SuiteOptions so;
+  so.device_profile = o.device;
+  so.quick = o.quick;
+  so.work_dir = work_dir;
+  const auto start = std::chrono::steady_clock::now();
+  so.progress = [&](const std::string& line) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[%6.1f s] %s\n", s, line.c_str());
+  };
+  Result<std::map<std::string, std::string>> templates = ProfileWorkloads(chosen, *paths, so);
+  if (!templates.ok()) {
+    std::cerr << "msched bench: " << templates.status().message() << "\n";
+    return 1;
+  }
+  std::vector<ScenarioResult> results;
+  std::string sections;
+  bool all_ok = true;
+  for (const Scenario* s : chosen) {
+    results.push_back(RunScenario(*s, *device, *templates, *paths, so));
+    const std::string section = ScenarioSection(results.back(), *device);
+    std::cout << "\n" << section << std::flush;
+    sections += section + "\n";
+    if (Status plot = WritePlot(results.back(), out_dir); !plot.ok()) {
+      std::cerr << "msched bench: no plot for " << s->name << ": " << plot.message() << "\n";
+    } else if (fs::exists(out_dir + "/" + s->name + ".png")) {
+      sections += "![" + s->name + "](" + s->name + ".png)\n\n";
+    }
+    for (const PointResult& p : results.back().points) {
+      for (const PolicyResult& r : p.policies) all_ok = all_ok && r.ok();
+    }
+  }
+  const std::string headline = HeadlineTable(results);
+  const std::string commit = Commit(work_dir);
+  const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ostringstream report;
+  report << "# msched benchmark report (simulated)\n\n" << "Date " << Today() << ", device profile " << device->name
+         << ", commit " << commit << ", " << (o.quick ? "quick" : "full") << " form, " << static_cast<int>(real_s)
+         << " s of real time.\n\n" << "## Method\n\n" << Method(*device, o.quick) << "\n\n"
+         << "## Headline: msched over demand paging, beside the paper\n\n" << headline << "\n## Scenarios\n\n"
+         << sections;
+  std::ofstream(out_dir + "/report.md") << report.str();
+  std::ofstream(out_dir + "/results.csv") << Csv(results);
+  std::cout << "\nHeadline (simulated " << device->name << "; the paper measured a real RTX 5080):\n\n" << headline
+            << "\nWrote " << out_dir << "/report.md, results.csv and plots.\n";
+  if (!all_ok) std::cerr << "msched bench: some runs failed or gave wrong results (see the status columns)\n";
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace msched::bench

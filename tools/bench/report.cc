@@ -1,0 +1,231 @@
+#include "report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "subprocess.h"
+
+namespace msched::bench {
+namespace {
+
+std::string Num(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string Mb(uint64_t bytes) { return Num(static_cast<double>(bytes) / 1e6, 1); }
+
+double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// The footprint as run (job counts round it) beside the one asked for.
+std::string Footprint(const Point& p) {
+  const double actual = 100.0 * static_cast<double>(p.footprint) / static_cast<double>(p.hbm_bytes);
+  return std::to_string(p.percent) + "% (" + Num(actual, 0) + "%)";
+}
+
+// The unit a point's jobs count their work in, or "work units" when mixed.
+std::string Unit(const Point& p) {
+  const std::set<std::string> units(p.units.begin(), p.units.end());
+  return units.size() == 1 ? *units.begin() : "work units";
+}
+
+// Tokens per second of the LLM jobs of a run (0: none), each over its own span.
+double TokensPerSecond(const PolicyResult& r, const Point& p) {
+  uint64_t tokens = 0, end = 0;
+  for (size_t i = 0; i < p.jobs.size(); ++i) {
+    if (p.units[i] != "tokens") continue;
+    tokens += p.work[i];
+    end = std::max(end, r.run.jobs[i].finished_ns);
+  }
+  return tokens > 0 && end > 0 ? static_cast<double>(tokens) / (static_cast<double>(end) / 1e9) : 0;
+}
+
+double Speedup(const PolicyResult& r, const PointResult& pr) {
+  const PolicyResult* um = pr.Find(Policy::kUm);
+  return um != nullptr && um->ok() && r.ok() && r.seconds > 0 ? um->seconds / r.seconds : 0;
+}
+
+double OfIdeal(const PolicyResult& r, const PointResult& pr) {
+  return r.ok() && r.run.makespan_ns > 0 ? static_cast<double>(pr.ideal_ns) / static_cast<double>(r.run.makespan_ns) : 0;
+}
+
+std::string Where(const PolicyResult& r, const DeviceFacts& device) {
+  const double total = static_cast<double>(r.run.makespan_ns);
+  const double compute = static_cast<double>(r.compute_ns);
+  const double stall = static_cast<double>(r.stall_ns);
+  const double swap = static_cast<double>(r.prefetch_bytes) / device.h2d_gbps;
+  const double rest = std::max(0.0, total - compute - stall - swap);
+  auto pct = [&](double v) { return Num(100.0 * v / total, 0) + "%"; };
+  return "kernels " + pct(compute) + ", fault stalls " + pct(stall) + ", prefetch transfers " + pct(swap) +
+         " (not hidden behind other work), the rest " + pct(rest) +
+         " (switch drains, control plane, kernels slowed by misses, idle); " + std::to_string(r.run.switches) +
+         " switches";
+}
+
+std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
+  const Scenario& s = *r.scenario;
+  std::ostringstream out;
+  const bool llm = !r.points.empty() && TokensPerSecond(r.points[0].policies[0], r.points[0].point) > 0;
+  out << "| footprint | policy | time ms | throughput | x um | % of ideal | faults | H2D MB | D2H MB |"
+      << (llm ? " tokens/s |" : "") << " paper x um | status |\n";
+  out << "|---|---|---:|---:|---:|---:|---:|---:|---:|" << (llm ? "---:|" : "") << "---:|---|\n";
+  std::vector<std::string> notes;
+  for (const PointResult& pr : r.points) {
+    const double work = [&] {
+      double w = 0;
+      for (uint64_t u : pr.point.work) w += static_cast<double>(u);
+      return w;
+    }();
+    for (const PolicyResult& p : pr.policies) {
+      const double speedup = Speedup(p, pr), ideal = OfIdeal(p, pr);
+      const auto paper = s.paper_speedup.find(pr.point.percent);
+      const bool is_msched = p.variant.name == "msched";
+      out << "| " << Footprint(pr.point) << " | " << p.variant.name << " | " << Num(p.seconds * 1e3, 1) << " | "
+          << Num(p.throughput, 2) << " " << Unit(pr.point) << "/s | " << (speedup > 0 ? Num(speedup, 2) + "x" : "-")
+          << " | " << (ideal > 0 ? Num(100 * ideal, 1) : "-") << " | " << p.faults << " | " << Mb(p.h2d_bytes)
+          << " | " << Mb(p.d2h_bytes) << " |" << (llm ? " " + Num(TokensPerSecond(p, pr.point), 1) + " |" : "")
+          << " " << (is_msched && paper != s.paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
+          << (p.ok() ? "ok" : p.problem) << " |\n";
+      const bool short_of_paper = paper != s.paper_speedup.end() && speedup > 0 && speedup < paper->second;
+      if (is_msched && p.ok() && (ideal < 0.9 || short_of_paper)) {
+        notes.push_back("msched at " + std::to_string(pr.point.percent) + "%: " + Num(100 * ideal, 1) +
+                        "% of ideal" + (short_of_paper ? ", below the paper's " + Num(paper->second, 2) + "x" : "") +
+                        ". Of its " + Num(p.seconds * 1e3, 1) + " ms: " + Where(p, device) + ".");
+      }
+    }
+    out << "| " << Footprint(pr.point) << " | **ideal** | " << Num(Ms(pr.ideal_ns), 1) << " | "
+        << Num(pr.ideal_ns > 0 ? work / (static_cast<double>(pr.ideal_ns) / 1e9) : 0, 2) << " " << Unit(pr.point)
+        << "/s | | 100.0 | | | |" << (llm ? " |" : "") << " | kernels " << Num(Ms(pr.compute_ns), 1) << " ms + "
+        << Mb(pr.excess_bytes) << " MB beyond HBM at " << Num(device.h2d_gbps, 1) << " GB/s |\n";
+  }
+  for (const std::string& n : notes) out << "\n- " << n;
+  if (!notes.empty()) out << "\n";
+  return out.str();
+}
+
+std::string AdmissionSection(const ScenarioResult& r) {
+  std::ostringstream out;
+  out << "| policy | OOMs | mean wait of short jobs ms | GPU busy % | mean completion by user ms | makespan ms | status |\n"
+      << "|---|---:|---:|---:|---|---:|---|\n";
+  for (const PointResult& pr : r.points) {
+    for (const PolicyResult& p : pr.policies) {
+      int ooms = 0, shorts = 0;
+      double wait = 0;
+      std::map<std::string, std::pair<double, int>> by_user;
+      for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
+        const JobOutcome& j = p.run.jobs[i];
+        ooms += j.ooms;
+        if (pr.point.jobs[i].job_class == JobClass::kShort) wait += Ms(j.started_ns), ++shorts;
+        auto& [sum, n] = by_user[pr.point.jobs[i].user];
+        sum += Ms(j.finished_ns), ++n;
+      }
+      std::string users;
+      for (const auto& [user, sn] : by_user) users += (users.empty() ? "" : ", ") + user + " " + Num(sn.first / sn.second, 1);
+      const double busy = p.run.makespan_ns ? 100.0 * static_cast<double>(p.compute_ns) / static_cast<double>(p.run.makespan_ns) : 0;
+      out << "| " << p.variant.name << " | " << ooms << " | " << Num(shorts ? wait / shorts : 0, 2) << " | "
+          << Num(busy, 1) << " | " << users << " | " << Num(p.seconds * 1e3, 1) << " | " << (p.ok() ? "ok" : p.problem)
+          << " |\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string ScenarioSection(const ScenarioResult& r, const DeviceFacts& device) {
+  const Scenario& s = *r.scenario;
+  std::string out = "### " + s.title + "\n\n" + s.description + "\n\n";
+  out += s.admission ? AdmissionSection(r) : SweepSection(r, device);
+  if (!s.paper_note.empty()) out += "\nPaper: " + s.paper_note + ".\n";
+  return out;
+}
+
+std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
+  std::ostringstream out;
+  out << "| scenario | footprint | msched x um | paper x um | msched % of ideal |\n|---|---|---:|---:|---:|\n";
+  for (const ScenarioResult& r : results) {
+    if (!r.scenario->headline) continue;
+    for (const PointResult& pr : r.points) {
+      const PolicyResult* ms = pr.Find(Policy::kMsched);
+      if (ms == nullptr || pr.point.percent <= 100) continue;
+      const auto paper = r.scenario->paper_speedup.find(pr.point.percent);
+      const double speedup = Speedup(*ms, pr);
+      out << "| " << r.scenario->name << " | " << Footprint(pr.point) << " | "
+          << (speedup > 0 ? Num(speedup, 2) + "x" : ms->ok() ? "-" : "failed") << " | "
+          << (paper != r.scenario->paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
+          << Num(100 * OfIdeal(*ms, pr), 1) << " |\n";
+    }
+  }
+  return out.str();
+}
+
+std::string Csv(const std::vector<ScenarioResult>& results) {
+  std::ostringstream out;
+  out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
+         "fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
+         "coordinator_wait_ns,switches,ooms\n";
+  for (const ScenarioResult& r : results) {
+    for (const PointResult& pr : r.points) {
+      uint64_t work = 0;
+      for (uint64_t w : pr.point.work) work += w;
+      for (const PolicyResult& p : pr.policies) {
+        int ooms = 0;
+        for (const JobOutcome& j : p.run.jobs) ooms += j.ooms;
+        out << r.scenario->name << "," << pr.point.percent << "," << pr.point.footprint << "," << pr.point.hbm_bytes
+            << "," << p.variant.name << "," << (p.ok() ? 1 : 0) << "," << p.run.makespan_ns << "," << work << ","
+            << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << "," << Num(OfIdeal(p, pr), 4) << ","
+            << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
+            << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << ooms
+            << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+Status WritePlot(const ScenarioResult& r, const std::string& dir) {
+  if (r.points.size() < 2 || r.scenario->admission) return Status::Ok();
+  const std::string name = r.scenario->name;
+  std::ofstream dat(dir + "/" + name + ".dat");
+  dat << "# footprint_percent";
+  for (const PolicyResult& p : r.points[0].policies) dat << " " << p.variant.name;
+  dat << " ideal\n";
+  for (const PointResult& pr : r.points) {
+    double work = 0;
+    for (uint64_t w : pr.point.work) work += static_cast<double>(w);
+    dat << 100.0 * static_cast<double>(pr.point.footprint) / static_cast<double>(pr.point.hbm_bytes);
+    for (const PolicyResult& p : pr.policies) dat << " " << (p.ok() && p.throughput > 0 ? Num(p.throughput, 4) : "?");
+    dat << " " << (pr.ideal_ns > 0 ? Num(work / (static_cast<double>(pr.ideal_ns) / 1e9), 4) : "?") << "\n";
+  }
+  dat.close();
+  std::ofstream gp(dir + "/" + name + ".gp");
+  gp << "set terminal pngcairo size 900,540\nset output '" << dir << "/" << name << ".png'\n"
+     << "set title \"" << r.scenario->title << " (simulated)\" noenhanced font ',10'\n"
+     << "set xlabel 'total footprint, % of HBM'\nset ylabel 'throughput, " << Unit(r.points[0].point)
+     << " per second (log)'\nset logscale y\nset grid\nset key outside right\nset datafile missing '?'\n"
+     << "set arrow from 100, graph 0 to 100, graph 1 nohead dashtype 2\nplot ";
+  const size_t n = r.points[0].policies.size();
+  for (size_t i = 0; i <= n; ++i) {
+    const std::string title = i < n ? r.points[0].policies[i].variant.name : "ideal";
+    gp << (i ? ", " : "") << "'" << dir << "/" << name << ".dat' using 1:" << i + 2 << " with linespoints lw 2"
+       << (i == n ? " dashtype 3" : "") << " title '" << title << "'";
+  }
+  gp << "\n";
+  gp.close();
+  SpawnOptions so;
+  so.stderr_path = dir + "/" + name + ".gnuplot.err";
+  Result<Subprocess> p = Subprocess::Spawn({"gnuplot", dir + "/" + name + ".gp"}, so);
+  if (!p.ok()) return Status::Unavailable("cannot run gnuplot (scripts/setup.sh installs it): " + p.status().message());
+  if (p->Wait() != 0) return Status::Internal("gnuplot failed on " + dir + "/" + name + ".gp (see " + so.stderr_path + ")");
+  ::unlink(so.stderr_path.c_str());
+  return Status::Ok();
+}
+
+}  // namespace msched::bench

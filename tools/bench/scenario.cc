@@ -1,0 +1,191 @@
+#include "scenario.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "msched/config.h"
+
+namespace msched::bench {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// Malformed files are reported with the file and the field, never thrown past LoadScenarios.
+struct Bad {
+  std::string what;
+};
+
+// `obj`, named `what` in errors: an object of integer variables.
+std::map<std::string, int64_t> VarsOf(const json& obj, const std::string& what) {
+  std::map<std::string, int64_t> out;
+  if (!obj.is_object()) throw Bad{what + ": must be an object"};
+  for (const auto& [k, v] : obj.items()) {
+    if (!v.is_number_integer()) throw Bad{what + "." + k + ": must be an integer"};
+    out[k] = v.get<int64_t>();
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> Vars(const json& j, const char* key) {
+  return j.contains(key) ? VarsOf(j[key], key) : std::map<std::string, int64_t>{};
+}
+
+std::vector<int> Points(const json& j, const char* key) {
+  std::vector<int> out;
+  for (const json& p : j.at("points").at(key)) {
+    if (!p.is_number_integer() || p.get<int>() <= 0 || p.get<int>() > 1000) {
+      throw Bad{std::string("points.") + key + ": each a percentage from 1 to 1000"};
+    }
+    out.push_back(p.get<int>());
+  }
+  return out;
+}
+
+PolicyVariant Variant(const json& p) {
+  PolicyVariant v;
+  const std::string policy = p.is_string() ? p.get<std::string>() : p.at("policy").get<std::string>();
+  Result<Policy> parsed = ParsePolicy(policy);
+  if (!parsed.ok()) throw Bad{"policies: " + parsed.status().message()};
+  v.policy = *parsed;
+  v.name = p.is_string() ? policy : p.at("name").get<std::string>();
+  if (p.is_object()) v.fixed_slice_ns = p.value("fixed_slice_ms", uint64_t{0}) * 1'000'000;
+  return v;
+}
+
+ScenarioJob Job(const json& j) {
+  ScenarioJob out;
+  out.label = j.at("label").get<std::string>();
+  out.count = j.value("count", j.contains("hbm_share") ? 0 : 1);
+  out.user = j.value("user", std::string("user"));
+  const std::string c = j.value("class", std::string());
+  out.job_class = c == "short" ? JobClass::kShort : c == "long" ? JobClass::kLong : JobClass::kUnset;
+  if (!c.empty() && out.job_class == JobClass::kUnset) throw Bad{"jobs." + out.label + ".class: short or long"};
+  out.workload = j.at("workload").get<std::string>();
+  out.share = j.value("share", 0.0);
+  out.hbm_share = j.value("hbm_share", 0.0);
+  if ((out.share > 0) == (out.hbm_share > 0) || out.share > 1 || out.hbm_share > 1) {
+    throw Bad{"jobs." + out.label + ": exactly one of share and hbm_share, a fraction from 0 to 1"};
+  }
+  if (out.count < 0 || out.count > 64) throw Bad{"jobs." + out.label + ".count: from 0 to 64"};
+  out.work_var = j.at("work").get<std::string>();
+  out.unit = j.value("unit", std::string("tasks"));
+  out.vars = Vars(j, "vars");
+  out.full_vars = Vars(j, "full_vars");
+  out.quick_vars = Vars(j, "quick_vars");
+  if (j.contains("profile_vars")) {
+    const json& pv = j["profile_vars"];
+    if (!pv.is_array() || pv.size() < 2 || pv.size() > 4) {
+      throw Bad{"jobs." + out.label + ".profile_vars: an array of two to four objects"};
+    }
+    for (const json& run : pv) out.profile_vars.push_back(VarsOf(run, "profile_vars"));
+  }
+  return out;
+}
+
+Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
+  if (j.value("format", std::string()) != "msched-scenario" || j.value("version", 0) != 1) {
+    throw Bad{"expected \"format\": \"msched-scenario\", \"version\": 1"};
+  }
+  Scenario s;
+  s.name = j.at("name").get<std::string>();
+  s.title = j.at("title").get<std::string>();
+  s.description = j.value("description", std::string());
+  s.admission = j.value("kind", std::string("sweep")) == "admission";
+  s.headline = j.value("headline", false);
+  const json* jobs_source = &j;
+  if (j.contains("jobs_from")) {
+    const auto it = by_name.find(j["jobs_from"].get<std::string>());
+    if (it == by_name.end() || it->second.contains("jobs_from")) {
+      throw Bad{"jobs_from: no scenario '" + j["jobs_from"].get<std::string>() + "' with jobs of its own"};
+    }
+    jobs_source = &it->second;
+  }
+  s.hbm_full = jobs_source->at("hbm").at("full").get<std::string>();
+  s.hbm_quick = jobs_source->at("hbm").at("quick").get<std::string>();
+  for (const json& job : jobs_source->at("jobs")) s.jobs.push_back(Job(job));
+  if (s.jobs.empty()) throw Bad{"jobs: at least one"};
+  s.points_full = Points(j, "full");
+  s.points_quick = Points(j, "quick");
+  for (const json& p : j.at("policies")) s.policies.push_back(Variant(p));
+  if (s.policies.empty()) throw Bad{"policies: at least one"};
+  s.oversubscribe = j.value("oversubscribe", 4.0);
+  if (j.contains("paper")) {
+    const json& paper = j["paper"];
+    if (paper.contains("speedup")) {
+      for (const auto& [pct, v] : paper["speedup"].items()) s.paper_speedup[std::stoi(pct)] = v.get<double>();
+    }
+    s.paper_note = j["paper"].value("note", std::string());
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<Scenario>> LoadScenarios(const std::string& dir) {
+  std::map<std::string, json> by_name;
+  std::vector<std::pair<int, std::string>> order;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+      return Status::InvalidArgument(e.path().string() + ": not a scenario (a JSON object with a name)");
+    }
+    const std::string name = j["name"].get<std::string>();
+    order.push_back({j.value("order", 1000), name});
+    by_name[name] = std::move(j);
+  }
+  if (ec) return Status::IoError("cannot read " + dir + ": " + ec.message());
+  std::sort(order.begin(), order.end());
+  std::vector<Scenario> out;
+  for (const auto& [unused, name] : order) {
+    try {
+      out.push_back(Parse(by_name[name], by_name));
+    } catch (const Bad& b) {
+      return Status::InvalidArgument("scenario " + name + ": " + b.what);
+    } catch (const json::exception& e) {
+      return Status::InvalidArgument("scenario " + name + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick) {
+  Point p;
+  p.percent = percent;
+  p.hbm_bytes = hbm_bytes;
+  const double total = static_cast<double>(hbm_bytes) * percent / 100.0;
+  for (size_t kind = 0; kind < s.jobs.size(); ++kind) {
+    const ScenarioJob& j = s.jobs[kind];
+    const double each = j.share > 0 ? total * j.share : static_cast<double>(hbm_bytes) * j.hbm_share;
+    const int count = j.count > 0 ? j.count : std::max(1, static_cast<int>(std::lround(total / each)));
+    for (int i = 1; i <= count; ++i) {
+      JobSpec spec;
+      spec.label = count > 1 ? j.label + "-" + std::to_string(i) : j.label;
+      spec.user = j.user;
+      spec.workload = j.workload;
+      spec.footprint = static_cast<uint64_t>(each) & ~uint64_t{0xffff};  // whole 64 KiB
+      spec.job_class = j.job_class;
+      spec.declare_memory = s.admission;
+      spec.vars = j.vars;
+      for (const auto& [k, v] : quick ? j.quick_vars : j.full_vars) spec.vars[k] = v;
+      spec.vars["FOOT"] = static_cast<int64_t>(spec.footprint);
+      if (!quick) spec.vars["INIT"] = 0;  // inputs would have to be held in host memory
+      spec.work_units = spec.vars.count(j.work_var) ? static_cast<uint64_t>(spec.vars[j.work_var]) : 0;
+      p.footprint += spec.footprint;
+      p.work.push_back(spec.work_units);
+      p.units.push_back(j.unit);
+      p.kinds.push_back(kind);
+      p.jobs.push_back(std::move(spec));
+    }
+  }
+  return p;
+}
+
+}  // namespace msched::bench

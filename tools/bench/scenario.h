@@ -1,0 +1,76 @@
+// A benchmark scenario (bench/scenarios/*.json): a set of jobs, the
+// footprints (percent of HBM) it is run at, the policies compared, and the
+// paper's figures to print beside ours. Expanding a scenario at one point
+// gives the JobSpecs the runner starts. Value types; thread-compatible.
+// Used by msched bench and its tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "msched/status.h"
+#include "runner.h"
+
+namespace msched::bench {
+
+// One kind of job in a scenario, started `count` times.
+struct ScenarioJob {
+  std::string label;
+  int count = 1;           // 0: as many as `hbm_share` gives at the point's footprint
+  std::string user = "user";
+  JobClass job_class = JobClass::kUnset;
+  std::string workload;    // under bench/workloads
+  double share = 0;        // of the point's total footprint, per job
+  double hbm_share = 0;    // of HBM, per job (when share is 0)
+  std::string work_var;    // the variable counting its work units (TASKS, STEPS)
+  std::string unit;        // what a work unit is, for reports ("tasks", "tokens")
+  std::map<std::string, int64_t> vars, full_vars, quick_vars;
+  // Variables of each profiling run (beside quick_vars), for shapes that
+  // must differ between runs for msched-profile to tell how extents scale:
+  // three distinct sizes tell a product of two arguments from a line. Empty:
+  // two runs with quick_vars, differing only in footprint.
+  std::vector<std::map<std::string, int64_t>> profile_vars;
+};
+
+// A policy as the scenario names it: "msched-fixed-20ms" is msched with
+// fixed 20 ms slices.
+struct PolicyVariant {
+  std::string name;
+  Policy policy = Policy::kMsched;
+  uint64_t fixed_slice_ns = 0;
+};
+
+struct Scenario {
+  std::string name, title, description;
+  bool admission = false;        // reported as admission and ordering, not as a sweep
+  bool headline = false;         // its msched speedups go in the headline table
+  std::string hbm_full = "profile", hbm_quick = "64M";  // "profile": the device profile's HBM
+  std::vector<int> points_full, points_quick;            // total footprint, percent of HBM
+  std::vector<PolicyVariant> policies;
+  double oversubscribe = 4.0;    // the coordinator's admission ratio
+  std::vector<ScenarioJob> jobs;
+  std::map<int, double> paper_speedup;  // msched over um, by footprint percent
+  std::string paper_note;
+};
+
+// Reads every scenario in `dir`, in the order of their "order" fields;
+// "jobs_from" takes another scenario's HBM and jobs.
+Result<std::vector<Scenario>> LoadScenarios(const std::string& dir);
+
+// The jobs of `s` at `percent` of `hbm_bytes`. Quick runs compute results
+// (checksums); full runs model time only, so they neither write inputs nor
+// hold data in host memory.
+struct Point {
+  int percent = 0;              // as asked
+  uint64_t hbm_bytes = 0;
+  uint64_t footprint = 0;       // of all jobs together
+  std::vector<JobSpec> jobs;
+  std::vector<uint64_t> work;   // work units of each job
+  std::vector<std::string> units;
+  std::vector<size_t> kinds;    // each job's entry in Scenario::jobs
+};
+Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick);
+
+}  // namespace msched::bench

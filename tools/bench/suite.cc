@@ -1,0 +1,216 @@
+#include "suite.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "msched/config.h"
+#include "subprocess.h"
+
+namespace msched::bench {
+namespace {
+
+using json = nlohmann::json;
+
+// Footprint of profiling run k: small, and different in every run, so that a
+// linear rule can be told from a fixed one.
+int64_t ProfileFoot(size_t run) { return static_cast<int64_t>(2 + run) << 20; }
+
+std::string Fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// Whether `run` of job set `point` is correct beside `reference`: every job
+// finished, and (when results were computed) with the same checksums.
+std::string Check(const RunOutcome& run, const RunOutcome* reference, const Point& point) {
+  if (!run.error.empty()) return run.error;
+  for (size_t i = 0; i < run.jobs.size(); ++i) {
+    const JobOutcome& j = run.jobs[i];
+    if (!j.ok()) return point.jobs[i].label + " failed: " + (j.error.empty() ? "exit " + std::to_string(j.status) : j.error);
+    if (reference != nullptr && reference->jobs[i].ok() && j.checksums != reference->jobs[i].checksums) {
+      return point.jobs[i].label + ": results differ from the reference run's";
+    }
+  }
+  return "";
+}
+
+PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) {
+  PolicyResult r;
+  r.variant = v;
+  r.run = std::move(run);
+  r.seconds = static_cast<double>(r.run.makespan_ns) / 1e9;
+  uint64_t work = 0;
+  for (size_t i = 0; i < r.run.jobs.size(); ++i) {
+    const JobOutcome& j = r.run.jobs[i];
+    work += point.work[i];
+    r.faults += j.faults;
+    r.h2d_bytes += j.h2d_fault_bytes + j.h2d_prefetch_bytes + j.h2d_copy_bytes;
+    r.prefetch_bytes += j.h2d_prefetch_bytes;
+    r.d2h_bytes += j.d2h_bytes;
+    r.compute_ns += j.compute_ns;
+    r.stall_ns += j.fault_stall_ns;
+    r.wait_ns += j.coordinator_wait_ns;
+  }
+  r.throughput = r.seconds > 0 ? static_cast<double>(work) / r.seconds : 0;
+  return r;
+}
+
+}  // namespace
+
+const PolicyResult* PointResult::Find(Policy p) const {
+  for (const PolicyResult& r : policies) {
+    if (r.variant.policy == p && r.variant.fixed_slice_ns == 0) return &r;
+  }
+  return nullptr;
+}
+
+Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths& paths) {
+  const std::string path = profile.find('/') != std::string::npos ? profile : paths.devices_dir + "/" + profile + ".json";
+  std::ifstream in(path);
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("hbm_bytes") || !j.contains("h2d_gbps") || !j.contains("d2h_gbps")) {
+    return Status::NotFound("no device profile '" + profile + "' (looked for " + path + ")");
+  }
+  DeviceFacts d;
+  d.name = j.value("name", profile);
+  d.hbm_bytes = j["hbm_bytes"].get<uint64_t>();
+  d.h2d_gbps = j["h2d_gbps"].get<double>();
+  d.d2h_gbps = j["d2h_gbps"].get<double>();
+  if (d.hbm_bytes == 0 || d.h2d_gbps <= 0 || d.d2h_gbps <= 0) return Status::InvalidArgument(path + ": zero capacity or bandwidth");
+  return d;
+}
+
+std::string TemplatesKey(const ScenarioJob& job) {
+  std::string key = job.workload;
+  std::map<std::string, int64_t> vars = job.vars;
+  for (const auto& [k, v] : job.quick_vars) vars[k] = v;
+  for (const auto& [k, v] : vars) key += "," + k + "=" + std::to_string(v);
+  for (const auto& run : job.profile_vars) {
+    for (const auto& [k, v] : run) key += ";" + k + "=" + std::to_string(v);
+  }
+  return key;
+}
+
+Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<const Scenario*>& scenarios,
+                                                            const BenchPaths& paths, const SuiteOptions& o) {
+  std::map<std::string, std::string> out;
+  for (const Scenario* s : scenarios) {
+    for (const ScenarioJob& job : s->jobs) {
+      const std::string key = TemplatesKey(job);
+      if (out.count(key)) continue;
+      const std::string stem = o.work_dir + "/profile" + std::to_string(out.size());
+      if (o.progress) o.progress("profiling " + job.workload + " (" + job.label + ") with msched-profile");
+      std::vector<std::string> traces;
+      const size_t runs = std::max<size_t>(2, job.profile_vars.size());
+      for (size_t run = 0; run < runs; ++run) {
+        const int64_t foot = ProfileFoot(run);
+        const std::string trace = stem + "_" + std::to_string(foot >> 20) + "M.jsonl";
+        std::vector<std::string> argv = {paths.msched_profile, "--trace", trace, "-o", stem + ".unused.json", "--",
+                                         paths.msim_run, paths.workloads_dir + "/" + job.workload};
+        std::map<std::string, int64_t> vars = job.vars;
+        for (const auto& [k, v] : job.quick_vars) vars[k] = v;
+        if (run < job.profile_vars.size()) {
+          for (const auto& [k, v] : job.profile_vars[run]) vars[k] = v;
+        }
+        vars["FOOT"] = foot;
+        vars[job.work_var] = 1;
+        for (const auto& [k, v] : vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
+        SpawnOptions so;
+        so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
+                  {"MSIM_DEVICE", "benchprof" + std::to_string(getpid())}, {"MSIM_HOST_KERNELS", "off"}};
+        so.stdout_path = stem + ".log";
+        so.stderr_path = stem + ".err";
+        Result<Subprocess> p = Subprocess::Spawn(argv, so);
+        if (!p.ok()) return p.status();
+        if (p->Wait() != 0) {
+          std::ifstream err(so.stderr_path);
+          std::string first;
+          std::getline(err, first);
+          return Status::Internal("profiling " + job.workload + " failed: " + first + " (see " + so.stderr_path + ")");
+        }
+        traces.push_back(trace);
+      }
+      const std::string templates = stem + ".templates.json";
+      std::vector<std::string> argv = {paths.msched_profile, "analyze"};
+      argv.insert(argv.end(), traces.begin(), traces.end());
+      argv.insert(argv.end(), {"-o", templates, "--report", stem + ".report.md"});
+      SpawnOptions so;
+      so.stdout_path = stem + ".analyze.log";
+      so.stderr_path = stem + ".analyze.err";
+      Result<Subprocess> p = Subprocess::Spawn(argv, so);
+      if (!p.ok()) return p.status();
+      if (p->Wait() != 0) return Status::Internal("msched-profile analyze failed for " + job.workload + " (see " + so.stderr_path + ")");
+      out[key] = templates;
+    }
+  }
+  return out;
+}
+
+ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
+                           const std::map<std::string, std::string>& templates, const BenchPaths& paths,
+                           const SuiteOptions& o) {
+  ScenarioResult out;
+  out.scenario = &s;
+  const std::string hbm_text = o.quick ? s.hbm_quick : s.hbm_full;
+  uint64_t hbm = device.hbm_bytes;
+  if (hbm_text != "profile") {
+    Result<uint64_t> parsed = ParseBytes(hbm_text);
+    if (parsed.ok()) hbm = *parsed;
+  }
+  for (int percent : o.quick ? s.points_quick : s.points_full) {
+    PointResult pr;
+    pr.point = Expand(s, percent, hbm, o.quick);
+    for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
+      const auto it = templates.find(TemplatesKey(s.jobs[pr.point.kinds[i]]));
+      if (it != templates.end()) pr.point.jobs[i].templates = it->second;
+    }
+    for (const PolicyVariant& v : s.policies) {
+      RunOptions ro;
+      ro.policy = v.policy;
+      ro.device_profile = o.device_profile;
+      ro.hbm_bytes = hbm;
+      ro.host_kernels = o.quick;
+      ro.oversubscribe = s.oversubscribe;
+      ro.fixed_slice_ns = v.fixed_slice_ns;
+      const auto start = std::chrono::steady_clock::now();
+      RunOutcome run = RunJobs(pr.point.jobs, ro, paths);
+      const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      pr.policies.push_back(Derive(v, std::move(run), pr.point));
+      if (o.progress) {
+        o.progress(s.name + " " + std::to_string(percent) + "% " + v.name + ": " +
+                   Fixed(pr.policies.back().seconds * 1e3, 1) + " ms simulated, " + Fixed(real_s, 1) + " s real");
+      }
+    }
+    // The reference for results: a policy that runs every job in plain device
+    // memory (exclusive or off) when the scenario has one, else the first.
+    const PolicyResult* reference = &pr.policies.front();
+    for (const PolicyResult& r : pr.policies) {
+      if (r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff) reference = &r;
+    }
+    for (PolicyResult& r : pr.policies) {
+      r.problem = Check(r.run, o.quick ? &reference->run : nullptr, pr.point);
+    }
+    for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
+      uint64_t least = 0;
+      for (const PolicyResult& r : pr.policies) {
+        const uint64_t c = r.run.jobs[i].compute_ns;
+        if (r.run.jobs[i].ok() && c > 0 && (least == 0 || c < least)) least = c;
+      }
+      pr.compute_ns += least;
+    }
+    pr.excess_bytes = pr.point.footprint > hbm ? pr.point.footprint - hbm : 0;
+    pr.ideal_ns = pr.compute_ns + static_cast<uint64_t>(static_cast<double>(pr.excess_bytes) / device.h2d_gbps);
+    out.points.push_back(std::move(pr));
+  }
+  return out;
+}
+
+}  // namespace msched::bench

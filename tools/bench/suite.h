@@ -1,0 +1,74 @@
+// Running a scenario: profiling its workloads into templates with
+// msched-profile, running every point under every policy (side by side, on
+// fresh simulated GPUs of the same profile), checking each job's results
+// against a reference run, and deriving what the report shows: throughput,
+// speedup over demand paging, the ideal the device allows and the fraction of
+// it reached, and where the time went. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "msched/status.h"
+#include "runner.h"
+#include "scenario.h"
+
+namespace msched::bench {
+
+// What the report needs of a device profile (templates/devices/NAME.json).
+struct DeviceFacts {
+  std::string name;
+  uint64_t hbm_bytes = 0;
+  double h2d_gbps = 0, d2h_gbps = 0;  // 10^9 bytes per second
+};
+Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths& paths);
+
+struct SuiteOptions {
+  std::string device_profile = "rtx5080-pcie5";
+  bool quick = false;
+  std::string work_dir;  // profiles and traces are kept here
+  std::function<void(const std::string&)> progress;  // one line per step
+};
+
+struct PolicyResult {
+  PolicyVariant variant;
+  RunOutcome run;
+  std::string problem;        // empty: every job finished with the reference's checksums
+  double seconds = 0;         // makespan on the device clock
+  double throughput = 0;      // work units per second
+  uint64_t faults = 0, h2d_bytes = 0, d2h_bytes = 0, prefetch_bytes = 0;
+  uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
+  bool ok() const { return problem.empty(); }
+};
+
+struct PointResult {
+  Point point;
+  std::vector<PolicyResult> policies;  // in the scenario's order
+  // The ideal: all jobs' kernel work back to back, plus the bytes beyond HBM
+  // brought in once over the host-to-device link (evictions go the other way
+  // at the same time: the link is full duplex). No policy can do better on
+  // a GPU that runs one kernel at a time and must swap what does not fit.
+  uint64_t compute_ns = 0, excess_bytes = 0, ideal_ns = 0;
+  const PolicyResult* Find(Policy p) const;
+};
+
+struct ScenarioResult {
+  const Scenario* scenario = nullptr;
+  std::vector<PointResult> points;
+};
+
+// Profiles every workload `scenarios` use (runs at different sizes, fitted
+// together) and returns the templates file for each job label's workload and
+// variables, keyed by TemplatesKey.
+Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<const Scenario*>& scenarios,
+                                                            const BenchPaths& paths, const SuiteOptions& o);
+std::string TemplatesKey(const ScenarioJob& job);
+
+ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
+                           const std::map<std::string, std::string>& templates, const BenchPaths& paths,
+                           const SuiteOptions& o);
+
+}  // namespace msched::bench

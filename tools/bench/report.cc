@@ -78,11 +78,7 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
   out << "|---|---|---:|---:|---:|---:|---:|---:|---:|" << (llm ? "---:|" : "") << "---:|---|\n";
   std::vector<std::string> notes;
   for (const PointResult& pr : r.points) {
-    const double work = [&] {
-      double w = 0;
-      for (uint64_t u : pr.point.work) w += static_cast<double>(u);
-      return w;
-    }();
+    const double work = static_cast<double>(pr.point.total_work());
     for (const PolicyResult& p : pr.policies) {
       const double speedup = Speedup(p, pr), ideal = OfIdeal(p, pr);
       const auto paper = s.paper_speedup.find(pr.point.percent);
@@ -173,8 +169,7 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
          "coordinator_wait_ns,switches,ooms\n";
   for (const ScenarioResult& r : results) {
     for (const PointResult& pr : r.points) {
-      uint64_t work = 0;
-      for (uint64_t w : pr.point.work) work += w;
+      const uint64_t work = pr.point.total_work();
       for (const PolicyResult& p : pr.policies) {
         int ooms = 0;
         for (const JobOutcome& j : p.run.jobs) ooms += j.ooms;
@@ -198,8 +193,7 @@ Status WritePlot(const ScenarioResult& r, const std::string& dir) {
   for (const PolicyResult& p : r.points[0].policies) dat << " " << p.variant.name;
   dat << " ideal\n";
   for (const PointResult& pr : r.points) {
-    double work = 0;
-    for (uint64_t w : pr.point.work) work += static_cast<double>(w);
+    const double work = static_cast<double>(pr.point.total_work());
     dat << 100.0 * static_cast<double>(pr.point.footprint) / static_cast<double>(pr.point.hbm_bytes);
     for (const PolicyResult& p : pr.policies) dat << " " << (p.ok() && p.throughput > 0 ? Num(p.throughput, 4) : "?");
     dat << " " << (pr.ideal_ns > 0 ? Num(work / (static_cast<double>(pr.ideal_ns) / 1e9), 4) : "?") << "\n";

@@ -70,6 +70,11 @@ struct Point {
   std::vector<uint64_t> work;   // work units of each job
   std::vector<std::string> units;
   std::vector<size_t> kinds;    // each job's entry in Scenario::jobs
+  uint64_t total_work() const {
+    uint64_t sum = 0;
+    for (uint64_t w : work) sum += w;
+    return sum;
+  }
 };
 Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick);
 

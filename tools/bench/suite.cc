@@ -47,10 +47,7 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) 
   r.variant = v;
   r.run = std::move(run);
   r.seconds = static_cast<double>(r.run.makespan_ns) / 1e9;
-  uint64_t work = 0;
-  for (size_t i = 0; i < r.run.jobs.size(); ++i) {
-    const JobOutcome& j = r.run.jobs[i];
-    work += point.work[i];
+  for (const JobOutcome& j : r.run.jobs) {
     r.faults += j.faults;
     r.h2d_bytes += j.h2d_fault_bytes + j.h2d_prefetch_bytes + j.h2d_copy_bytes;
     r.prefetch_bytes += j.h2d_prefetch_bytes;
@@ -59,7 +56,7 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) 
     r.stall_ns += j.fault_stall_ns;
     r.wait_ns += j.coordinator_wait_ns;
   }
-  r.throughput = r.seconds > 0 ? static_cast<double>(work) / r.seconds : 0;
+  r.throughput = r.seconds > 0 ? static_cast<double>(point.total_work()) / r.seconds : 0;
   return r;
 }
 

@@ -94,7 +94,7 @@ std::string Method(const DeviceFacts& d, bool quick) {
                 "declared bytes and flops), inputs not written. ")
     << "Policies: um = demand paging (all allocations managed, no prefetch); alloc = prefetch whole allocations "
     << "before each kernel; msched = templates + OPT eviction + coordinator time slices; exclusive = one job at a "
-    << "time in plain device memory; fifo = up to two at a time, resubmitted after running out of memory. "
+    << "time in plain device memory; fifo = up to two at a time in submission order, a job that ran out of memory resubmitted last and then run alone. "
     << "Ideal = all jobs' kernel work back to back plus the bytes beyond HBM brought in once over the "
     << "host-to-device link (evictions overlap on the other direction): no policy on one GPU can finish sooner. "
     << "x um = um's time / the policy's time, same jobs, same run of the suite.";

@@ -229,6 +229,7 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
   while (!queue.empty() || !running.empty()) {
     while (!queue.empty() && running.size() < slots) {
       const auto [i, attempt] = queue.front();
+      if (attempt > 0 && !running.empty()) break;  // a retry after running out of memory runs alone
       queue.pop_front();
       Result<Subprocess> p = stage.Spawn(jobs[i], i, attempt, together ? jobs.size() : 0);
       if (!p.ok()) {

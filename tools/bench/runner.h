@@ -11,7 +11,9 @@
 //   exclusive              one job at a time in submission order (mode off)
 //   fifo                   up to `fifo_slots` at once in submission order with
 //                          plain device memory and no admission: a job that
-//                          runs out of memory is counted and resubmitted last
+//                          runs out of memory is counted and resubmitted last,
+//                          and when its turn comes it runs alone (so that it
+//                          finishes, as a retry with the GPU to itself would)
 // Jobs submitted together start together (the simulator's start barrier), so
 // their device clocks begin at the same instant.
 // Thread-compatible. Used by msched bench and the coordinator's process tests.

@@ -1,10 +1,12 @@
 #include "msched/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace msched {
@@ -118,10 +120,13 @@ const VarSpec kVars[] = {
     {{"MSCHED_COORD", "auto|off|required", "auto",
       "use the coordinator if one runs; never; or wait for it and fail clearly"},
      [](std::string_view v, Config* c) { return PickEnum(v, kCoord, &c->coord); }},
-    {{"MSCHED_SOCKET", "a socket path", "/run/msched/gpu0.sock if it exists, else /tmp/msched-<uid>/gpu0.sock",
+    {{"MSCHED_SOCKET", "a socket path",
+      "/run/msched/gpu0.sock if it exists, else $XDG_RUNTIME_DIR/msched/gpu0.sock, else /tmp/msched-<uid>/gpu0.sock",
       "the coordinator's socket"},
      [](std::string_view v, Config* c) { return SetPath(v, &c->socket_path); }},
-    {{"MSCHED_COORD_WAIT", "a duration such as 30s", "30s", "with MSCHED_COORD=required, how long to wait for it"},
+    {{"MSCHED_COORD_WAIT", "a duration such as 30s", "30s",
+      "how long to wait for the coordinator and its answer with MSCHED_COORD=required (then allocations fail); "
+      "auto waits at most 5 s for an answer, then runs alone"},
      [](std::string_view v, Config* c) {
        Result<uint64_t> d = ParseDurationNs(v);
        if (!d.ok()) return false;
@@ -180,6 +185,15 @@ std::string ConfigError::ToString() const {
 std::string DefaultSocketPath() {
   static const char* kSystem = "/run/msched/gpu0.sock";  // a coordinator serving every user
   if (access(kSystem, F_OK) == 0) return kSystem;
+  // The user's runtime directory is private by construction (systemd makes
+  // it 0700, owned by the user); /tmp is shared, so a directory there is
+  // checked by both ends (unix_socket.h) before it is trusted.
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
+    struct stat st;
+    if (stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() && (st.st_mode & 077) == 0) {
+      return std::string(xdg) + "/msched/gpu0.sock";
+    }
+  }
   return "/tmp/msched-" + std::to_string(getuid()) + "/gpu0.sock";
 }
 

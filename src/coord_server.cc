@@ -15,6 +15,7 @@ namespace msched {
 namespace {
 
 constexpr int kTickMs = 100;  // watchdog and idle checks
+constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jobs still saying hello
 
 uint64_t NowMs() {
   return static_cast<uint64_t>(
@@ -31,12 +32,14 @@ struct CoordServer::Conn {
   PeerCred peer;
   uint64_t job = 0;  // 0: not (yet) a job; a control connection
   FrameReader reader;
+  uint64_t opened_ms = 0;
+  uint64_t partial_since_ms = 0;  // when the frame now pending began (0: none)
 };
 
 Result<std::unique_ptr<CoordServer>> CoordServer::Start(ServerOptions options) {
   Result<int> listen_fd = ListenUnix(options.socket_path, ::geteuid() == 0);
   if (!listen_fd.ok()) return listen_fd.status();
-  Result<CoordShm> shm = CoordShm::Create(ShmNameFor(options.socket_path));
+  Result<CoordShm> shm = CoordShm::Create();
   if (!shm.ok()) {
     ::close(*listen_fd);
     ::unlink(options.socket_path.c_str());
@@ -65,8 +68,9 @@ CoordServer::CoordServer(ServerOptions options, int listen_fd, int wake_fd, int 
       epoll_fd_(epoll_fd),
       shm_(std::move(shm)),
       scheduler_(options_.policy),
-      idle_since_ms_(NowMs()) {
-  Log("coordinator listening at " + options_.socket_path + ", shared memory " + shm_.name());
+      idle_since_ms_(NowMs()),
+      own_uid_(static_cast<uint32_t>(::geteuid())) {
+  Log("coordinator listening at " + options_.socket_path);
 }
 
 CoordServer::~CoordServer() {
@@ -100,6 +104,7 @@ void CoordServer::Run() {
       }
     }
     Watchdog();
+    ExpireConnections();
     if (!fd_of_job_.empty()) idle_since_ms_ = NowMs();
     if (options_.idle_exit_ms > 0 && fd_of_job_.empty() && NowMs() - idle_since_ms_ >= options_.idle_exit_ms) {
       Log("no jobs for " + std::to_string(options_.idle_exit_ms / 1000) + " s; exiting");
@@ -110,15 +115,26 @@ void CoordServer::Run() {
 
 void CoordServer::Accept() {
   const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) return;
+  if (fd < 0) {
+    // Out of descriptors: the pending connection stays queued and the
+    // listening socket stays readable, so stop watching it until one closes.
+    if (errno == EMFILE || errno == ENFILE) PauseAccepting(true);
+    return;
+  }
   Result<PeerCred> peer = PeerOf(fd);
   if (!peer.ok()) {
+    ::close(fd);
+    return;
+  }
+  if (!Privileged(peer->uid) && ConnectionsOf(peer->uid, false) >= options_.max_jobs_per_user + kSpareConnectionsPerUser) {
+    Log("refused a connection from " + Who(peer->uid, peer->pid) + ": that user holds too many connections");
     ::close(fd);
     return;
   }
   auto c = std::make_unique<Conn>();
   c->fd = fd;
   c->peer = *peer;
+  c->opened_ms = NowMs();
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = fd;
@@ -130,35 +146,32 @@ void CoordServer::OnReadable(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   Conn& c = *it->second;
+  // Serves each chunk's frames before reading the next, so a connection
+  // never buffers more than one (size-capped) frame and a chunk.
   char buf[4096];
   for (;;) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n > 0) {
-      c.reader.Append(buf, static_cast<size_t>(n));
-      continue;
-    }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    // EOF or error: but first serve what arrived before it.
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n > 0) c.reader.Append(buf, static_cast<size_t>(n));
     for (;;) {
       Result<std::optional<proto::Message>> m = c.reader.Next();
-      if (!m.ok() || !m->has_value()) break;
-      Handle(c, std::move(**m));
-      if (conns_.find(fd) == conns_.end()) return;
+      if (!m.ok()) {
+        Log("rejected a malformed message from " + Who(c.peer.uid, c.peer.pid) + ": " + m.status().message());
+        return Close(fd, "malformed message");
+      }
+      if (!m->has_value()) break;
+      try {
+        Handle(c, std::move(**m));
+      } catch (const std::exception& e) {
+        // A bug in serving one message costs its connection, never the coordinator.
+        Log("internal error serving " + Who(c.peer.uid, c.peer.pid) + ": " + e.what());
+        if (conns_.count(fd)) Close(fd, "internal error");
+      }
+      if (conns_.find(fd) == conns_.end()) return;  // Handle closed it
     }
-    Close(fd, n == 0 ? "connection closed" : std::string("recv: ") + std::strerror(errno));
-    return;
-  }
-  for (;;) {
-    Result<std::optional<proto::Message>> m = c.reader.Next();
-    if (!m.ok()) {
-      Log("rejected a malformed message from " + Who(c.peer.uid, c.peer.pid) + ": " + m.status().message());
-      Close(fd, "malformed message");
-      return;
-    }
-    if (!m->has_value()) return;
-    Handle(c, std::move(**m));
-    if (conns_.find(fd) == conns_.end()) return;  // Handle closed it
+    c.partial_since_ms = c.reader.pending() == 0 ? 0 : c.partial_since_ms ? c.partial_since_ms : NowMs();
+    if (n <= 0) return Close(fd, n == 0 ? "connection closed" : std::string("recv: ") + std::strerror(errno));
   }
 }
 
@@ -169,6 +182,7 @@ void CoordServer::Close(int fd, const std::string& why) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(it);
+  PauseAccepting(false);
   if (job == 0) return;
   fd_of_job_.erase(job);
   awaiting_since_ms_.erase(job);
@@ -192,43 +206,7 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   };
   if (auto* hello = std::get_if<proto::Hello>(&m)) {
     if (c.job != 0) return violation("a second hello on one connection");
-    uint32_t slot = kShmSlots;
-    for (uint32_t i = 0; i < kShmSlots && slot == kShmSlots; ++i) {
-      if (shm_.slot(i).job.load(std::memory_order_relaxed) == 0) slot = i;
-    }
-    if (slot == kShmSlots) {
-      (void)SendMessage(fd, proto::Refused{"the coordinator serves " + std::to_string(kShmSlots) + " jobs at most"});
-      return Close(fd, "no free slot");
-    }
-    Job j;
-    j.id = next_job_++;
-    j.uid = c.peer.uid;
-    j.pid = c.peer.pid;
-    j.name = hello->name.empty() ? "pid" + std::to_string(c.peer.pid) : hello->name;
-    j.job_class = hello->job_class;
-    j.priority = hello->priority;
-    j.declared = hello->declared_mem;
-    j.allocated = hello->allocated;
-    c.job = j.id;
-    fd_of_job_[j.id] = fd;
-    slot_of_job_[j.id] = slot;
-    shm_.slot(slot).may_run.store(0, std::memory_order_relaxed);
-    shm_.slot(slot).job.store(j.id, std::memory_order_release);
-    const uint64_t id = j.id;
-    const std::string name = j.name;
-    const Commands commands = scheduler_.Submit(std::move(j), hello->device_total, hello->now_ns);
-    const Job* added = scheduler_.Find(id);
-    proto::Welcome w;
-    w.job = id;
-    w.slot = slot;
-    w.admitted = added != nullptr && added->state == JobState::kRunning;
-    w.shm_name = shm_.name();
-    Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) + ") registered: " +
-        FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
-    SyncSlots();
-    if (!SendMessage(fd, w).ok()) return Close(fd, "cannot write to it");
-    Apply(commands);
-    return;
+    return HandleHello(c, *hello);
   }
   if (auto* control = std::get_if<proto::Control>(&m)) {
     if (c.job != 0) return violation("a control request from a job's connection");
@@ -249,11 +227,62 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   SyncSlots();
 }
 
+void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
+  const int fd = c.fd;
+  auto refuse = [&](const std::string& reason) {
+    Log("refused a job from " + Who(c.peer.uid, c.peer.pid) + ": " + reason);
+    (void)SendMessage(fd, proto::Refused{reason});
+    Close(fd, "refused");
+  };
+  if (!Privileged(c.peer.uid) && ConnectionsOf(c.peer.uid, true) >= options_.max_jobs_per_user) {
+    return refuse("uid " + std::to_string(c.peer.uid) + " already has " + std::to_string(options_.max_jobs_per_user) +
+                  " jobs here, the most one user may have");
+  }
+  uint32_t slot = kShmSlots;
+  for (uint32_t i = 0; i < kShmSlots && slot == kShmSlots; ++i) {
+    if (shm_.slot(i).job.load(std::memory_order_relaxed) == 0) slot = i;
+  }
+  if (slot == kShmSlots) return refuse("the coordinator serves " + std::to_string(kShmSlots) + " jobs at most");
+  Job j;
+  j.id = next_job_++;
+  j.uid = c.peer.uid;
+  j.pid = c.peer.pid;
+  j.name = hello.name.empty() ? "pid" + std::to_string(c.peer.pid) : hello.name;
+  j.job_class = hello.job_class;
+  j.priority = hello.priority;
+  if (!Privileged(c.peer.uid) && j.priority > options_.max_guest_priority) {
+    Log("job " + std::to_string(j.id) + " of " + Who(c.peer.uid, c.peer.pid) + " asked for priority " +
+        std::to_string(j.priority) + "; other users' jobs may have at most " +
+        std::to_string(options_.max_guest_priority));
+    j.priority = options_.max_guest_priority;
+  }
+  j.declared = hello.declared_mem;
+  j.allocated = hello.allocated;
+  c.job = j.id;
+  fd_of_job_[j.id] = fd;
+  slot_of_job_[j.id] = slot;
+  shm_.slot(slot).may_run.store(0, std::memory_order_relaxed);
+  shm_.slot(slot).job.store(j.id, std::memory_order_release);
+  const uint64_t id = j.id;
+  const std::string name = j.name;
+  const Commands commands = scheduler_.Submit(std::move(j), hello.device_total, hello.now_ns);
+  const Job* added = scheduler_.Find(id);
+  proto::Welcome w;
+  w.job = id;
+  w.slot = slot;
+  w.admitted = added != nullptr && added->state == JobState::kRunning;
+  Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) + ") registered: " +
+      FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
+  SyncSlots();
+  if (!SendMessage(fd, w, shm_.reader_fd()).ok()) return Close(fd, "cannot write to it");
+  Apply(commands);
+}
+
 void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
   proto::ControlReply reply;
   if (m.op == proto::ControlOp::kStatus) {
     reply.ok = true;
-    reply.text = StatusJson();
+    reply.text = StatusJson(c.peer.uid);
   } else {
     const Job* j = scheduler_.Find(m.job);
     Result<Commands> r = Status::NotFound("no job " + std::to_string(m.job));
@@ -261,6 +290,11 @@ void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
       if (c.peer.uid != 0 && c.peer.uid != j->uid) {
         r = Status::PermissionDenied("job " + std::to_string(m.job) + " belongs to uid " + std::to_string(j->uid) +
                                      "; only its owner or root may change it");
+      } else if (m.op == proto::ControlOp::kPriority && !Privileged(c.peer.uid) &&
+                 m.priority > options_.max_guest_priority) {
+        r = Status::PermissionDenied("other users' jobs may have priority " +
+                                     std::to_string(options_.max_guest_priority) +
+                                     " at most on this coordinator (mschedd --max-guest-priority)");
       } else if (m.op == proto::ControlOp::kPause) {
         r = scheduler_.Pause(m.job);
       } else if (m.op == proto::ControlOp::kResume) {
@@ -344,16 +378,51 @@ void CoordServer::Watchdog() {
   }
 }
 
-std::string CoordServer::StatusJson() const {
+void CoordServer::ExpireConnections() {
+  const uint64_t now = NowMs();
+  std::vector<std::pair<int, std::string>> expired;
+  for (const auto& [fd, c] : conns_) {
+    if (c->job == 0 && now - c->opened_ms >= options_.hello_timeout_ms) {
+      expired.emplace_back(fd, "said nothing for " + std::to_string(options_.hello_timeout_ms) + " ms");
+    } else if (c->partial_since_ms != 0 && now - c->partial_since_ms >= options_.hello_timeout_ms) {
+      expired.emplace_back(fd, "left a message unfinished for " + std::to_string(options_.hello_timeout_ms) + " ms");
+    }
+  }
+  for (const auto& [fd, why] : expired) {
+    const Conn& c = *conns_.at(fd);
+    Log("dropped the connection of " + Who(c.peer.uid, c.peer.pid) + ": it " + why);
+    Close(fd, why);
+  }
+}
+
+void CoordServer::PauseAccepting(bool paused) {
+  if (paused == accept_paused_) return;
+  accept_paused_ = paused;
+  epoll_event ev{};
+  ev.events = paused ? 0u : static_cast<uint32_t>(EPOLLIN);
+  ev.data.fd = listen_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+  if (paused) Log("out of file descriptors: no new connections until one closes");
+}
+
+size_t CoordServer::ConnectionsOf(uint32_t uid, bool jobs_only) const {
+  size_t n = 0;
+  for (const auto& [fd, c] : conns_) n += c->peer.uid == uid && (!jobs_only || c->job != 0);
+  return n;
+}
+
+std::string CoordServer::StatusJson(uint32_t requester) const {
   using nlohmann::json;
   const SchedulerOptions& o = scheduler_.options();
   json jobs = json::array();
   for (const auto& [id, j] : scheduler_.jobs()) {
     const uint64_t admitted_or_now = j.admitted_ns ? j.admitted_ns : scheduler_.now();
+    // A guest sees who holds the GPU and how much, not what others run.
+    const bool shown = requester == 0 || requester == j.uid;
     jobs.push_back({{"id", id},
-                    {"name", j.name},
+                    {"name", shown ? j.name : std::string()},
                     {"uid", j.uid},
-                    {"pid", j.pid},
+                    {"pid", shown ? j.pid : 0},
                     {"state", JobStateName(j.state)},
                     {"on_gpu", j.active},
                     {"class", JobClassName(j.job_class)},
@@ -381,7 +450,9 @@ std::string CoordServer::StatusJson() const {
                 {"switches", scheduler_.switches()},
                 {"link_gbps", scheduler_.link_bytes_per_ns()}}},
               {"jobs", jobs}};
-  return out.dump(2);
+  // Names were checked at the protocol boundary; replacing any invalid
+  // byte here keeps a bug elsewhere from ever throwing.
+  return out.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace msched

@@ -8,6 +8,16 @@
 //     logged and its connection dropped; nothing in it is trusted.
 //   - pause, resume and priority act only on the requester's own jobs
 //     (root may act on any).
+//   - Users other than root and the coordinator's own user ("guests" of a
+//     shared coordinator) are bounded: at most `max_jobs_per_user` jobs and
+//     a few more connections each, priorities up to `max_guest_priority`,
+//     and `msched status` shows them their own jobs in full and others'
+//     without name or pid.
+//   - No peer can make it hold much: each frame type has a small size cap,
+//     a connection must say hello (or ask) within `hello_timeout_ms` and
+//     finish any frame it starts within the same time, and at the
+//     descriptor limit it stops accepting until a connection closes
+//     instead of spinning.
 //   - A watchdog passes over a job that leaves a slice end or a stop
 //     unanswered for `answer_timeout_ms` of real time, so a hung job never
 //     stalls the others.
@@ -34,6 +44,9 @@ struct ServerOptions {
   SchedulerOptions policy;
   uint64_t answer_timeout_ms = 10000;
   uint64_t idle_exit_ms = 0;  // exit after this long without jobs (0: never)
+  uint64_t hello_timeout_ms = 5000;
+  uint32_t max_jobs_per_user = 64;  // guests only
+  int max_guest_priority = 0;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -58,11 +71,17 @@ class CoordServer {
   void OnReadable(int fd);
   void Close(int fd, const std::string& why);
   void Handle(Conn& c, proto::Message m);
+  void HandleHello(Conn& c, const proto::Hello& hello);
   void HandleControl(Conn& c, const proto::Control& m);
   void Apply(const Commands& commands);
   void SyncSlots();
   void Watchdog();
-  std::string StatusJson() const;
+  void ExpireConnections();
+  void PauseAccepting(bool paused);
+  // Root and the coordinator's own user; everyone else is a guest.
+  bool Privileged(uint32_t uid) const { return uid == 0 || uid == own_uid_; }
+  size_t ConnectionsOf(uint32_t uid, bool jobs_only) const;
+  std::string StatusJson(uint32_t requester) const;
   void Log(const std::string& line) const { options_.log(line); }
 
   ServerOptions options_;
@@ -77,6 +96,8 @@ class CoordServer {
   std::map<uint64_t, uint64_t> awaiting_since_ms_;  // real time each awaited answer was first awaited
   uint64_t next_job_ = 1;
   uint64_t idle_since_ms_;
+  uint32_t own_uid_;
+  bool accept_paused_ = false;  // at the descriptor limit
 };
 
 }  // namespace msched

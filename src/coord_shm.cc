@@ -6,29 +6,38 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 
 namespace msched {
+namespace {
 
-Result<CoordShm> CoordShm::Create(const std::string& name) {
-  ::shm_unlink(name.c_str());  // a stale mapping from a coordinator that died
-  const mode_t old = ::umask(0);
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  ::umask(old);
-  if (fd < 0) return Status::IoError("cannot create shared memory " + name + ": " + std::strerror(errno));
+Status Errno(const std::string& what) { return Status::IoError(what + ": " + std::strerror(errno)); }
+
+}  // namespace
+
+Result<CoordShm> CoordShm::Create() {
+  const int fd = ::memfd_create("msched-gates", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Errno("cannot create the coordinator's shared memory (memfd_create)");
+  // Jobs get a descriptor opened read-only: mmap refuses PROT_WRITE on it
+  // (and mprotect cannot add it), whatever a job does.
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  int reader = -1;
+  Status failed = Status::Ok();
   if (::ftruncate(fd, sizeof(ShmLayout)) != 0) {
-    const Status s = Status::IoError("cannot size shared memory " + name + ": " + std::strerror(errno));
-    ::close(fd);
-    ::shm_unlink(name.c_str());
-    return s;
+    failed = Errno("cannot size the coordinator's shared memory");
+  } else if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    failed = Errno("cannot seal the coordinator's shared memory");
+  } else if ((reader = ::open(self.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
+    failed = Errno("cannot reopen the coordinator's shared memory read-only");
   }
-  void* p = ::mmap(nullptr, sizeof(ShmLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = failed.ok() ? ::mmap(nullptr, sizeof(ShmLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (failed.ok() && p == MAP_FAILED) failed = Errno("cannot map the coordinator's shared memory");
   ::close(fd);
-  if (p == MAP_FAILED) {
-    ::shm_unlink(name.c_str());
-    return Status::IoError("cannot map shared memory " + name + ": " + std::strerror(errno));
+  if (!failed.ok()) {
+    if (reader >= 0) ::close(reader);
+    return failed;
   }
   auto* layout = new (p) ShmLayout{};  // zeroed by ftruncate; constructs the atomics
   layout->magic = kShmMagic;
@@ -36,42 +45,31 @@ Result<CoordShm> CoordShm::Create(const std::string& name) {
   layout->slot_size = sizeof(ShmSlot);
   layout->slots = kShmSlots;
   layout->coordinator_pid = static_cast<uint64_t>(::getpid());
-  return CoordShm(layout, name, /*owner=*/true);
+  return CoordShm(layout, reader);
 }
 
-Result<CoordShm> CoordShm::OpenReadOnly(const std::string& name) {
-  const int fd = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable("cannot open the coordinator's shared memory " + name + ": " + std::strerror(errno));
+Result<CoordShm> CoordShm::OpenReadOnly(int fd) {
+  if (fd < 0) return Status::Corruption("the coordinator sent no shared memory with its welcome");
   struct stat st;
-  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(ShmLayout)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) < sizeof(ShmLayout)) {
     ::close(fd);
-    return Status::Corruption("the coordinator's shared memory " + name + " is too small: another msched version?");
+    return Status::Corruption("the coordinator's shared memory is not what this msched expects: another version?");
   }
   void* p = ::mmap(nullptr, sizeof(ShmLayout), PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (p == MAP_FAILED) return Status::IoError("cannot map " + name + ": " + std::strerror(errno));
+  if (p == MAP_FAILED) return Errno("cannot map the coordinator's shared memory");
   auto* layout = static_cast<ShmLayout*>(p);
   if (layout->magic != kShmMagic || layout->version != kShmVersion || layout->slot_size != sizeof(ShmSlot) ||
       layout->slots != kShmSlots) {
     ::munmap(p, sizeof(ShmLayout));
-    return Status::Corruption("the coordinator's shared memory " + name + " has another layout: mixed msched versions?");
+    return Status::Corruption("the coordinator's shared memory has another layout: mixed msched versions?");
   }
-  return CoordShm(layout, name, /*owner=*/false);
+  return CoordShm(layout, -1);
 }
 
 CoordShm::~CoordShm() {
-  if (layout_ == nullptr) return;
-  ::munmap(layout_, sizeof(ShmLayout));
-  if (owner_) ::shm_unlink(name_.c_str());
-}
-
-std::string ShmNameFor(const std::string& socket_path) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a: a short, stable name per socket
-  for (unsigned char c : socket_path) h = (h ^ c) * 1099511628211ull;
-  char name[40];
-  std::snprintf(name, sizeof name, "/msched-%u-%016llx", static_cast<unsigned>(::geteuid()),
-                static_cast<unsigned long long>(h));
-  return name;
+  if (layout_ != nullptr) ::munmap(layout_, sizeof(ShmLayout));
+  if (reader_fd_ >= 0) ::close(reader_fd_);
 }
 
 }  // namespace msched

@@ -1,9 +1,11 @@
-// The coordinator's hot state in POSIX shared memory: one slot per job,
-// written only by mschedd, mapped read-only by each job so that its launch
-// path can check whether it may run without a system call. The file is
-// created 0644 by the coordinator (clients cannot write it, so no client can
-// touch another's state) and carries a magic, a layout version and its size;
-// a client refuses a mapping it does not understand.
+// The coordinator's hot state in shared memory: one slot per job, written
+// only by mschedd, mapped read-only by each job so that its launch path can
+// check whether it may run without a system call. The memory is an
+// anonymous memfd with no name anywhere, so no other user can pre-create,
+// find or read it; a job receives a read-only descriptor of it with its
+// Welcome (SCM_RIGHTS), from which no writable mapping can be made. It
+// carries a magic, a layout version and its size; a client refuses a
+// mapping it does not understand.
 // A slot's fields are independent atomics: a reader may see a gate opened
 // a moment before the matching slice end; the protocol's Go message, not the
 // slot, is what starts a job, so that is harmless.
@@ -12,7 +14,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <string>
 
 #include "msched/status.h"
 
@@ -41,12 +42,14 @@ struct ShmLayout {
 
 class CoordShm {
  public:
-  // mschedd: a fresh mapping under `name` ("/..."), replacing a stale one.
-  static Result<CoordShm> Create(const std::string& name);
-  // A job: the coordinator's mapping, read-only.
-  static Result<CoordShm> OpenReadOnly(const std::string& name);
-  CoordShm(CoordShm&& o) noexcept : layout_(o.layout_), name_(std::move(o.name_)), owner_(o.owner_) {
+  // mschedd: a fresh mapping, and a read-only descriptor to hand to jobs.
+  static Result<CoordShm> Create();
+  // A job: the coordinator's mapping from the descriptor it was sent
+  // (which this closes), read-only.
+  static Result<CoordShm> OpenReadOnly(int fd);
+  CoordShm(CoordShm&& o) noexcept : layout_(o.layout_), reader_fd_(o.reader_fd_) {
     o.layout_ = nullptr;
+    o.reader_fd_ = -1;
   }
   CoordShm& operator=(CoordShm&&) = delete;
   CoordShm(const CoordShm&) = delete;
@@ -54,16 +57,13 @@ class CoordShm {
 
   ShmSlot& slot(uint32_t i) { return layout_->slot[i]; }
   const ShmSlot& slot(uint32_t i) const { return layout_->slot[i]; }
-  const std::string& name() const { return name_; }
+  // The coordinator's read-only descriptor for jobs (-1 in a job).
+  int reader_fd() const { return reader_fd_; }
 
  private:
-  CoordShm(ShmLayout* layout, std::string name, bool owner) : layout_(layout), name_(std::move(name)), owner_(owner) {}
+  CoordShm(ShmLayout* layout, int reader_fd) : layout_(layout), reader_fd_(reader_fd) {}
   ShmLayout* layout_;
-  std::string name_;
-  bool owner_;  // the coordinator unlinks the name when it goes
+  int reader_fd_;
 };
-
-// The shared memory name for a coordinator socket path.
-std::string ShmNameFor(const std::string& socket_path);
 
 }  // namespace msched

@@ -28,6 +28,7 @@ class Writer {
     out_->append(s.data(), n);
     return true;
   }
+  bool Name(const std::string& s) { return Text(s, kMaxName); }
 
  private:
   std::string* out_;
@@ -57,20 +58,21 @@ class Reader {
       return true;
     }
   }
-  // Text is printable characters (and newlines and tabs), at most `max`.
-  bool Text(std::string& s, size_t max) {
+  // Text is clean UTF-8 (newlines and tabs allowed), at most `max` bytes.
+  bool Text(std::string& s, size_t max) { return Raw(s, max) && IsCleanText(s, /*multiline=*/true); }
+  // A name: clean UTF-8 on one line.
+  bool Name(std::string& s) { return Raw(s, kMaxName) && IsCleanText(s, /*multiline=*/false); }
+  bool AtEnd() const { return pos_ == in_.size(); }
+
+ private:
+  bool Raw(std::string& s, size_t max) {
     uint32_t n = 0;
     if (!(*this)(n) || n > max || in_.size() - pos_ < n) return false;
     s.assign(in_.data() + pos_, n);
     pos_ += n;
-    for (unsigned char c : s) {
-      if (c < 0x20 && c != '\n' && c != '\t') return false;
-    }
     return true;
   }
-  bool AtEnd() const { return pos_ == in_.size(); }
 
- private:
   const std::string& in_;
   size_t pos_ = 0;
 };
@@ -87,6 +89,30 @@ Result<Message> DecodeAs(const std::string& payload) {
   return Message(std::move(m));
 }
 
+
+// The length of the UTF-8 character that starts at s[i] if it is well formed
+// (shortest form, no surrogates, at most U+10FFFF), else 0.
+size_t Utf8Length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0, min = 0;
+  if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f, min = 0x80;
+  else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f, min = 0x800;
+  else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07, min = 0x10000;
+  else return 0;
+  if (s.size() - i < n) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
 }  // namespace
 
 Status Hello::Validate() const {
@@ -94,13 +120,6 @@ Status Hello::Validate() const {
     return Status::Corruption("hello: unknown job class");
   }
   if (priority < kMinPriority || priority > kMaxPriority) return Status::Corruption("hello: priority out of range");
-  return Status::Ok();
-}
-
-Status Welcome::Validate() const {
-  if (shm_name.empty() || shm_name[0] != '/' || shm_name.find('/', 1) != std::string::npos) {
-    return Status::Corruption("welcome: shared memory name must be /name");
-  }
   return Status::Ok();
 }
 
@@ -132,6 +151,53 @@ Status Control::Validate() const {
   }
   if (priority < kMinPriority || priority > kMaxPriority) return Status::Corruption("control: priority out of range");
   return Status::Ok();
+}
+
+bool IsCleanText(std::string_view text, bool multiline) {
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (IsControl(c) && !(multiline && (c == '\n' || c == '\t'))) return false;
+    const size_t n = Utf8Length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string SanitizeName(std::string_view name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    const size_t n = Utf8Length(name, i);
+    const bool keep = n > 0 && !IsControl(static_cast<unsigned char>(name[i]));
+    const size_t take = keep ? n : 1;
+    if (out.size() + (keep ? n : 1) > kMaxName) break;
+    if (keep) {
+      out.append(name.substr(i, n));
+    } else {
+      out.push_back('?');
+    }
+    i += take;
+  }
+  return out;
+}
+
+uint32_t MaxPayloadOf(MsgType t) {
+  constexpr uint32_t kText = 4;  // a text's length field
+  switch (t) {
+    case MsgType::kHello: return 4 * 8 + 4 + 1 + kText + kMaxName;
+    case MsgType::kUsage: return 2 * 8;
+    case MsgType::kSliceEnd: return 8;
+    case MsgType::kStopped: return 5 * 8;
+    case MsgType::kGoodbye: return 8;
+    case MsgType::kWelcome: return 8 + 4 + 1;
+    case MsgType::kRefused: return kText + kMaxReason;
+    case MsgType::kGo: return 3 * 8 + 1;
+    case MsgType::kStop: return 8 + 1;
+    case MsgType::kBudget: return 8;
+    case MsgType::kControl: return 1 + 8 + 4;
+    case MsgType::kControlReply: return kMaxPayload;
+  }
+  return 0;
 }
 
 const char* MsgTypeName(MsgType t) {
@@ -189,8 +255,12 @@ Result<Header> DecodeHeader(const uint8_t (&bytes)[kHeaderSize]) {
   if (type < static_cast<uint16_t>(MsgType::kHello) || type > static_cast<uint16_t>(MsgType::kControlReply)) {
     return Status::Corruption("unknown message type " + std::to_string(type));
   }
-  if (size > kMaxPayload) return Status::Corruption("payload of " + std::to_string(size) + " bytes is too large");
-  return Header{static_cast<MsgType>(type), size};
+  const MsgType t = static_cast<MsgType>(type);
+  if (size > MaxPayloadOf(t)) {
+    return Status::Corruption("a " + std::string(MsgTypeName(t)) + " payload of " + std::to_string(size) +
+                              " bytes is too large");
+  }
+  return Header{t, size};
 }
 
 Result<Message> DecodePayload(const Header& header, const std::string& payload) {

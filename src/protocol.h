@@ -6,7 +6,11 @@
 // padding or uninitialised byte crosses the socket. Decoding checks
 // everything a hostile peer could get wrong: magic, version, a known type,
 // the exact payload size its fields need, text lengths and characters, and
-// enum and range limits; a frame that fails is rejected whole.
+// enum and range limits; a frame that fails is rejected whole. Every text
+// field is valid UTF-8 without control characters (a job name has none at
+// all), so whatever decodes can be logged and put in JSON as it is. Each
+// message type has its own size limit, checked from the header alone, so a
+// peer can never make the coordinator hold more than one small frame.
 // Identity never comes from a message: the coordinator takes the peer's uid
 // and pid from the socket (SO_PEERCRED) and the job from the connection.
 // Value types and pure functions; thread-safe. Used by mschedd, the hook's
@@ -15,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include "msched/config.h"
@@ -23,7 +28,7 @@
 namespace msched::proto {
 
 inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;  // 2: the gate travels as a descriptor
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -32,7 +37,7 @@ inline constexpr uint64_t kNever = UINT64_MAX;    // a slice without end; "evict
 
 enum class MsgType : uint16_t {
   // job -> coordinator
-  kHello = 1,   // register (at the job's first allocation or launch)
+  kHello = 1,   // register (at the job's first allocation)
   kUsage,       // allocated bytes changed
   kSliceEnd,    // the job reached the end of its slice at a kernel boundary
   kStopped,     // a Stop was carried out
@@ -59,7 +64,7 @@ struct Hello {
   std::string name;
   template <typename V> bool Fields(V& v) {
     return v(declared_mem) && v(allocated) && v(device_total) && v(now_ns) && v(priority) && v(job_class) &&
-           v.Text(name, kMaxName);
+           v.Name(name);
   }
   Status Validate() const;
 };
@@ -99,14 +104,15 @@ struct Goodbye {
   Status Validate() const { return Status::Ok(); }
 };
 
+// Sent with a read-only descriptor of the coordinator's shared memory
+// (SCM_RIGHTS): only connected jobs can map it, and none can write it.
 struct Welcome {
   static constexpr MsgType kType = MsgType::kWelcome;
   uint64_t job = 0;
   uint32_t slot = 0;         // the job's slot in the coordinator's shared memory
   bool admitted = false;     // false: queued; a Go follows when it may run
-  std::string shm_name;      // the shared memory to map read-only
-  template <typename V> bool Fields(V& v) { return v(job) && v(slot) && v(admitted) && v.Text(shm_name, kMaxName); }
-  Status Validate() const;
+  template <typename V> bool Fields(V& v) { return v(job) && v(slot) && v(admitted); }
+  Status Validate() const { return Status::Ok(); }
 };
 
 struct Refused {
@@ -174,11 +180,22 @@ struct Header {
   MsgType type;
   uint32_t size;  // payload bytes that follow
 };
-// Checks the header's magic, version, type and size limit.
+// The largest payload a frame of type `t` can have.
+uint32_t MaxPayloadOf(MsgType t);
+// Checks the header's magic, version, type and that type's size limit.
 Result<Header> DecodeHeader(const uint8_t (&bytes)[kHeaderSize]);
 // Decodes and validates a payload of the type the header named.
 Result<Message> DecodePayload(const Header& header, const std::string& payload);
 
 const char* MsgTypeName(MsgType t);
+
+// `name` as a job name the protocol accepts: every byte that is not part of
+// a printable UTF-8 character becomes '?', and it is cut to kMaxName bytes
+// on a character boundary. Jobs send their names through this, so a name
+// from the environment never makes a Hello malformed.
+std::string SanitizeName(std::string_view name);
+// Whether `text` is valid UTF-8 with no control characters, except newlines
+// and tabs when `multiline`.
+bool IsCleanText(std::string_view text, bool multiline);
 
 }  // namespace msched::proto

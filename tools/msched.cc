@@ -37,7 +37,7 @@ using nlohmann::json;
 
 constexpr char kUsage[] =
     "usage: msched run [--mem SIZE] [--class short|long] [--priority N] [--name NAME] [--mode MODE]\n"
-    "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] -- CMD [ARGS...]\n"
+    "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] [--] CMD [ARGS...]\n"
     "       msched status [--json]\n"
     "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
     "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
@@ -50,7 +50,8 @@ int Usage() {
 }
 
 Result<proto::ControlReply> Ask(const std::string& socket, const proto::Control& request) {
-  Result<int> fd = ConnectUnix(socket);
+  Result<int> fd = ConnectToCoordinator(socket);
+  if (!fd.ok() && fd.status().code() == StatusCode::kPermissionDenied) return fd.status();
   if (!fd.ok()) return Status::Unavailable(fd.status().message() + " (is mschedd running?)");
   Status s = SendMessage(*fd, request);
   Result<proto::Message> reply = s.ok() ? ReceiveMessage(*fd, 10000) : Result<proto::Message>(s);
@@ -166,7 +167,7 @@ Status StartCoordinator(const std::string& socket) {
   }
   waitpid(child, nullptr, 0);
   for (int i = 0; i < 100; ++i) {
-    if (Result<int> fd = ConnectUnix(socket); fd.ok()) {
+    if (Result<int> fd = ConnectToCoordinator(socket); fd.ok()) {
       ::close(*fd);
       return Status::Ok();
     }
@@ -175,7 +176,9 @@ Status StartCoordinator(const std::string& socket) {
   return Status::Unavailable("mschedd did not come up at " + socket + " (see " + log + ")");
 }
 
-int Run(const std::string& socket, int argc, char** argv) {
+// argv[argc] is null. Options come first, as `--opt VALUE` or `--opt=VALUE`;
+// the command starts after `--` or at the first argument that is not an option.
+int Run(std::string socket, int argc, char** argv) {
   // Options become the job's MSCHED_* variables, checked by the same parser the library uses.
   static const std::map<std::string, std::string> kOptionVariable = {
       {"--mem", "MSCHED_MEM"},         {"--class", "MSCHED_CLASS"},           {"--priority", "MSCHED_PRIORITY"},
@@ -183,12 +186,40 @@ int Run(const std::string& socket, int argc, char** argv) {
       {"--templates", "MSCHED_TEMPLATES"}, {"--coord", "MSCHED_COORD"}};
   std::map<std::string, std::string> env;
   int i = 0;
-  for (; i < argc && std::string(argv[i]) != "--"; ++i) {
-    auto it = kOptionVariable.find(argv[i]);
-    if (it == kOptionVariable.end() || i + 1 >= argc) return Usage();
-    env[it->second] = argv[++i];
+  while (i < argc) {
+    std::string option = argv[i];
+    if (option == "--") {
+      ++i;
+      break;
+    }
+    if (option.rfind("--", 0) != 0) break;  // the command
+    std::string value;
+    if (const size_t eq = option.find('='); eq != std::string::npos) {
+      value = option.substr(eq + 1);
+      option.resize(eq);
+      ++i;
+    } else if (i + 1 < argc) {
+      value = argv[i + 1];
+      i += 2;
+    } else {
+      std::cerr << "msched: " << option << " needs a value\n";
+      return Usage();
+    }
+    if (option == "--socket") {
+      socket = value;
+      continue;
+    }
+    auto it = kOptionVariable.find(option);
+    if (it == kOptionVariable.end()) {
+      std::cerr << "msched: unknown run option " << option << "\n";
+      return Usage();
+    }
+    env[it->second] = value;
   }
-  if (i + 1 >= argc) return Usage();
+  if (i >= argc) {
+    std::cerr << "msched: run needs a command\n";
+    return Usage();
+  }
   env["MSCHED_SOCKET"] = socket;
   const ConfigParse parse = ParseConfig([&](const char* name) -> const char* {
     auto it = env.find(name);
@@ -206,18 +237,19 @@ int Run(const std::string& socket, int argc, char** argv) {
   env["LD_PRELOAD"] = PreloadWith(*lib);
   const CoordMode coord = parse.config.coord;
   if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
-    if (Result<int> fd = ConnectUnix(socket); fd.ok()) {
+    if (Result<int> fd = ConnectToCoordinator(socket); fd.ok()) {
       ::close(*fd);
-    } else if (Status s = StartCoordinator(socket); !s.ok()) {
+    } else if (Status s = fd.status().code() == StatusCode::kPermissionDenied ? fd.status() : StartCoordinator(socket);
+               !s.ok()) {
       std::cerr << "msched: cannot start a coordinator: " << s.message()
                 << (coord == CoordMode::kRequired ? "" : "; the job runs alone") << "\n";
       if (coord == CoordMode::kRequired) return 1;
     }
   }
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-  execvp(argv[i + 1], argv + i + 1);
-  std::cerr << "msched: cannot run " << argv[i + 1] << ": " << std::strerror(errno) << "\n";
-  return 127;
+  execvp(argv[i], argv + i);
+  std::cerr << "msched: cannot run " << argv[i] << ": " << std::strerror(errno) << "\n";
+  return errno == ENOENT ? 127 : 126;
 }
 
 int Help() {
@@ -230,19 +262,21 @@ int Help() {
 }
 
 int Main(int argc, char** argv) {
-  std::vector<char*> args(argv + 1, argv + argc);
+  // argv[argc] is the null that execvp needs after a job's arguments; the
+  // copy keeps it, and `n` below never counts it.
+  std::vector<char*> args(argv + 1, argv + argc + 1);
   std::string socket = SocketFromEnvironment();
   // --socket may come first or right after the command (not inside a job's own arguments).
-  for (size_t i = 0; i + 1 < args.size() && i < 2; ++i) {
+  for (size_t i = 0; i + 2 < args.size() && i < 2; ++i) {
     if (std::string(args[i]) == "--socket") {
       socket = args[i + 1];
       args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
       break;
     }
   }
-  if (args.empty()) return Usage();
+  if (args.size() == 1) return Usage();
   const std::string cmd = args[0];
-  const int n = static_cast<int>(args.size()) - 1;
+  const int n = static_cast<int>(args.size()) - 2;
   char** rest = args.data() + 1;
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
   if (cmd == "run") return Run(socket, n, rest);

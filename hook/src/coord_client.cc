@@ -20,7 +20,11 @@ namespace {
 
 constexpr auto kRetryEvery = std::chrono::milliseconds(200);
 constexpr auto kReconnectEvery = std::chrono::seconds(1);
+constexpr auto kMaxReconnectEvery = std::chrono::seconds(60);
 constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
+// MSCHED_COORD=auto: the longest a job waits for a coordinator's answer
+// before running alone.
+constexpr auto kAutoAnswerWait = std::chrono::seconds(5);
 
 std::string ProgramName() {
   std::ifstream in("/proc/self/comm");
@@ -89,9 +93,29 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   }
   fd_.store(*fd);
   std::thread(&CoordClient::ReaderLoop, this).detach();
+  const bool required = config_.coord == CoordMode::kRequired;
+  const auto answer_wait = required ? std::chrono::nanoseconds(config_.coord_wait_ns)
+                                    : std::min<std::chrono::nanoseconds>(kAutoAnswerWait,
+                                                                         std::chrono::nanoseconds(config_.coord_wait_ns));
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return welcomed_ || !refused_.empty() || fd_.load() < 0; });
+    if (!cv_.wait_for(lock, answer_wait, [&] { return welcomed_ || !refused_.empty() || dropped_; }) || dropped_) {
+      const std::string what = "the coordinator at " + config_.socket_path +
+                               (dropped_ ? " closed the connection without welcoming this job (see its log)"
+                                         : " did not answer within " +
+                                               std::to_string(answer_wait.count() / 1000000) + " ms");
+      if (required) {
+        refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + what);
+        LogError("{}; this job's allocations fail", refusal_.message());
+        given_up_.store(true);
+        ::shutdown(fd_.load(), SHUT_RDWR);  // the reader thread sees it and stops
+        return refusal_;
+      }
+      // Alone for now; the reader thread keeps the connection (or retries),
+      // so the job joins if the coordinator answers later.
+      LogError("{}; running alone", what);
+      return Status::Ok();
+    }
   }
   std::atexit(SayGoodbye);
   WaitTurn(rt);  // queued jobs wait here for admission; refusals arrive here
@@ -107,10 +131,11 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   const auto give_up = std::chrono::steady_clock::now() +
                        (config_.coord == CoordMode::kRequired ? std::chrono::nanoseconds(config_.coord_wait_ns)
                                                               : std::chrono::nanoseconds(0));
-  Result<int> fd = ConnectUnix(config_.socket_path);
-  while (!fd.ok() && std::chrono::steady_clock::now() < give_up) {
+  Result<int> fd = ConnectToCoordinator(config_.socket_path);
+  while (!fd.ok() && fd.status().code() != StatusCode::kPermissionDenied &&
+         std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(kRetryEvery);
-    fd = ConnectUnix(config_.socket_path);
+    fd = ConnectToCoordinator(config_.socket_path);
   }
   if (!fd.ok()) return fd.status();
   proto::Hello h;
@@ -120,7 +145,13 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   h.now_ns = DeviceNow();
   h.priority = config_.priority;
   h.job_class = config_.job_class;
-  h.name = config_.job_name.empty() ? ProgramName() : config_.job_name;
+  const std::string& name = config_.job_name.empty() ? ProgramName() : config_.job_name;
+  h.name = proto::SanitizeName(name);
+  if (h.name != name) {
+    LogOnce("job-name", spdlog::level::err,
+            "the job name '" + h.name + "' (MSCHED_JOB_NAME) had bytes that are not printable UTF-8 or was longer than " +
+                std::to_string(proto::kMaxName) + " bytes; those were replaced by '?' or cut");
+  }
   if (Status s = SendMessage(*fd, h); !s.ok()) {
     ::close(*fd);
     return s;
@@ -129,25 +160,43 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
 }
 
 void CoordClient::ReaderLoop() {
+  auto backoff = kReconnectEvery;
+  bool welcomed_here = false;  // this connection has had its welcome
   for (;;) {
     const int fd = fd_.load();
-    Result<proto::Message> m = ReceiveMessage(fd, -1);
+    int passed_fd = -1;
+    Result<proto::Message> m = ReceiveMessage(fd, -1, &passed_fd);
     if (!m.ok()) {
       ::close(fd);
       fd_.store(-1);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!welcomed_here) dropped_ = true;
+      }
       BecomeStandalone("lost the coordinator (" + m.status().message() + ")");
+      if (given_up_.load()) return;
+      // A coordinator that drops the job before welcoming it would do so
+      // again at once: wait longer each time. One that served the job and
+      // went away is retried at once (a restart).
+      if (welcomed_here) {
+        backoff = kReconnectEvery;
+      } else {
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::seconds>(kMaxReconnectEvery));
+      }
+      welcomed_here = false;
       Result<int> again = Connect(allocated_.load());
       while (!again.ok()) {
-        std::this_thread::sleep_for(kReconnectEvery);
+        std::this_thread::sleep_for(backoff);
         again = Connect(allocated_.load());
       }
-      LogWarn("reconnected to a coordinator at {}", config_.socket_path);
+      LogWarn("connected again to a coordinator at {}", config_.socket_path);
       fd_.store(*again);
       continue;
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (auto* w = std::get_if<proto::Welcome>(&*m)) {
-      Result<CoordShm> shm = CoordShm::OpenReadOnly(w->shm_name);
+      Result<CoordShm> shm = CoordShm::OpenReadOnly(passed_fd);
       if (!shm.ok() || w->slot >= kShmSlots) {
         LogError("unusable welcome from the coordinator ({}); running alone",
                  shm.ok() ? "slot out of range" : shm.status().message());
@@ -158,14 +207,19 @@ void CoordClient::ReaderLoop() {
       gate_.store(&mapping->slot(w->slot), std::memory_order_release);
       running_.store(false);
       welcomed_ = true;
+      welcomed_here = true;
+      dropped_ = false;
       active_.store(this, std::memory_order_release);
       LogInfo("registered with the coordinator as job {}{}", w->job, w->admitted ? "" : " (queued)");
-    } else if (auto* r = std::get_if<proto::Refused>(&*m)) {
-      refused_ = r->reason;
-      active_.store(nullptr, std::memory_order_release);
     } else {
-      inbox_.push_back(std::move(*m));
-      attention_.store(true, std::memory_order_release);
+      if (passed_fd >= 0) ::close(passed_fd);  // only a welcome carries one
+      if (auto* r = std::get_if<proto::Refused>(&*m)) {
+        refused_ = r->reason;
+        active_.store(nullptr, std::memory_order_release);
+      } else {
+        inbox_.push_back(std::move(*m));
+        attention_.store(true, std::memory_order_release);
+      }
     }
     cv_.notify_all();
   }

@@ -1,7 +1,11 @@
 // The job's side of the coordinator. At the job's first allocation it
 // connects (MSCHED_COORD=auto: if a coordinator answers; required: waiting
 // up to MSCHED_COORD_WAIT, then failing the allocation clearly; off: never)
-// and registers; while the job is queued that allocation blocks. From then
+// to a coordinator run by this user or root only, and registers; while the
+// job is queued that allocation blocks. The coordinator's Welcome is
+// awaited for MSCHED_COORD_WAIT (required: then the allocation fails) or at
+// most kAutoAnswerWait (auto: then the job runs alone, and joins if the
+// coordinator answers later), so a stopped coordinator never hangs a job. From then
 // on every launch and device-side copy passes the gate:
 //   - fast path, no system call: the job holds its turn (its last Go), the
 //     coordinator's shared-memory slot says it may run, and the device clock
@@ -15,7 +19,8 @@
 // A reader thread receives messages and only queues them: every driver call
 // is made by an application thread holding the Runtime's lock. If the
 // coordinator goes away the job carries on alone with its own budget, and
-// the reader thread reconnects to a new coordinator when one appears.
+// the reader thread reconnects to a new coordinator when one appears,
+// backing off while coordinators drop it before welcoming it.
 // Thread-safe.
 #pragma once
 
@@ -85,6 +90,8 @@ class CoordClient {
   std::condition_variable cv_;
   std::deque<proto::Message> inbox_;    // guarded by mu_
   bool welcomed_ = false;               // guarded by mu_
+  bool dropped_ = false;                // guarded by mu_: a connection ended before its welcome
+  std::atomic<bool> given_up_{false};   // required and unanswered: the reader thread stops
   std::string refused_;                 // guarded by mu_: the coordinator's reason
   // The job's slot in the coordinator's shared memory. A mapping is never
   // unmapped (a launch may be reading an old one when the job reconnects).

@@ -6,10 +6,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -31,8 +36,7 @@ class CoordServerTest : public ::testing::Test {
     Stop();
     ::rmdir(dir_.c_str());
   }
-  void Start(uint64_t answer_timeout_ms = 10000) {
-    ServerOptions o;
+  void Start(uint64_t answer_timeout_ms = 10000, ServerOptions o = {}) {
     o.socket_path = socket();
     o.policy.hbm_bytes = 16 * kGiB;
     o.policy.usable_fraction = 1.0;
@@ -85,6 +89,16 @@ class CoordServerTest : public ::testing::Test {
     return std::get<M>(*m);
   }
   bool Closed(int fd) { return ReceiveMessage(fd, 5000).status().code() == StatusCode::kIoError; }
+  // The welcome and the read-only descriptor of the shared memory it carries.
+  std::pair<proto::Welcome, int> ExpectWelcome(int fd) {
+    int shm_fd = -1;
+    Result<proto::Message> m = ReceiveMessage(fd, 5000, &shm_fd);
+    if (!m.ok() || !std::holds_alternative<proto::Welcome>(*m)) {
+      ADD_FAILURE() << "expected a welcome: " << (m.ok() ? proto::MsgTypeName(proto::TypeOf(*m)) : m.status().ToString());
+      return {proto::Welcome{}, shm_fd};
+    }
+    return {std::get<proto::Welcome>(*m), shm_fd};
+  }
   proto::ControlReply Ask(const proto::Control& c) {
     Result<int> fd = ConnectUnix(socket());
     EXPECT_TRUE(fd.ok());
@@ -106,11 +120,11 @@ int CoordServerTest::serial_ = 0;
 
 TEST_F(CoordServerTest, AJobRegistersAndRunsAndItsGateOpensInSharedMemory) {
   const int fd = Join(4 * kGiB, "train");
-  const proto::Welcome w = Expect<proto::Welcome>(fd);
+  const auto [w, shm_fd] = ExpectWelcome(fd);
   EXPECT_TRUE(w.admitted);
   const proto::Go go = Expect<proto::Go>(fd);
   EXPECT_EQ(go.slice_end_ns, proto::kNever);
-  Result<CoordShm> shm = CoordShm::OpenReadOnly(w.shm_name);
+  Result<CoordShm> shm = CoordShm::OpenReadOnly(shm_fd);
   ASSERT_TRUE(shm.ok()) << shm.status().ToString();
   EXPECT_EQ(shm->slot(w.slot).job.load(), w.job);
   EXPECT_EQ(shm->slot(w.slot).may_run.load(), 1u);
@@ -123,15 +137,83 @@ TEST_F(CoordServerTest, AJobRegistersAndRunsAndItsGateOpensInSharedMemory) {
   ::close(fd);
 }
 
-TEST_F(CoordServerTest, SharedMemoryIsReadOnlyForJobs) {
+TEST_F(CoordServerTest, SharedMemoryIsReadOnlyForJobsAndHasNoName) {
   const int fd = Join(kGiB);
-  const proto::Welcome w = Expect<proto::Welcome>(fd);
-  struct stat st;
-  const int shm = ::shm_open(w.shm_name.c_str(), O_RDONLY, 0);
-  ASSERT_GE(shm, 0);
-  ASSERT_EQ(::fstat(shm, &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644u) << "others may read, only the coordinator writes";
+  const auto [w, shm] = ExpectWelcome(fd);
+  ASSERT_GE(shm, 0) << "the welcome carries the shared memory";
+  EXPECT_EQ(::fcntl(shm, F_GETFL) & O_ACCMODE, O_RDONLY);
+  EXPECT_EQ(::mmap(nullptr, sizeof(ShmLayout), PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0), MAP_FAILED)
+      << "a job cannot map it writable";
+  EXPECT_EQ(errno, EACCES);
+  void* p = ::mmap(nullptr, sizeof(ShmLayout), PROT_READ, MAP_SHARED, shm, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_NE(::mprotect(p, sizeof(ShmLayout), PROT_READ | PROT_WRITE), 0) << "nor make it writable later";
+  ::munmap(p, sizeof(ShmLayout));
+  // Nothing under /dev/shm another user could pre-create, find or open.
+  char link[64], target[256] = {};
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", shm);
+  ASSERT_GT(::readlink(link, target, sizeof target - 1), 0);
+  EXPECT_EQ(std::string(target).rfind("/memfd:", 0), 0u) << target;
   ::close(shm);
+  ::close(fd);
+}
+
+TEST_F(CoordServerTest, AJobNameThatIsNotCleanUtf8IsRejectedAndTheStatusStillWorks) {
+  const int good = Join(kGiB, "good");
+  Expect<proto::Welcome>(good);
+  for (const char* bad : {"caf\xe9", "bad\x01name"}) {
+    // The name bytes written raw, as a hostile client would: the hook's own
+    // client sanitizes names before they leave (proto::SanitizeName).
+    std::string frame = proto::Encode(proto::Hello{});
+    const std::string name(bad);
+    const uint32_t len = static_cast<uint32_t>(name.size());
+    std::memcpy(frame.data() + frame.size() - 4, &len, 4);
+    frame += name;
+    const uint32_t payload = static_cast<uint32_t>(frame.size() - proto::kHeaderSize);
+    std::memcpy(frame.data() + 8, &payload, 4);
+    Result<int> fd = ConnectUnix(socket());
+    ASSERT_TRUE(fd.ok());
+    ASSERT_EQ(::write(*fd, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+    EXPECT_TRUE(Closed(*fd));
+    ::close(*fd);
+  }
+  const nlohmann::json s = Status();  // throws, failing the test, if the status is not JSON
+  ASSERT_EQ(s["jobs"].size(), 1u);
+  EXPECT_EQ(s["jobs"][0]["name"], "good");
+  EXPECT_NE(log().find("malformed hello"), std::string::npos) << log();
+  ::close(good);
+}
+
+TEST_F(CoordServerTest, ConnectionsThatSayNothingOrStopMidFrameAreDropped) {
+  Stop();
+  ServerOptions o;
+  o.hello_timeout_ms = 300;
+  Start(10000, o);
+  Result<int> silent = ConnectUnix(socket());
+  ASSERT_TRUE(silent.ok());
+  const int half = Join(kGiB, "half");
+  Expect<proto::Welcome>(half);
+  Expect<proto::Go>(half);
+  const std::string frame = proto::Encode(proto::Usage{});
+  ASSERT_EQ(::write(half, frame.data(), 5), 5);
+  EXPECT_TRUE(Closed(*silent));
+  EXPECT_TRUE(Closed(half));
+  ::close(*silent);
+  ::close(half);
+  // A header announcing more than its type can hold is refused before any payload.
+  Result<int> big = ConnectUnix(socket());
+  std::string huge = proto::Encode(proto::Hello{});
+  const uint32_t size = proto::kMaxPayload;
+  std::memcpy(huge.data() + 8, &size, 4);
+  ASSERT_EQ(::write(*big, huge.data(), proto::kHeaderSize), static_cast<ssize_t>(proto::kHeaderSize));
+  EXPECT_TRUE(Closed(*big));
+  ::close(*big);
+  const std::string l = log();
+  EXPECT_NE(l.find("said nothing for 300 ms"), std::string::npos) << l;
+  EXPECT_NE(l.find("left a message unfinished"), std::string::npos) << l;
+  EXPECT_NE(l.find("too large"), std::string::npos) << l;
+  const int fd = Join(kGiB, "after");
+  EXPECT_TRUE(Expect<proto::Welcome>(fd).admitted) << "still serving";
   ::close(fd);
 }
 
@@ -232,9 +314,7 @@ TEST_F(CoordServerTest, OnlyTheOwnerOrRootMayControlAJob) {
     Result<proto::Message> m = ReceiveMessage(*c, 5000);
     if (!m.ok()) _exit(6);
     const auto& r = std::get<proto::ControlReply>(*m);
-    // Nor may another user write the coordinator's shared memory.
-    const bool shm_writable = ::shm_open(w.shm_name.c_str(), O_RDWR, 0) >= 0;
-    _exit(!r.ok && r.text.find("only its owner or root") != std::string::npos && !shm_writable ? 0 : 7);
+    _exit(!r.ok && r.text.find("only its owner or root") != std::string::npos ? 0 : 7);
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -261,6 +341,21 @@ TEST_F(CoordServerTest, AJobThatStopsAnsweringIsPassedOver) {
   ::close(b);
 }
 
+TEST_F(CoordServerTest, AnIdleJobHoldingMostOfTheGpuDoesNotKeepASmallOneWaiting) {
+  Stop();
+  Start(/*answer_timeout_ms=*/300);
+  // A hello that declares nearly the whole GPU, then silence.
+  const int idle = Join(15 * kGiB + kGiB / 2, "idle");
+  Expect<proto::Welcome>(idle);
+  Expect<proto::Go>(idle);
+  const int small = Join(kGiB, "small");
+  Expect<proto::Welcome>(small);
+  const proto::Go go = Expect<proto::Go>(small);
+  EXPECT_GT(go.budget, 0u) << "the small job runs once the idle one is passed over";
+  ::close(idle);
+  ::close(small);
+}
+
 TEST_F(CoordServerTest, ASecondCoordinatorOnTheSameSocketIsRefusedAndAStaleSocketIsReplaced) {
   ServerOptions o;
   o.socket_path = socket();
@@ -276,6 +371,185 @@ TEST_F(CoordServerTest, ASecondCoordinatorOnTheSameSocketIsRefusedAndAStaleSocke
   const int fd = Join(kGiB);
   EXPECT_TRUE(Expect<proto::Welcome>(fd).admitted);
   ::close(fd);
+}
+
+// Runs `body` as uid 65534 in a child; its exit status (0: every check held).
+template <typename Body>
+int AsNobody(Body body) {
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+    _exit(body());
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(CoordServerTest, GuestsAreBoundedAndSeeOthersJobsWithoutNames) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  Stop();
+  ServerOptions o;
+  o.max_jobs_per_user = 2;
+  Start(10000, o);
+  const int mine = Join(kGiB, "roots-secret");
+  Expect<proto::Welcome>(mine);
+  const int status = AsNobody([&] {
+    auto join = [&](int priority) {
+      Result<int> fd = ConnectToCoordinator(socket());
+      if (!fd.ok()) return -1;
+      proto::Hello h;
+      h.name = "guest";
+      h.priority = priority;
+      return SendMessage(*fd, h).ok() ? *fd : -1;
+    };
+    const int a = join(100), b = join(0), c = join(0);
+    if (a < 0 || b < 0 || c < 0) return 1;
+    Result<proto::Message> wa = ReceiveMessage(a, 5000), wb = ReceiveMessage(b, 5000), wc = ReceiveMessage(c, 5000);
+    if (!wa.ok() || !std::holds_alternative<proto::Welcome>(*wa)) return 2;
+    if (!wb.ok() || !std::holds_alternative<proto::Welcome>(*wb)) return 3;
+    if (!wc.ok() || !std::holds_alternative<proto::Refused>(*wc)) return 4;
+    if (std::get<proto::Refused>(*wc).reason.find("the most one user may have") == std::string::npos) return 5;
+    Result<int> q = ConnectToCoordinator(socket());
+    if (!q.ok() || !SendMessage(*q, proto::Control{}).ok()) return 6;
+    Result<proto::Message> r = ReceiveMessage(*q, 5000);
+    if (!r.ok()) return 7;
+    const nlohmann::json s = nlohmann::json::parse(std::get<proto::ControlReply>(*r).text, nullptr, false);
+    if (!s.is_object()) return 8;
+    for (const nlohmann::json& j : s["jobs"]) {
+      const bool own = j["uid"] == 65534;
+      if (own && (j["name"] != "guest" || j["priority"] != 0)) return 9;  // its priority 100 was capped
+      if (!own && (j["name"] != "" || j["pid"] != 0)) return 10;          // root's job: no name, no pid
+    }
+    proto::Control raise;
+    raise.op = proto::ControlOp::kPriority;
+    raise.job = std::get<proto::Welcome>(*wb).job;
+    raise.priority = 5;
+    Result<int> p = ConnectToCoordinator(socket());
+    if (!p.ok() || !SendMessage(*p, raise).ok()) return 11;
+    Result<proto::Message> pr = ReceiveMessage(*p, 5000);
+    if (!pr.ok() || std::get<proto::ControlReply>(*pr).ok) return 12;
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+  const nlohmann::json s = Status();
+  EXPECT_EQ(s["jobs"][0]["name"], "roots-secret") << "root sees everything";
+  ::close(mine);
+}
+
+TEST(CoordinatorTrustTest, AJobNeverTalksToACoordinatorRunByAnotherUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  const std::string dir = ::testing::TempDir() + "trust_" + std::to_string(getpid());
+  ::mkdir(dir.c_str(), 0777);
+  ::chmod(dir.c_str(), 0777);
+  const std::string planted = dir + "/planted";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t impostor = fork();
+  if (impostor == 0) {
+    // Another user pre-creates the directory a victim's coordinator would use.
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+    ::mkdir(planted.c_str(), 0755);
+    Result<int> l = ListenUnix(planted + "/gpu0.sock", /*any_user=*/true);
+    (void)!::write(ready[1], l.ok() ? "y" : "n", 1);
+    ::pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  Result<int> fd = ConnectToCoordinator(planted + "/gpu0.sock");
+  ::kill(impostor, SIGKILL);
+  ::waitpid(impostor, nullptr, 0);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(fd.status().message().find("belongs to uid 65534"), std::string::npos) << fd.status().ToString();
+  // The victim's own coordinator refuses that directory too.
+  ServerOptions o;
+  o.socket_path = planted + "/gpu0.sock";
+  Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(o);
+  EXPECT_FALSE(s.ok());
+  ::unlink((planted + "/gpu0.sock").c_str());
+  ::rmdir(planted.c_str());
+  ::rmdir(dir.c_str());
+  ::close(ready[0]);
+  ::close(ready[1]);
+}
+
+// User plus system CPU seconds `pid` has used.
+double CpuSeconds(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  unsigned long long utime = 0, stime = 0;
+  const int got = std::fscanf(f, "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime);
+  std::fclose(f);
+  return got == 2 ? static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK)) : -1;
+}
+
+TEST(CoordinatorLimitsTest, AtTheDescriptorLimitItWaitsInsteadOfSpinning) {
+  const std::string dir = ::testing::TempDir() + "fdlimit_" + std::to_string(getpid());
+  ::mkdir(dir.c_str(), 0700);
+  const std::string sock = dir + "/s.sock";
+  const pid_t server = fork();
+  if (server == 0) {
+    rlimit low{24, 24};
+    if (setrlimit(RLIMIT_NOFILE, &low) != 0) _exit(100);
+    ServerOptions o;
+    o.socket_path = sock;
+    o.policy.hbm_bytes = 16 * kGiB;
+    Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(o);
+    if (!s.ok()) _exit(101);
+    (*s)->Run();
+    _exit(0);
+  }
+  for (int i = 0; i < 200 && ::access(sock.c_str(), F_OK) != 0; ++i) usleep(10000);
+  std::vector<int> held;
+  for (int i = 0; i < 40; ++i) {
+    if (Result<int> fd = ConnectUnix(sock); fd.ok()) held.push_back(*fd);
+  }
+  EXPECT_EQ(held.size(), 40u) << "queued by the kernel even when the coordinator cannot accept";
+  usleep(300000);
+  const double before = CpuSeconds(server);
+  usleep(1000000);
+  const double used = CpuSeconds(server) - before;
+  EXPECT_LT(used, 0.3) << "a coordinator out of descriptors must not spin";
+  for (int fd : held) ::close(fd);
+  // Once descriptors are free again it serves.
+  Result<int> fd = ConnectUnix(sock);
+  ASSERT_TRUE(fd.ok());
+  ASSERT_TRUE(SendMessage(*fd, proto::Control{}).ok());
+  Result<proto::Message> reply = ReceiveMessage(*fd, 5000);
+  EXPECT_TRUE(reply.ok() && std::holds_alternative<proto::ControlReply>(*reply))
+      << (reply.ok() ? "another message" : reply.status().ToString());
+  ::close(*fd);
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
+  ::unlink(sock.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_F(CoordServerTest, AnythingButAStaleSocketIsNeverReplaced) {
+  Stop();
+  const std::string file = dir_ + "/results.csv";
+  {
+    FILE* f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("precious\n", f);
+    std::fclose(f);
+  }
+  ServerOptions o;
+  o.socket_path = file;
+  Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("is not a socket"), std::string::npos) << s.status().ToString();
+  char buf[16] = {};
+  FILE* f = std::fopen(file.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(std::fgets(buf, sizeof buf, f), nullptr);
+  std::fclose(f);
+  EXPECT_STREQ(buf, "precious\n");
+  ::unlink(file.c_str());
+  Start();
 }
 
 TEST_F(CoordServerTest, AnUnsafeSocketDirectoryIsRefused) {

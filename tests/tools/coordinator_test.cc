@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -320,6 +321,58 @@ TEST_F(CoordinatorProcessTest, RequiredWithoutACoordinatorFailsClearlyAndAutoRun
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(8 * kMiB, 2));
 }
 
+// Waits for `p` at most `seconds`, then kills it; its status and how long it took.
+std::pair<int, double> WaitAtMost(msched::Subprocess& p, int seconds) {
+  std::atomic<bool> done{false};
+  std::thread killer([&] {
+    for (int i = 0; i < seconds * 20 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!done.load()) p.Kill(SIGKILL);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = p.Wait();
+  done.store(true);
+  killer.join();
+  return {status, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+TEST_F(CoordinatorProcessTest, AStoppedCoordinatorNeverHangsANewJob) {
+  StartDaemon();
+  ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
+  const size_t alone = StartJob(8 * kMiB, 2, {{"MSCHED_COORD", "auto"}});
+  const size_t strict = StartJob(8 * kMiB, 2, {{"MSCHED_COORD", "required"}, {"MSCHED_COORD_WAIT", "3s"}});
+  const auto [alone_status, alone_s] = WaitAtMost(jobs_[alone], 60);
+  const auto [strict_status, strict_s] = WaitAtMost(jobs_[strict], 60);
+  ::kill(daemon_->pid(), SIGCONT);
+  EXPECT_EQ(alone_status, 0) << Err(alone);
+  EXPECT_LT(alone_s, 30) << "auto gives up on a silent coordinator after 5 s";
+  EXPECT_NE(Err(alone).find("did not answer within 5000 ms; running alone"), std::string::npos) << Err(alone);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(alone))), AloneChecksum(8 * kMiB, 2));
+  EXPECT_NE(strict_status, 0);
+  EXPECT_LT(strict_s, 30);
+  EXPECT_NE(Err(strict).find("MSCHED_COORD=required, but the coordinator at " + socket() +
+                             " did not answer within 3000 ms"),
+            std::string::npos)
+      << Err(strict);
+}
+
+TEST_F(CoordinatorProcessTest, JobNamesThatAreNotPrintableUtf8AreMendedOnceAndNeverHurtTheCoordinator) {
+  StartDaemon();
+  const size_t latin1 = StartJob(8 * kMiB, 2, {{"MSCHED_JOB_NAME", "caf\xe9"}});
+  const size_t control = StartJob(8 * kMiB, 2, {{"MSCHED_JOB_NAME", "bad\x01name"}});
+  EXPECT_EQ(jobs_[latin1].Wait(), 0) << Err(latin1);
+  EXPECT_EQ(jobs_[control].Wait(), 0) << Err(control);
+  for (size_t i : {latin1, control}) {
+    EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(8 * kMiB, 2));
+    const std::string err = Err(i);
+    EXPECT_NE(err.find("were replaced by '?'"), std::string::npos) << err;
+    EXPECT_EQ(err.find("running alone"), std::string::npos) << "MSCHED_COORD=required: it ran coordinated";
+  }
+  const json s = Status();
+  ASSERT_TRUE(s.is_object()) << "the coordinator still answers";
+  EXPECT_TRUE(Job("caf?").is_object()) << s.dump();
+  EXPECT_TRUE(Job("bad?name").is_object()) << s.dump();
+}
+
 TEST_F(CoordinatorProcessTest, AJobThatCanNeverFitIsRefusedWithAReason) {
   StartDaemon();
   const size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_MEM", "1G"}});
@@ -344,6 +397,20 @@ TEST_F(CoordinatorProcessTest, MschedRunStartsACoordinatorWhenNoneRuns) {
   // Stop the coordinator msched run left behind.
   const std::string pid = std::to_string(Status()["coordinator"]["pid"].get<int>());
   ::kill(std::stoi(pid), SIGTERM);
+}
+
+// Issue 16: mschedd --log on a full disk lost every line silently. The first
+// failed write is reported on stderr, and the log goes on there.
+TEST(CoordinatorTest, ALogThatCannotBeWrittenMovesToStderr) {
+  const std::string sock = ::testing::TempDir() + "coordlog_" + std::to_string(getpid()) + ".sock";
+  const ts::ProgramRun r =
+      ts::RunProgram({MSCHEDD, "--socket", sock, "--log", "/dev/full", "--idle-exit", "200ms"}, {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string note = "mschedd: cannot write the log /dev/full (No space left on device); logging to stderr";
+  EXPECT_NE(r.err.find(note), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(note), r.err.rfind(note)) << "said once";
+  EXPECT_NE(r.err.find("mschedd: coordinator listening at " + sock), std::string::npos) << "the lost line: " << r.err;
+  EXPECT_NE(r.err.find("mschedd: stopped"), std::string::npos) << "later lines: " << r.err;
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+// `msched run` as users type it: every option shape reaches the program as
+// its MSCHED_* variables, the program's own arguments arrive intact, its
+// exit status comes back, and mistakes give one clear line and exit 2.
+// The jobs here are plain programs with the coordinator off; the
+// coordinator tests run real simulated-GPU jobs through `msched run`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "run_program.h"
+
+namespace {
+
+namespace ts = msched::testsupport;
+
+ts::ProgramRun Msched(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), MSCHED_CLI);
+  env.emplace("MSCHED_SOCKET", "");
+  env.emplace("LD_PRELOAD", "");
+  return ts::RunProgram(args, env);
+}
+
+// A shell that prints each of its arguments in brackets.
+const std::vector<std::string> kPrintArgs = {"/bin/sh", "-c", "printf '[%s]' \"$@\"", "sh"};
+
+std::vector<std::string> Join(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(MschedRunTest, TheProgramGetsExactlyItsArguments) {
+  ts::ProgramRun r = Msched({"run", "--coord", "off", "--", "/bin/echo", "a", "b"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "a b\n");
+  r = Msched(Join({"run", "--coord", "off", "--"}, Join(kPrintArgs, {"a b", "", "c", "--mem", "--"})));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[a b][][c][--mem][--]") << "spaces, empty arguments and option-like words pass through";
+  // Without `--` the command starts at the first word that is not an option.
+  r = Msched({"run", "--coord=off", "--mode", "off", "/bin/echo", "x", "y", "z"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "x y z\n");
+  r = Msched({"run", "/bin/echo", "no", "options"}, {{"MSCHED_COORD", "off"}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "no options\n");
+}
+
+TEST(MschedRunTest, EveryOptionShapeBecomesTheJobsVariables) {
+  const std::vector<std::string> show = {
+      "/bin/sh", "-c",
+      "echo \"$MSCHED_MEM|$MSCHED_JOB_NAME|$MSCHED_CLASS|$MSCHED_PRIORITY|$MSCHED_MODE|$MSCHED_COORD|$MSCHED_SOCKET\"; "
+      "case \"$LD_PRELOAD\" in *libmsched.so*) echo preloaded;; esac"};
+  ts::ProgramRun r = Msched(Join({"--socket", "/tmp/a.sock", "run", "--mem", "1G", "--name=n1", "--class", "short",
+                                  "--priority=-3", "--mode", "um", "--coord", "off", "--"},
+                                 show));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1G|n1|short|-3|um|off|/tmp/a.sock\npreloaded\n");
+  // --socket after the command word, and inside run's options.
+  r = Msched(Join({"run", "--socket", "/tmp/b.sock", "--coord", "off"}, show));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("|/tmp/b.sock\n"), std::string::npos) << r.out;
+  r = Msched(Join({"run", "--coord", "off", "--socket=/tmp/c.sock", "--"}, show));
+  EXPECT_NE(r.out.find("|/tmp/c.sock\n"), std::string::npos) << r.out;
+}
+
+TEST(MschedRunTest, TheProgramsExitStatusComesBack) {
+  EXPECT_EQ(Msched({"run", "--coord", "off", "--", "/bin/sh", "-c", "exit 7"}).status, 7);
+  const ts::ProgramRun missing = Msched({"run", "--coord", "off", "--", "/nonexistent/program"});
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_NE(missing.err.find("msched: cannot run /nonexistent/program"), std::string::npos) << missing.err;
+}
+
+TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"run"}, "run needs a command"},
+      {{"run", "--coord", "off", "--"}, "run needs a command"},
+      {{"run", "--mem"}, "--mem needs a value"},
+      {{"run", "--bogus", "1", "--", "true"}, "unknown run option --bogus"},
+      {{"run", "--mem", "lots", "--", "true"}, "MSCHED_MEM='lots' is not valid"},
+      {{"run", "--priority=500", "true"}, "MSCHED_PRIORITY='500' is not valid"},
+  };
+  for (const Case& c : cases) {
+    const ts::ProgramRun r = Msched(c.args);
+    EXPECT_EQ(r.status, 2) << testing::PrintToString(c.args);
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << testing::PrintToString(c.args) << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << "errors go to stderr";
+  }
+}
+
+}  // namespace

@@ -10,6 +10,7 @@
 #include <new>
 #include <type_traits>
 
+#include "fault_injection.h"
 #include "process.h"
 
 // cuda.h renames these base names to their newest ABI (cuMemAdvise ->
@@ -53,9 +54,14 @@ class CallScope {
 
 // Runs `body(Process&)` with the process lock held, after checking that the
 // driver is initialised (and that a context is current when asked), and
-// charging the call's host time. No exception leaves it.
+// charging the call's host time. No exception leaves it. `entry` is the
+// entry point being served, for fault injection (MSIM_FAIL), which comes
+// first so that a failed call has no effect: it defaults to the calling
+// function's name, so a helper shared by several entry points takes
+// `const char* entry = __builtin_FUNCTION()` itself and passes it on.
 template <typename F>
-CUresult Call(NeedCtx need, F&& body) noexcept {
+CUresult Call(NeedCtx need, F&& body, const char* entry = __builtin_FUNCTION()) noexcept {
+  if (const int injected = InjectedFault(entry)) return static_cast<CUresult>(injected);
   Process* p = Process::Current();
   if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   CallScope scope(*p);

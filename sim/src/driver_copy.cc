@@ -55,7 +55,8 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
 
 // Copies on `stream` (ptsz: per-thread variant). dir kHtoH means "infer from
 // the pointers", as cuMemcpy does with unified addressing.
-CUresult DoCopy(uint64_t dst, uint64_t src, size_t n, Dir dir, CUstream stream, bool ptsz, bool sync) {
+CUresult DoCopy(uint64_t dst, uint64_t src, size_t n, Dir dir, CUstream stream, bool ptsz, bool sync,
+                const char* entry = __builtin_FUNCTION()) {
   return Call(NeedCtx::kYes, [&](Process& p) {
     CUresult err = CUDA_SUCCESS;
     Stream* s = p.ResolveStream(stream, ptsz, &err);
@@ -66,11 +67,12 @@ CUresult DoCopy(uint64_t dst, uint64_t src, size_t n, Dir dir, CUstream stream, 
       d = dd && sd ? Dir::kDtoD : dd ? Dir::kHtoD : sd ? Dir::kDtoH : Dir::kHtoH;
     }
     return Copy(p, dst, src, n, d, s, sync);
-  });
+  }, entry);
 }
 
 template <typename T>
-CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz, bool sync) {
+CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz, bool sync,
+                const char* entry = __builtin_FUNCTION()) {
   if (dst % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kYes, [&](Process& p) {
     CUresult err = CUDA_SUCCESS;
@@ -88,7 +90,7 @@ CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz,
     }
     if (sync) p.AdvanceTo(s->ready);
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
 uint64_t U(const void* p) { return reinterpret_cast<uint64_t>(p); }

@@ -114,7 +114,7 @@ struct Launch {
   bool ptsz;
 };
 
-CUresult DoLaunch(const Launch& l) {
+CUresult DoLaunch(const Launch& l, const char* entry = __builtin_FUNCTION()) {
   const msimLaunchInfo& d = l.dims;
   for (int i = 0; i < 3; ++i) {
     if (d.grid[i] == 0 || d.block[i] == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -148,17 +148,19 @@ CUresult DoLaunch(const Launch& l) {
       return CUDA_ERROR_INVALID_VALUE;
     }
     return msim::RunKernel(p, s, k, params, d);
-  });
+  }, entry);
 }
 
 msimLaunchInfo Dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
   return msimLaunchInfo{{gx, gy, gz}, {bx, by, bz}};
 }
 
-CUresult LaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool ptsz) {
+CUresult LaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool ptsz,
+                  const char* entry = __builtin_FUNCTION()) {
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return DoLaunch({f, Dims(c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ),
-                   c->hStream, params, extra, ptsz});
+                   c->hStream, params, extra, ptsz},
+                  entry);
 }
 
 }  // namespace

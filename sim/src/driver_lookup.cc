@@ -1,9 +1,10 @@
 // Driver API: cuGetProcAddress (both ABIs) with version and per-thread-stream
-// flag semantics, error names and strings, and counting of unimplemented
-// calls.
+// flag semantics, error names and strings, counting of unimplemented calls,
+// and msimCallCount (fault_injection.h keeps the counts).
 #include <cstring>
 
 #include "api.h"
+#include "fault_injection.h"
 #include "proc_table.h"
 
 using msim::Process;
@@ -12,6 +13,7 @@ using msim::ProcEntry;
 namespace msim {
 
 int Unsupported(const char* name) {
+  if (const int injected = InjectedFault(name)) return injected;
   if (Process* p = Process::Current()) {
     std::lock_guard<std::mutex> lock(p->mu);
     p->CountUnsupported(name);
@@ -34,6 +36,20 @@ struct ErrorName {
 const ErrorName kErrors[] = {
 #include "cuda_entries_sim.inc"
 };
+
+}  // namespace
+
+bool msim::ErrorByName(std::string_view name, int* value) {
+  for (const ErrorName& n : kErrors) {
+    if (name == n.name) {
+      *value = static_cast<int>(n.value);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
 
 const char* FindErrorName(CUresult e) {
   for (const ErrorName& n : kErrors) {
@@ -77,12 +93,19 @@ CUresult Lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
 
 MSIM_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                                          CUdriverProcAddressQueryResult* status) {
+  if (const int injected = msim::InjectedFault(__func__)) return static_cast<CUresult>(injected);
   return Lookup(symbol, pfn, cuda_version, flags, status);
 }
 
 MSIM_DECLARE(cuGetProcAddress, PFN_cuGetProcAddress_v11030);
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
+  if (const int injected = msim::InjectedFault(__func__)) return static_cast<CUresult>(injected);
   return Lookup(symbol, pfn, cuda_version, flags, nullptr);
+}
+
+MSIM_EXPORT CUresult msimCallCount(const char* name, uint64_t* count) {
+  if (name == nullptr || count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return msim::CallCount(name, count) ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 MSIM_EXPORT CUresult cuGetErrorName(CUresult error, const char** str) {

@@ -115,7 +115,8 @@ CUresult FreeAlloc(Process& p, CUdeviceptr dptr, bool host) {
 
 // A stream-ordered allocation is made at once: with eager execution the
 // stream order is already the issue order.
-CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool ptsz) {
+CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool ptsz,
+                    const char* entry = __builtin_FUNCTION()) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kYes, [&](Process& p) {
     CUresult err = CUDA_SUCCESS;
@@ -123,15 +124,15 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool pt
     if (s == nullptr) return err;
     if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return AllocDevice(p, bytesize, AllocType::kAsync, dptr);
-  });
+  }, entry);
 }
 
-CUresult FreeAsync(CUdeviceptr dptr, CUstream stream, bool ptsz) {
+CUresult FreeAsync(CUdeviceptr dptr, CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   return Call(NeedCtx::kYes, [&](Process& p) {
     CUresult err = CUDA_SUCCESS;
     if (p.ResolveStream(stream, ptsz, &err) == nullptr) return err;
     return FreeAlloc(p, dptr, false);
-  });
+  }, entry);
 }
 
 // The one pool the simulated device has; handles are never dereferenced.

@@ -17,40 +17,42 @@ Event* FindEvent(Process& p, CUevent e) {
   return p.events.count(ev) ? ev : nullptr;
 }
 
-CUresult WithStream(CUstream stream, bool ptsz, const std::function<CUresult(Process&, Stream*)>& fn) {
+CUresult WithStream(CUstream stream, bool ptsz, const std::function<CUresult(Process&, Stream*)>& fn,
+                    const char* entry = __builtin_FUNCTION()) {
   return Call(NeedCtx::kYes, [&](Process& p) {
     CUresult err = CUDA_SUCCESS;
     Stream* s = p.ResolveStream(stream, ptsz, &err);
     return s ? fn(p, s) : err;
-  });
+  }, entry);
 }
 
-CUresult Synchronize(CUstream stream, bool ptsz) {
+CUresult Synchronize(CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   return WithStream(stream, ptsz, [](Process& p, Stream* s) {
     if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     p.AdvanceTo(s == &p.legacy ? p.OpStart(s) : s->ready);
     return p.sticky_error;
-  });
+  }, entry);
 }
 
-CUresult Query(CUstream stream, bool ptsz) {
+CUresult Query(CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   return WithStream(stream, ptsz, [](Process& p, Stream* s) {
     if (p.sticky_error) return p.sticky_error;
     return s->ready <= p.now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-  });
+  }, entry);
 }
 
-CUresult WaitEvent(CUstream stream, CUevent event, unsigned int flags, bool ptsz) {
+CUresult WaitEvent(CUstream stream, CUevent event, unsigned int flags, bool ptsz,
+                   const char* entry = __builtin_FUNCTION()) {
   return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
     Event* ev = FindEvent(p, event);
     if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
     if (ev->recorded) s->ready = std::max(s->ready, ev->time);
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
-CUresult Record(CUevent event, CUstream stream, bool ptsz) {
+CUresult Record(CUevent event, CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
     Event* ev = FindEvent(p, event);
     if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
@@ -58,20 +60,20 @@ CUresult Record(CUevent event, CUstream stream, bool ptsz) {
     ev->time = p.OpStart(s);
     ev->recorded = true;
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
-CUresult BeginCapture(CUstream stream, bool ptsz) {
+CUresult BeginCapture(CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   return WithStream(stream, ptsz, [](Process& p, Stream* s) {
     if (s == &p.legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
     s->capture = std::make_shared<Graph>();
     ++p.capturing;
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
-CUresult EndCapture(CUstream stream, CUgraph* graph, bool ptsz) {
+CUresult EndCapture(CUstream stream, CUgraph* graph, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
     if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
@@ -81,18 +83,19 @@ CUresult EndCapture(CUstream stream, CUgraph* graph, bool ptsz) {
     --p.capturing;
     *graph = reinterpret_cast<CUgraph>(g);
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
-CUresult IsCapturing(CUstream stream, CUstreamCaptureStatus* status, bool ptsz) {
+CUresult IsCapturing(CUstream stream, CUstreamCaptureStatus* status, bool ptsz,
+                     const char* entry = __builtin_FUNCTION()) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return WithStream(stream, ptsz, [&](Process&, Stream* s) {
     *status = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
-CUresult GraphLaunch(CUgraphExec exec, CUstream stream, bool ptsz) {
+CUresult GraphLaunch(CUgraphExec exec, CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
     auto* g = reinterpret_cast<Graph*>(exec);
     if (!p.graphs.count(g) || !g->executable) return CUDA_ERROR_INVALID_HANDLE;
@@ -102,17 +105,17 @@ CUresult GraphLaunch(CUgraphExec exec, CUstream stream, bool ptsz) {
       if (CUresult r = msim::RunKernel(p, s, n.kernel, params.data(), n.dims)) return r;
     }
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
-CUresult HostFunc(CUstream stream, CUhostFn fn, void* data, bool ptsz) {
+CUresult HostFunc(CUstream stream, CUhostFn fn, void* data, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
     if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     p.OpEnd(s, p.OpStart(s));
     fn(data);  // all earlier work on the stream has already run
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
 }  // namespace

@@ -71,13 +71,17 @@ CUresult Prefetch(Process& p, CUdeviceptr ptr, size_t count, Where where, CUstre
   return CUDA_SUCCESS;
 }
 
-CUresult PrefetchV2(CUdeviceptr ptr, size_t count, CUmemLocation loc, unsigned int flags, CUstream s, bool ptsz) {
+CUresult PrefetchV2(CUdeviceptr ptr, size_t count, CUmemLocation loc, unsigned int flags, CUstream s, bool ptsz,
+                    const char* entry = __builtin_FUNCTION()) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kYes, [&](Process& p) { return Prefetch(p, ptr, count, FromLocation(loc), s, ptsz); });
+  return Call(
+      NeedCtx::kYes, [&](Process& p) { return Prefetch(p, ptr, count, FromLocation(loc), s, ptsz); }, entry);
 }
 
-CUresult PrefetchV1(CUdeviceptr ptr, size_t count, CUdevice dst, CUstream s, bool ptsz) {
-  return Call(NeedCtx::kYes, [&](Process& p) { return Prefetch(p, ptr, count, FromDevice(dst), s, ptsz); });
+CUresult PrefetchV1(CUdeviceptr ptr, size_t count, CUdevice dst, CUstream s, bool ptsz,
+                    const char* entry = __builtin_FUNCTION()) {
+  return Call(
+      NeedCtx::kYes, [&](Process& p) { return Prefetch(p, ptr, count, FromDevice(dst), s, ptsz); }, entry);
 }
 
 // Validates the batch run-length location map and calls fn(i, where) per range.
@@ -102,14 +106,15 @@ bool LegacyNullStream(CUstream s) {
 }
 
 CUresult PrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* loc_idx,
-                       size_t nlocs, unsigned long long flags, CUstream s, bool ptsz) {
+                       size_t nlocs, unsigned long long flags, CUstream s, bool ptsz,
+                       const char* entry = __builtin_FUNCTION()) {
   if (dptrs == nullptr || sizes == nullptr || count == 0 || flags != 0 || (LegacyNullStream(s) && !ptsz)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return Call(NeedCtx::kYes, [&](Process& p) {
     return ForEachBatchRange(count, locs, loc_idx, nlocs,
                              [&](size_t i, Where w) { return Prefetch(p, dptrs[i], sizes[i], w, s, ptsz); });
-  });
+  }, entry);
 }
 
 // Discarded contents are undefined; the simulator makes them visibly so, so
@@ -125,7 +130,7 @@ CUresult DiscardRange(Process& p, CUdeviceptr ptr, size_t size, Stream* s) {
 }
 
 CUresult DiscardBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream stream,
-                      bool ptsz) {
+                      bool ptsz, const char* entry = __builtin_FUNCTION()) {
   if (dptrs == nullptr || sizes == nullptr || count == 0 || flags != 0 || (LegacyNullStream(stream) && !ptsz)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -137,7 +142,7 @@ CUresult DiscardBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned 
       if (CUresult r = DiscardRange(p, dptrs[i], sizes[i], s)) return r;
     }
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
 
 CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, Where where) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 namespace msim {
 
@@ -19,5 +20,9 @@ const ProcEntry* ProcEntries(size_t* count);
 // Counts a call to an entry point the simulator does not implement and
 // returns CUDA_ERROR_NOT_SUPPORTED (as an int: this header is cuda.h-free).
 int Unsupported(const char* name);
+
+// The CUresult named `name` ("CUDA_ERROR_OUT_OF_MEMORY"), from the same
+// generated table as cuGetErrorName; false when there is none.
+bool ErrorByName(std::string_view name, int* value);
 
 }  // namespace msim

@@ -66,6 +66,13 @@ CUresult msimRegisterHostKernel(const char* impl, msimHostKernel fn);
  * at most `capacity` bytes are written. */
 CUresult msimStatsJson(char* out, size_t capacity, size_t* size);
 
+/* How many times this process has called driver entry point `name` so far,
+ * all ABI versions and per-thread variants together ("cuMemAlloc" counts
+ * cuMemAlloc_v2 too), counted as MSIM_FAIL counts them: a test reads it
+ * just before a call to learn which call number MSIM_FAIL should fail.
+ * CUDA_ERROR_NOT_FOUND when `name` is not a driver entry point. */
+CUresult msimCallCount(const char* name, uint64_t* count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,12 +2,11 @@
 // is used, so malformed input becomes a TemplateProblem. Inside this file a
 // broken entry unwinds with EntryError to the loop over entries, which
 // records it and goes on; no exception leaves ParseTemplates.
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "msched/bounded_input.h"
 #include "msched/templates.h"
 
 namespace msched {
@@ -269,6 +268,13 @@ TemplateLoadResult ParseDocument(const json& doc, const std::string& file) {
 
 TemplateLoadResult ParseTemplates(std::string_view json_text, std::string_view file_name) {
   const std::string file(file_name);
+  // Checked before parsing: nothing below (parser, accessors, messages) may
+  // recurse over a value nested thousands deep.
+  if (std::string error; !CheckJsonDepth(json_text, kMaxJsonDepth, &error)) {
+    TemplateLoadResult out;
+    out.problems.push_back({file, "", "", error});
+    return out;
+  }
   json doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     TemplateLoadResult out;
@@ -285,15 +291,13 @@ TemplateLoadResult ParseTemplates(std::string_view json_text, std::string_view f
 }
 
 TemplateLoadResult LoadTemplatesFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string text, error;
+  if (!ReadRegularFile(path, kMaxTemplatesFileBytes, &text, &error)) {
     TemplateLoadResult out;
-    out.problems.push_back({path, "", "", "cannot open file"});
+    out.problems.push_back({path, "", "", error});
     return out;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseTemplates(ss.str(), path);
+  return ParseTemplates(text, path);
 }
 
 std::string SerializeTemplates(const TemplateFile& file) {

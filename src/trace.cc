@@ -1,10 +1,12 @@
 #include "trace.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "msched/bounded_input.h"
 
 namespace msched {
 namespace {
@@ -96,24 +98,31 @@ TraceLaunch ParseLaunch(const json& j) {
 
 TraceReadResult ReadTrace(const std::string& path) {
   TraceReadResult out;
-  std::ifstream in(path);
-  if (!in) {
-    out.status = Status::IoError("cannot open trace " + path);
+  std::string text, error;
+  if (!ReadRegularFile(path, kMaxTraceFileBytes, &text, &error)) {
+    out.status = Status::IoError("cannot open trace " + path + ": " + error);
     return out;
   }
   bool header = false;
-  std::string line;
-  for (size_t n = 1; std::getline(in, line); ++n) {
+  size_t n = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t eol = std::min(text.find('\n', pos), text.size());
+    const std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    ++n;
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(n) + ": ";
     auto not_a_trace = [&] { return Status::Corruption(where + "not an msched trace (the first record must be its header)"); };
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // A record nested past the bound is skipped unparsed, so no recursive
+    // walk (parser, accessor, message) ever meets it.
+    const bool too_deep = !CheckJsonDepth(line, kMaxJsonDepth, &error);
+    json j = too_deep ? json(json::value_t::discarded) : json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       if (!header) {
         out.status = not_a_trace();
         return out;
       }
-      out.problems.push_back(where + "not a JSON object (a line cut short when the program died?)");
+      out.problems.push_back(where + (too_deep ? error : "not a JSON object (a line cut short when the program died?)"));
       continue;
     }
     try {
@@ -124,7 +133,9 @@ TraceReadResult ReadTrace(const std::string& path) {
           return out;
         }
         if (j.value("version", 0) != kTraceFormatVersion) {
-          out.status = Status::Corruption(where + "trace format version " + j.value("version", json()).dump() +
+          const json& v = j.value("version", json());
+          out.status = Status::Corruption(where + "trace format version " +
+                                          (v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.type_name()) +
                                           " is not supported (this msched reads " +
                                           std::to_string(kTraceFormatVersion) + ")");
           return out;

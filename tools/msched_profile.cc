@@ -11,8 +11,10 @@
 // (what was recorded is still analysed and written); 2 usage.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -170,16 +172,30 @@ int Main(int argc, char** argv) {
   if (o.analyze_only) return Analyse(o, false);
 
   const bool keep_trace = !o.trace.empty();
+  std::string private_dir;
   if (!keep_trace) {
+    // A directory of our own (mkdtemp, mode 0700): in a shared /tmp a
+    // predictable file name could be pre-created or a symlink by another user.
     const char* tmp = std::getenv("TMPDIR");
-    o.trace = std::string(tmp && *tmp ? tmp : "/tmp") + "/msched-profile-" + std::to_string(getpid()) + ".jsonl";
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/msched-profile-XXXXXX";
+    if (::mkdtemp(dir.data()) == nullptr) {
+      Say("cannot create a private directory for the trace (" + dir + "): " + std::strerror(errno));
+      return 1;
+    }
+    private_dir = dir;
+    o.trace = private_dir + "/trace.jsonl";
   }
   const int status = Record(o);
-  if (status < 0) return 1;
-  const bool failed = status != 0;
-  if (failed) Say(o.program[0] + " " + DescribeExit(status) + "; analysing what it recorded before it ended");
-  const int result = Analyse(o, failed);
-  if (!keep_trace) ::unlink(o.trace.c_str());
+  int result = 1;
+  if (status >= 0) {
+    const bool failed = status != 0;
+    if (failed) Say(o.program[0] + " " + DescribeExit(status) + "; analysing what it recorded before it ended");
+    result = Analyse(o, failed);
+  }
+  if (!keep_trace) {
+    ::unlink(o.trace.c_str());
+    ::rmdir(private_dir.c_str());
+  }
   return result;
 }
 

@@ -1,5 +1,10 @@
 #include "log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -26,11 +31,20 @@ spdlog::level::level_enum ToSpdlog(LogLevel l) {
 std::shared_ptr<spdlog::logger> Make() {
   const Config& c = HookConfig();
   spdlog::sink_ptr sink;
+  std::string unusable;  // why MSCHED_LOG could not be used
   if (!c.log_path.empty()) {
-    try {
-      sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(c.log_path, /*truncate=*/false);
-    } catch (const std::exception&) {
-      sink = nullptr;  // falls back to stderr below
+    // Opened here first: spdlog's file sink would create missing parent
+    // directories, and its exception says less than errno does.
+    const int fd = ::open(c.log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      unusable = std::strerror(errno);
+    } else {
+      ::close(fd);
+      try {
+        sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(c.log_path, /*truncate=*/false);
+      } catch (const std::exception& e) {
+        unusable = e.what();
+      }
     }
   }
   if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
@@ -38,6 +52,8 @@ std::shared_ptr<spdlog::logger> Make() {
   logger->set_pattern("[msched %P] %l: %v");
   logger->set_level(ToSpdlog(c.log_level));
   logger->flush_on(spdlog::level::trace);
+  // Said once, on the fallback sink: otherwise the log is just missing.
+  if (!unusable.empty()) logger->error("cannot log to '{}' (MSCHED_LOG): {}; logging to stderr", c.log_path, unusable);
   return logger;
 }
 

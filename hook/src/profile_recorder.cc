@@ -64,7 +64,14 @@ struct ProfileRecorder::State {
 
   void Open(const Config& config) {
     HookScope scope;  // CUPTI may call the driver: straight through
-    fd = ::open(config.profile_trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A new file only, private to the user: an existing file or symlink (in
+    // a shared /tmp, perhaps another user's) must never receive the trace.
+    fd = ::open(config.profile_trace.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      LogError("the profile trace '{}' already exists; msched writes a trace only to a new file and never through a "
+               "symlink (remove it or name another path); nothing is recorded", config.profile_trace);
+      return;
+    }
     if (fd < 0) {
       LogError("cannot create the profile trace '{}': {}", config.profile_trace, std::strerror(errno));
       return;

@@ -42,6 +42,16 @@ Driver& D() {
   return *d;
 }
 
+// libmsched's own dlopen handle (the same for every path naming it), or
+// nullptr if it cannot be found.
+void* OwnHandle() {
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&OwnHandle), &self) || self.dli_fname == nullptr) return nullptr;
+  void* own = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (own != nullptr) dlclose(own);  // loaded anyway: this only balances the count
+  return own;
+}
+
 }  // namespace
 
 void* RealDlsym(void* handle, const char* name) {
@@ -57,6 +67,14 @@ void* RealDriverHandle() {
     if (d.handle == nullptr) {
       const char* err = dlerror();
       LogError("cannot load the real driver '{}' (MSCHED_REAL_LIBCUDA): {}", path, err ? err : "unknown error");
+      return;
+    }
+    // MSCHED_REAL_LIBCUDA naming libmsched itself would make every hook call
+    // itself forever: refuse it, so calls fail as with no driver at all.
+    if (d.handle == OwnHandle()) {
+      LogError("MSCHED_REAL_LIBCUDA '{}' is libmsched itself, not the driver; no driver is used", path);
+      dlclose(d.handle);  // drops only the reference taken above
+      d.handle = nullptr;
       return;
     }
     Dl_info info{};

@@ -1,9 +1,11 @@
 #include "runtime.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -17,12 +19,25 @@ void WriteStatsAtExit() {
   Runtime& rt = Runtime::Get();
   const std::string& path = rt.config().stats_path;
   if (path.empty()) return;
-  std::ofstream out(path);
-  if (!out) {
-    LogError("cannot write statistics to '{}' (MSCHED_STATS)", path);
-    return;
+  // Every write and the close are checked: a full disk must not leave a
+  // short or empty file without a word.
+  auto fail = [&path](int err) {
+    LogError("cannot write statistics to '{}' (MSCHED_STATS): {}", path, std::strerror(err));
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(errno);
+  const std::string text = rt.StatsJson();
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      return fail(err);
+    }
+    done += static_cast<size_t>(n);
   }
-  out << rt.StatsJson();
+  if (::close(fd) != 0) fail(errno);
 }
 
 }  // namespace
@@ -72,7 +87,9 @@ Runtime::Runtime() {
   const ConfigParse& parse = HookConfigParse();
   for (const ConfigError& e : parse.errors) LogError("{}", e.ToString());
   for (const std::string& name : parse.unknown_variables) {
-    LogWarn("{} is not an msched variable (misspelt?); ignored", name);
+    // Error level, so the default level shows it: a misspelt name silently
+    // leaves the setting at its default.
+    LogError("{} is not an msched variable (misspelt?); ignored", name);
   }
   if (config().mode == Mode::kProfile && config().profile_trace.empty()) {
     LogWarn("MSCHED_MODE=profile without MSCHED_PROFILE_TRACE records nothing; run the program under msched-profile");
@@ -88,7 +105,9 @@ void Runtime::LoadTemplates() {
   paths.insert(paths.end(), config().template_paths.begin(), config().template_paths.end());
   std::vector<TemplateProblem> problems;
   templates_.LoadPaths(paths, &problems);
-  for (const TemplateProblem& p : problems) LogWarn("templates: {}", p.ToString());
+  // Error level (shown by default): a templates file that cannot be read or
+  // has broken entries silently costs the predictions it was meant to give.
+  for (const TemplateProblem& p : problems) LogError("templates: {}", p.ToString());
   c_.templates_loaded->Set(templates_.size());
   c_.template_problems->Set(problems.size());
 }

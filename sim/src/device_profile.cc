@@ -3,9 +3,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "msched/bounded_input.h"
 
 namespace msim {
 namespace {
@@ -113,15 +114,10 @@ bool LoadDeviceProfile(const std::string& name_or_path, DeviceProfile* out, std:
       return false;
     }
   }
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot open device profile " + path;
-    return false;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!ParseDeviceProfile(ss.str(), out, error)) {
-    *error = path + ": " + *error;
+  std::string text;
+  if (!msched::ReadRegularFile(path, msched::kMaxConfigFileBytes, &text, error) ||
+      !msched::CheckJsonDepth(text, msched::kMaxJsonDepth, error) || !ParseDeviceProfile(text, out, error)) {
+    *error = "device profile " + path + ": " + *error;
     return false;
   }
   return true;

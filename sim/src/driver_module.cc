@@ -2,10 +2,10 @@
 // module file (see docs/simulator.md); a CUfunction and a CUkernel are both
 // a pointer to the KernelDecl, so either may be launched, as on the real
 // driver where a CUkernel can be cast to CUfunction.
-#include <fstream>
-#include <sstream>
+#include <cerrno>
 
 #include "api.h"
+#include "msched/bounded_input.h"
 
 using msim::Call;
 using msim::KernelDecl;
@@ -18,7 +18,8 @@ namespace {
 CUresult LoadText(Process& p, const std::string& text, const std::string& origin, Module** out) {
   auto m = std::make_unique<Module>();
   std::string error;
-  if (!msim::ParseModule(text, m.get(), &error)) {
+  // Depth first: the JSON parser and its messages recurse over nesting.
+  if (!msched::CheckJsonDepth(text, msched::kMaxJsonDepth, &error) || !msim::ParseModule(text, m.get(), &error)) {
     msim::ReportError("module " + origin + ": " + error);
     return CUDA_ERROR_INVALID_IMAGE;
   }
@@ -30,11 +31,15 @@ CUresult LoadText(Process& p, const std::string& text, const std::string& origin
 
 CUresult LoadFile(Process& p, const char* path, Module** out) {
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::ifstream in(path);
-  if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return LoadText(p, ss.str(), std::string("'") + path + "'", out);
+  std::string text, error;
+  if (!msched::ReadRegularFile(path, msched::kMaxConfigFileBytes, &text, &error)) {
+    // A missing file is FILE_NOT_FOUND, as on the real driver; anything else
+    // (a device, a FIFO, a directory, too large) is not a module image.
+    if (errno == ENOENT || errno == EACCES) return CUDA_ERROR_FILE_NOT_FOUND;
+    msim::ReportError(std::string("module '") + path + "': " + error);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  return LoadText(p, text, std::string("'") + path + "'", out);
 }
 
 CUresult LoadImage(Process& p, const void* image, Module** out) {

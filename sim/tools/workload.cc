@@ -3,11 +3,10 @@
 #include <cuda.h>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "msched/bounded_input.h"
 #include "msim/msim.h"
 
 namespace msim {
@@ -33,12 +32,16 @@ class VarContext : public ExprContext {
   const std::map<std::string, int64_t>& vars_;
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ParseError{"cannot open " + path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A regular file of bounded size and JSON nesting (msched/bounded_input.h):
+// module files read here are parsed as JSON later, by the driver. `what`
+// prefixes the reason (LoadWorkload names the workload file itself).
+std::string ReadFile(const std::string& path, const std::string& what) {
+  std::string text, error;
+  if (!msched::ReadRegularFile(path, msched::kMaxConfigFileBytes, &text, &error) ||
+      !msched::CheckJsonDepth(text, msched::kMaxJsonDepth, &error)) {
+    throw ParseError{what + error};
+  }
+  return text;
 }
 
 ExprPtr ParseExprField(const json& j, const std::string& where) {
@@ -507,7 +510,7 @@ class Runner {
 bool LoadWorkload(const std::string& path, const std::map<std::string, int64_t>& overrides, Workload* out,
                   std::string* error) {
   try {
-    json doc = json::parse(ReadFile(path), nullptr, /*allow_exceptions=*/false);
+    json doc = json::parse(ReadFile(path, ""), nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded() || !doc.is_object()) throw ParseError{"not a JSON object (truncated or malformed)"};
     if (doc.value("format", std::string()) != "msim-workload" || doc.value("version", 0) != 1) {
       throw ParseError{"expected \"format\": \"msim-workload\", \"version\": 1"};
@@ -532,9 +535,14 @@ bool LoadWorkload(const std::string& path, const std::map<std::string, int64_t>&
     }
     const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
     for (const json& m : doc.value("modules", json::array())) {
-      if (m.is_string()) w.module_texts.push_back(ReadFile(dir + "/" + m.get<std::string>()));
-      else if (m.is_object()) w.module_texts.push_back(m.dump());
-      else throw ParseError{"modules: each entry is a path or an inline module"};
+      if (m.is_string()) {
+        const std::string file = dir + "/" + m.get<std::string>();
+        w.module_texts.push_back(ReadFile(file, "module " + file + ": "));
+      } else if (m.is_object()) {
+        w.module_texts.push_back(m.dump());
+      } else {
+        throw ParseError{"modules: each entry is a path or an inline module"};
+      }
     }
     std::map<std::string, bool> names;
     for (const json& b : doc.value("buffers", json::array())) {

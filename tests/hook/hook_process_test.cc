@@ -4,6 +4,7 @@
 // hook's statistics (MSCHED_STATS), the simulator's (MSIM_STATS), exit
 // status and output.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -235,6 +236,84 @@ TEST(HookProcessTest, AMissingRealDriverFailsHookedCallsClearlyWithoutCrashing) 
   // A program that opened the driver itself keeps its own driver, unhooked.
   const Outcome probe = RunHooked({PROBE_APP, "run"}, {{"MSCHED_REAL_LIBCUDA", "/nonexistent/libcuda.so.1"}});
   EXPECT_EQ(probe.status, 0) << probe.err;
+}
+
+// How many times `needle` occurs in `text`.
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Issue 16: statistics that cannot be written (a full disk) were lost without
+// a word; the failed write is reported at the default log level.
+TEST(HookProcessTest, StatisticsThatCannotBeWrittenAreReported) {
+  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_STATS", "/dev/full"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Count(r.err, "cannot write statistics to '/dev/full' (MSCHED_STATS): No space left on device"), 1u) << r.err;
+}
+
+// Issue 16: an unusable MSCHED_LOG fell back to stderr silently, and a missing
+// parent directory was created. Now the fallback says why, once, and creates nothing.
+TEST(HookProcessTest, AnUnusableLogFileIsReportedOnStderrAndNoDirectoryIsCreated) {
+  const std::string dir = testing::TempDir() + "nolog_" + std::to_string(getpid());
+  const std::string log = dir + "/sub/msched.log";
+  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")},
+                              {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG", log}, {"MSCHED_MODEE", "um"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Count(r.err, "cannot log to '" + log + "' (MSCHED_LOG): No such file or directory; logging to stderr"), 1u)
+      << r.err;
+  EXPECT_NE(r.err.find("MSCHED_MODEE is not an msched variable"), std::string::npos) << "logged to stderr: " << r.err;
+  EXPECT_NE(::access(dir.c_str(), F_OK), 0) << "the missing directory was created";
+}
+
+// Issue 16: misspelt variables and unreadable templates files were warnings,
+// hidden at the default level; /dev/zero as a templates file was read forever.
+TEST(HookProcessTest, MisspeltVariablesAndUnreadableTemplatesAreErrorsAtTheDefaultLevel) {
+  const std::string missing = "/nonexistent/t.templates.json";
+  const Outcome r = RunHooked(
+      {"timeout", "60", MSIM_RUN, Workload("integrity.json")},
+      {{"MSCHED_MODE", "msched"}, {"MSCHED_MODEE", "um"},
+       {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels:/dev/zero:" + missing}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Count(r.err, "error: MSCHED_MODEE is not an msched variable"), 1u) << r.err;
+  EXPECT_EQ(Count(r.err, "error: templates: /dev/zero: not a regular file"), 1u) << r.err;
+  EXPECT_EQ(Count(r.err, "error: templates: " + missing + ": cannot open"), 1u) << r.err;
+  EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 16u) << "the readable templates still loaded";
+}
+
+// Issue 16: MSCHED_REAL_LIBCUDA naming libmsched itself made every call
+// recurse into the hook (100% CPU, never finishing). It is refused: hooked
+// calls fail as with no driver, promptly.
+TEST(HookProcessTest, RealLibcudaNamingLibmschedItselfIsRefused) {
+  const Outcome r = RunHooked({"timeout", "60", MSIM_RUN, Workload("integrity.json")},
+                              {{"MSCHED_MODE", "msched"}, {"MSCHED_REAL_LIBCUDA", LIBMSCHED}});
+  EXPECT_EQ(r.status, 1) << "not killed by the timeout (124)\n" << r.err;
+  EXPECT_EQ(Count(r.err, std::string("MSCHED_REAL_LIBCUDA '") + LIBMSCHED + "' is libmsched itself"), 1u) << r.err;
+  EXPECT_NE(r.err.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << r.err;
+}
+
+// Issue 16: the profile trace was opened with O_TRUNC and no O_EXCL or
+// O_NOFOLLOW, mode 0644: a file or symlink planted at the path received it.
+TEST(HookProcessTest, TheProfileTraceIsANewPrivateFileNeverAnExistingOneOrASymlink) {
+  const std::string base = testing::TempDir() + "ptrace_" + std::to_string(getpid());
+  const std::string victim = base + ".victim", link = base + ".link", fresh = base + ".fresh";
+  for (const std::string& p : {victim, link, fresh}) ::unlink(p.c_str());
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  for (const std::string& path : {link, victim}) {
+    const Outcome r = RunHooked({PROBE_APP, "run"}, {{"MSCHED_MODE", "profile"}, {"MSCHED_PROFILE_TRACE", path}});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(Count(r.err, "the profile trace '" + path + "' already exists"), 1u) << r.err;
+    EXPECT_EQ(testsupport::Slurp(victim), "precious\n") << "written through " << path;
+  }
+  const Outcome r = RunHooked({PROBE_APP, "run"}, {{"MSCHED_MODE", "profile"}, {"MSCHED_PROFILE_TRACE", fresh}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the trace (kernel arguments, addresses) is private";
+  EXPECT_NE(testsupport::Slurp(fresh).find("msched-trace"), std::string::npos);
+  for (const std::string& p : {victim, link, fresh}) ::unlink(p.c_str());
 }
 
 TEST(HookProcessTest, TheRealCudartsLookupsReachTheHook) {

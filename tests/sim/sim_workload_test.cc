@@ -99,6 +99,14 @@ TEST(SimWorkloadTest, MalformedDeviceProfileFailsInitialisationClearly) {
   EXPECT_NE(o.err.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << o.err;
   const Outcome missing = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"}, {{"MSIM_PROFILE", "no-such-gpu"}});
   EXPECT_NE(missing.err.find("no device profile named 'no-such-gpu'"), std::string::npos) << missing.err;
+  // A device, or a value nested past any sane depth, is refused unread.
+  const Outcome device = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"}, {{"MSIM_PROFILE", "/dev/zero"}});
+  EXPECT_EQ(device.status, 1);
+  EXPECT_NE(device.err.find("not a regular file"), std::string::npos) << device.err;
+  const Outcome deep = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"},
+                               {{"MSIM_PROFILE", Write("deep_profile.json", std::string(100000, '[') + std::string(100000, ']'))}});
+  EXPECT_EQ(deep.status, 1);
+  EXPECT_NE(deep.err.find("nested deeper than"), std::string::npos) << deep.err;
 }
 
 TEST(SimWorkloadTest, DeviceAllocationsBeyondHbmFailWithOutOfMemory) {

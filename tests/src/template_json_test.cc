@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "msched/templates.h"
 
@@ -159,6 +163,39 @@ TEST(TemplateJsonTest, MissingFileIsOneProblem) {
   TemplateLoadResult r = LoadTemplatesFile("/nonexistent/dir/t.json");
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_EQ(r.problems[0].file, "/nonexistent/dir/t.json");
+}
+
+// Issue 16: a value nested 100,000 deep (200 KB) overflowed the stack while
+// the problem message was formatted; it is now refused before parsing.
+TEST(TemplateJsonTest, DeeplyNestedValuesAreOneProblemNotACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string text = R"({"format":"msched-templates","version":1,"kernels":[{"name":"k","params":[[0,8]],)"
+                           R"("regions":[{"base":"p0","kind":"fixed","extent":)" + deep + "}]}]}";
+  const std::string path = testing::TempDir() + "deep_" + std::to_string(getpid()) + ".templates.json";
+  std::ofstream(path) << text;
+  for (const TemplateLoadResult& r : {ParseTemplates(text, "deep.json"), LoadTemplatesFile(path)}) {
+    ASSERT_EQ(r.problems.size(), 1u);
+    EXPECT_NE(r.problems[0].message.find("nested deeper than"), std::string::npos) << r.problems[0].ToString();
+    EXPECT_LT(r.problems[0].ToString().size(), 300u) << "the offending text is not quoted";
+    EXPECT_TRUE(r.templates.kernels.empty());
+  }
+  ::unlink(path.c_str());
+}
+
+// Issue 16: MSCHED_TEMPLATES=/dev/zero read forever, a FIFO blocked forever.
+TEST(TemplateJsonTest, OnlyRegularFilesAreRead) {
+  const std::string fifo = testing::TempDir() + "fifo_" + std::to_string(getpid()) + ".templates.json";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/zero"), std::string("/dev/urandom"), fifo, testing::TempDir()}) {
+    const TemplateLoadResult r = LoadTemplatesFile(path);
+    ASSERT_EQ(r.problems.size(), 1u) << path;
+    EXPECT_EQ(r.problems[0].file, path);
+    EXPECT_TRUE(r.problems[0].message.find("not a regular file") != std::string::npos ||
+                r.problems[0].message.find("is a directory") != std::string::npos)
+        << r.problems[0].ToString();
+  }
+  ::unlink(fifo.c_str());
 }
 
 TEST(FactorTest, ParsesTextForms) {

@@ -1,6 +1,7 @@
 #include "template_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -56,6 +57,26 @@ TEST(TemplateStoreTest, ProblemsAreReportedAndTheRestLoads) {
   store.LoadPaths({dir + "broken.json", dir + "a.templates.json", "/nonexistent.json"}, &problems);
   EXPECT_EQ(problems.size(), 2u);
   EXPECT_EQ(store.size(), 1u);
+}
+
+// Issue 16: every path MSCHED_TEMPLATES lists, and every file found below a
+// listed directory, is read only if it is a regular file: devices and FIFOs
+// are reported (when named) or passed over (when found), never read or waited on.
+TEST(TemplateStoreTest, DevicesAndFifosAreNeverReadFromPathsOrDirectories) {
+  const std::string dir = File("a.templates.json", Templates("k", 4096));
+  const std::string fifo = dir + "sub/pipe.templates.json";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::remove(dir + "sub/zero.templates.json");
+  std::filesystem::create_symlink("/dev/zero", dir + "sub/zero.templates.json");
+  TemplateStore store;
+  std::vector<TemplateProblem> problems;
+  store.LoadPaths({dir, "/dev/zero", fifo}, &problems);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].file, "/dev/zero");
+  EXPECT_NE(problems[0].message.find("not a regular file"), std::string::npos) << problems[0].ToString();
+  EXPECT_EQ(problems[1].file, fifo);
+  EXPECT_EQ(store.size(), 1u) << "the regular file still loads";
 }
 
 }  // namespace

@@ -101,5 +101,29 @@ TEST(TraceTest, AMissingFileIsAnIoError) {
   EXPECT_EQ(ReadTrace("/nonexistent/trace.jsonl").status.code(), StatusCode::kIoError);
 }
 
+// Issue 16: a trace path that is a device or a directory is refused at once
+// (it was read forever, or read as empty), naming the path.
+TEST(TraceTest, OnlyRegularFilesAreRead) {
+  for (const std::string path : {"/dev/zero", "/dev/urandom", "/tmp"}) {
+    const Status s = ReadTrace(path).status;
+    EXPECT_EQ(s.code(), StatusCode::kIoError) << path;
+    EXPECT_NE(s.message().find("cannot open trace " + path + ": "), std::string::npos) << s.ToString();
+  }
+}
+
+// Issue 16: a record nested 100,000 deep is skipped as a problem without
+// being parsed or quoted; the records around it still load.
+TEST_F(TraceFileTest, ADeeplyNestedRecordIsSkippedUnparsed) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const TraceReadResult r = ReadTrace(Write(TraceHeaderLine("simulator", 1, "prog") + "\n" +
+                                            R"({"type":"note","text":)" + deep + "}\n" +
+                                            TraceNoteLine("kept") + "\n"));
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].find(":2: JSON nested deeper than"), std::string::npos) << r.problems[0].substr(0, 200);
+  EXPECT_LT(r.problems[0].size(), 300u);
+  EXPECT_EQ(r.trace.notes, std::vector<std::string>{"kept"});
+}
+
 }  // namespace
 }  // namespace msched

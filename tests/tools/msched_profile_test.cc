@@ -4,9 +4,11 @@
 // faults and time when the hook loads them, and clear handling of crashed
 // programs, malformed traces and bad command lines.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -196,6 +198,27 @@ TEST(MschedProfileTest, BadCommandLinesAndMissingPiecesAreExplained) {
   r = Profile({"-o", Temp("n.json"), "--", PROBE_APP, "run"}, {{"MSCHED_LIB", "/nonexistent/libmsched.so"}});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("MSCHED_LIB='/nonexistent/libmsched.so' is not a readable file"), std::string::npos) << r.err;
+}
+
+// Issue 16: the default trace was /tmp/msched-profile-<pid>.jsonl, a name
+// another user could plant a file or symlink at. It now lives in a private
+// directory (mkdtemp, 0700) under $TMPDIR, removed afterwards.
+TEST(MschedProfileTest, TheDefaultTraceLivesInAPrivateDirectory) {
+  const std::string tmp = Temp("tmpdir");
+  std::filesystem::remove_all(tmp);
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0755), 0);
+  const std::string marker = Temp("where.txt");
+  const std::string script = std::string("stat -c %a \"$(dirname \"$MSCHED_PROFILE_TRACE\")\" > ") + marker +
+                             "; echo \"$MSCHED_PROFILE_TRACE\" >> " + marker + "; exec " + PROBE_APP + " run";
+  const ts::ProgramRun r = Profile({"-o", Temp("private.json"), "--", "sh", "-c", script}, {{"TMPDIR", tmp}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream where(ts::Slurp(marker));
+  std::string mode, trace;
+  std::getline(where, mode);
+  std::getline(where, trace);
+  EXPECT_EQ(mode, "700") << "the directory holding the trace";
+  EXPECT_EQ(trace.rfind(tmp + "/msched-profile-", 0), 0u) << trace;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the trace and its directory are removed afterwards";
 }
 
 }  // namespace

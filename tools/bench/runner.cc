@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coord_server.h"
+#include "json_file.h"
 #include "subprocess.h"
 #include "tool_paths.h"
 
@@ -42,9 +43,10 @@ const char* ModeFor(Policy p) {
   }
 }
 
+// A run's statistics; discarded when missing or unreadable (the run failed).
 json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string error;
+  return ReadJsonFile(path, &error);
 }
 
 uint64_t U(const json& j, std::initializer_list<const char*> path) {

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "json_file.h"
 #include "msched/config.h"
 
 namespace msched::bench {
@@ -132,8 +132,9 @@ Result<std::vector<Scenario>> LoadScenarios(const std::string& dir) {
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".json") continue;
-    std::ifstream in(e.path());
-    json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    std::string error;
+    json j = ReadJsonFile(e.path().string(), &error);
+    if (j.is_discarded()) return Status::InvalidArgument(error);
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
       return Status::InvalidArgument(e.path().string() + ": not a scenario (a JSON object with a name)");
     }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_file.h"
 #include "msched/config.h"
 #include "subprocess.h"
 
@@ -71,8 +72,9 @@ const PolicyResult* PointResult::Find(Policy p) const {
 
 Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths& paths) {
   const std::string path = profile.find('/') != std::string::npos ? profile : paths.devices_dir + "/" + profile + ".json";
-  std::ifstream in(path);
-  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string error;
+  const json j = ReadJsonFile(path, &error);
+  if (j.is_discarded()) return Status::NotFound("no device profile '" + profile + "' (" + error + ")");
   if (!j.is_object() || !j.contains("hbm_bytes") || !j.contains("h2d_gbps") || !j.contains("d2h_gbps")) {
     return Status::NotFound("no device profile '" + profile + "' (looked for " + path + ")");
   }

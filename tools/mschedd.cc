@@ -6,13 +6,16 @@
 //           [--oversubscribe RATIO] [--slice DURATION|adaptive] [--swap-fraction F]
 //           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
 //           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
+//           [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]
 //
 // Log lines go to stderr (or --log), never stdout. SIGINT and SIGTERM stop
 // it cleanly (the socket and shared memory are removed). Exit status: 0 on
 // a clean stop, 1 when it cannot start, 2 on a usage error.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +23,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <string>
 
 #include "coord_server.h"
@@ -32,7 +36,10 @@ namespace {
 constexpr char kUsage[] =
     "usage: mschedd [--socket PATH] [--gpu-memory SIZE] [--host-memory SIZE] [--oversubscribe RATIO]\n"
     "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
-    "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n";
+    "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n"
+    "               [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]\n"
+    "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
+    "(default 64) and priorities up to --max-guest-priority (default 0).\n";
 
 CoordServer* g_server = nullptr;
 
@@ -58,6 +65,24 @@ bool ParseRatio(const std::string& text, double* out, double lo, double hi) {
   if (end == text.c_str() || *end != '\0' || !(v >= lo && v <= hi)) return false;
   *out = v;
   return true;
+}
+
+bool ParseInteger(const std::string& text, long* out, long lo, long hi) {
+  long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+// Every connection holds a descriptor: take the most the hard limit allows,
+// so that a shared coordinator is not the first to run out.
+void RaiseDescriptorLimit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &r);
+  }
 }
 
 int Main(int argc, char** argv) {
@@ -119,6 +144,17 @@ int Main(int argc, char** argv) {
       o.idle_exit_ms = ns / 1000000;
     } else if (a == "--log") {
       log_path = v;
+    } else if (a == "--hello-timeout") {
+      if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
+      o.hello_timeout_ms = ns / 1000000;
+    } else if (a == "--max-jobs-per-user") {
+      long n = 0;
+      if (!ParseInteger(v, &n, 1, kShmSlots)) return bad("an integer from 1 to 256");
+      o.max_jobs_per_user = static_cast<uint32_t>(n);
+    } else if (a == "--max-guest-priority") {
+      long n = 0;
+      if (!ParseInteger(v, &n, kMinPriority, kMaxPriority)) return bad("an integer from -100 to 100");
+      o.max_guest_priority = static_cast<int>(n);
     } else {
       std::cerr << "mschedd: unknown option " << a << "\n" << kUsage;
       return 2;
@@ -136,13 +172,24 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
-  std::ostream& log = log_path.empty() ? std::cerr : log_file;
-  o.log = [&log](const std::string& line) {
+  // A log file that stops taking lines (a full disk) must not lose them
+  // silently: say so once on stderr and log there from then on.
+  std::mutex log_mu;
+  std::ostream* log = log_path.empty() ? &std::cerr : &log_file;
+  o.log = [&log_mu, &log, &log_path](const std::string& line) {
     const std::time_t t = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
-    log << stamp << " mschedd: " << line << std::endl;
+    std::lock_guard<std::mutex> lock(log_mu);
+    *log << stamp << " mschedd: " << line << std::endl;
+    if (log != &std::cerr && !*log) {
+      std::cerr << "mschedd: cannot write the log " << log_path << " (" << std::strerror(errno)
+                << "); logging to stderr from now on\n";
+      log = &std::cerr;
+      std::cerr << stamp << " mschedd: " << line << std::endl;  // the line the file lost
+    }
   };
+  RaiseDescriptorLimit();
   Result<std::unique_ptr<CoordServer>> server = CoordServer::Start(o);
   if (!server.ok()) {
     std::cerr << "mschedd: " << server.status().message() << "\n";

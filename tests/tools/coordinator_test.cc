@@ -13,6 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <random>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
@@ -411,6 +414,120 @@ TEST(CoordinatorTest, ALogThatCannotBeWrittenMovesToStderr) {
   EXPECT_EQ(r.err.find(note), r.err.rfind(note)) << "said once";
   EXPECT_NE(r.err.find("mschedd: coordinator listening at " + sock), std::string::npos) << "the lost line: " << r.err;
   EXPECT_NE(r.err.find("mschedd: stopped"), std::string::npos) << "later lines: " << r.err;
+}
+
+// ---- The kill -9 campaign --------------------------------------------------
+// Jobs keep arriving on an oversubscribed GPU with 5 ms slices while, at
+// random moments, a job is killed (mid-run, or right after it starts, in its
+// first allocations), the coordinator is killed and restarted (often in the
+// middle of a switch), or stopped for a while. Every job that was not
+// killed must finish, on time, with the checksum it has when run alone; the
+// coordinator must come back consistent. MSCHED_KILL_CAMPAIGN_SECONDS sets
+// the length (default 20 s: the test command's short run);
+// scripts/kill-campaign.sh runs it at length. MSCHED_KILL_CAMPAIGN_SEED
+// repeats a campaign.
+TEST_F(CoordinatorProcessTest, KillCampaign) {
+  const char* len = std::getenv("MSCHED_KILL_CAMPAIGN_SECONDS");
+  const char* seed_env = std::getenv("MSCHED_KILL_CAMPAIGN_SEED");
+  const int seconds = len && *len ? std::atoi(len) : 20;
+  const uint64_t seed = seed_env && *seed_env ? std::strtoull(seed_env, nullptr, 10)
+                                              : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::mt19937_64 rng(seed);
+  std::printf("kill campaign: %d s, seed %llu (MSCHED_KILL_CAMPAIGN_SEED repeats it)\n", seconds,
+              static_cast<unsigned long long>(seed));
+  const std::vector<std::pair<uint64_t, int>> shapes = {{8 * kMiB, 40}, {24 * kMiB, 120}, {36 * kMiB, 200}};
+  std::map<std::pair<uint64_t, int>, std::string> alone;
+  for (const auto& shape : shapes) alone[shape] = AloneChecksum(shape.first, shape.second);
+
+  struct Live {
+    size_t index;
+    std::pair<uint64_t, int> shape;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::vector<Live> live;
+  int started = 0, finished = 0, killed = 0, daemon_kills = 0, daemon_stops = 0, failures = 0;
+  auto reap = [&](bool final) {
+    for (auto it = live.begin(); it != live.end();) {
+      int status = 0;
+      const bool late = std::chrono::steady_clock::now() - it->started > std::chrono::seconds(120);
+      if (final && !jobs_[it->index].Poll(&status)) {
+        status = WaitAtMost(jobs_[it->index], 120).first;
+      } else if (!jobs_[it->index].Poll(&status)) {
+        if (!late) {
+          ++it;
+          continue;
+        }
+        jobs_[it->index].Kill(SIGKILL);
+        status = jobs_[it->index].Wait();
+        ADD_FAILURE() << "job " << it->index << " hung for 120 s: " << Err(it->index);
+      }
+      const std::string got = ts::Checksums(ts::Slurp(Out(it->index)));
+      if (status != 0 || got != alone[it->shape]) {
+        ++failures;
+        ADD_FAILURE() << "job " << it->index << " status " << status << ", checksums '" << got << "' vs '"
+                      << alone[it->shape] << "': " << Err(it->index);
+      }
+      ++finished;
+      it = live.erase(it);
+    }
+  };
+  StartDaemon({"--slice", "5ms"});
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    reap(false);
+    while (live.size() < 4) {
+      const auto shape = shapes[rng() % shapes.size()];
+      live.push_back({StartJob(shape.first, shape.second, {{"MSCHED_COORD", "auto"}}), shape,
+                      std::chrono::steady_clock::now()});
+      ++started;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 400));
+    switch (rng() % 6) {
+      case 0: {  // a running job
+        const size_t victim = rng() % live.size();
+        jobs_[live[victim].index].Kill(SIGKILL);
+        jobs_[live[victim].index].Wait();
+        live.erase(live.begin() + static_cast<long>(victim));
+        ++killed;
+        break;
+      }
+      case 1: {  // a job in its first allocations
+        const auto shape = shapes[rng() % shapes.size()];
+        const size_t i = StartJob(shape.first, shape.second, {{"MSCHED_COORD", "auto"}});
+        ++started;
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+        jobs_[i].Kill(SIGKILL);
+        jobs_[i].Wait();
+        ++killed;
+        break;
+      }
+      case 2: {  // the coordinator, then a new one
+        daemon_->Kill(SIGKILL);
+        daemon_->Wait();
+        daemon_.reset();
+        ++daemon_kills;
+        std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
+        StartDaemon({"--slice", "5ms"});
+        break;
+      }
+      case 3: {  // a stalled coordinator
+        daemon_->Kill(SIGSTOP);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 1500));
+        daemon_->Kill(SIGCONT);
+        ++daemon_stops;
+        break;
+      }
+      default: break;
+    }
+  }
+  reap(true);
+  const json s = Status();
+  ASSERT_TRUE(s.is_object()) << "the coordinator answers at the end";
+  for (const json& j : s["jobs"]) EXPECT_EQ(j["state"], "finished") << j.dump();
+  std::printf("kill campaign: %d jobs started, %d finished with correct checksums, %d killed, %d coordinator kills, "
+              "%d coordinator stops, %d failures\n",
+              started, finished - failures, killed, daemon_kills, daemon_stops, failures);
+  EXPECT_GT(finished, 0);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "hook_undefs.inc"
+#include "hooked_entry_list.h"
 
 int main() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -19,19 +20,8 @@ int main() {
     std::fprintf(stderr, "entry_check: no driver\n");
     return 1;
   }
-  struct Entry {
-    const char* symbol;
-    const char* base;
-    int version;
-    int flavour;
-  };
-  const Entry entries[] = {
-#define MSCHED_HOOK_ENTRY(sym, base, ver, flavour, pfn, params, args, tail) {#sym, #base, ver, flavour},
-#include "hook_entries.inc"
-#undef MSCHED_HOOK_ENTRY
-  };
   int failures = 0, checked = 0;
-  for (const Entry& e : entries) {
+  for (const HookedEntry& e : kHookedEntries) {
     void* fn = nullptr;
     const cuuint64_t flags = e.flavour ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
     CUdriverProcAddressQueryResult status;

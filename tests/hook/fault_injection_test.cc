@@ -13,24 +13,13 @@
 #include <tuple>
 #include <vector>
 
+#include "hooked_entry_list.h"
 #include "run_program.h"
 
 namespace {
 
 namespace testsupport = msched::testsupport;
 
-struct HookedEntry {
-  const char* symbol;
-  const char* base;
-  int version;
-  int flavour;
-};
-
-const HookedEntry kHooked[] = {
-#define MSCHED_HOOK_ENTRY(sym, base, ver, flavour, pfn, params, args, tail) {#sym, #base, ver, flavour},
-#include "hook_entries.inc"
-#undef MSCHED_HOOK_ENTRY
-};
 
 // Hooked calls fault_app cannot make, each with the reason. Every hooked call
 // is made today; a call added here is reported as skipped, never silently
@@ -148,7 +137,7 @@ std::string CaseName(const testing::TestParamInfo<Case>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryHookedCall, FaultInjectionTest,
-                         testing::Combine(testing::ValuesIn(kHooked), testing::Values("none", "um", "msched")),
+                         testing::Combine(testing::ValuesIn(kHookedEntries), testing::Values("none", "um", "msched")),
                          CaseName);
 
 TEST(FaultInjectionSpecTest, MalformedSpecIsReportedOnceAndInjectsNothing) {

@@ -2,7 +2,8 @@
 
 namespace msched {
 
-Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MemoryManager& manager) {
+Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MemoryManager& manager,
+                      MovedBytes* moved) {
   if (actions.empty()) return Status::Ok();
   Status first_error;
   MemoryActions failed;
@@ -23,6 +24,15 @@ Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceO
   }
   if (!actions.load.empty()) note(ops.StreamAfterTransfers(stream));
   if (!failed.empty()) manager.Invalidate(failed);
+  if (moved != nullptr) {
+    auto bytes = [](const std::vector<ByteRange>& rs) {
+      uint64_t n = 0;
+      for (const ByteRange& r : rs) n += r.size();
+      return n;
+    };
+    moved->evicted = bytes(actions.evict) - bytes(failed.evict);
+    moved->loaded = bytes(actions.load) - bytes(failed.load);
+  }
   return first_error;
 }
 

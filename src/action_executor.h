@@ -3,7 +3,7 @@
 // then loads in access order, then the launch stream waits for them. A
 // transfer that fails is undone in the manager's view, and the error is
 // returned; the launch itself goes on (missing data faults in).
-// Externally synchronized. Used by the hook and the coordinator client.
+// Externally synchronized. Used by JobMemory.
 #pragma once
 
 #include "device_ops.h"
@@ -11,6 +11,13 @@
 
 namespace msched {
 
-Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MemoryManager& manager);
+// The bytes whose transfers were queued without error.
+struct MovedBytes {
+  uint64_t loaded = 0;
+  uint64_t evicted = 0;
+};
+
+Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MemoryManager& manager,
+                      MovedBytes* moved = nullptr);
 
 }  // namespace msched

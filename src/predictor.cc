@@ -20,4 +20,26 @@ void PredictAllocations(const ArgView& args, const AllocationMap& allocs, Predic
   }
 }
 
+PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable) {
+  if (!args_readable) return PredictionSource::kNone;
+  if (mode == Mode::kAlloc || (!has_template && unknown == UnknownPolicy::kAlloc)) {
+    return PredictionSource::kWholeAllocations;
+  }
+  return has_template ? PredictionSource::kTemplate : PredictionSource::kNone;
+}
+
+void PredictLaunch(PredictionSource source, const KernelTemplate* tmpl, const ArgView& args, const LaunchDims& dims,
+                   const AllocationMap& allocs, Prediction* out) {
+  switch (source) {
+    case PredictionSource::kTemplate:
+      if (tmpl != nullptr) EvaluateTemplate(*tmpl, args, dims, out);
+      break;
+    case PredictionSource::kWholeAllocations:
+      PredictAllocations(args, allocs, out);
+      break;
+    case PredictionSource::kNone:
+      break;
+  }
+}
+
 }  // namespace msched

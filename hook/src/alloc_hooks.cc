@@ -253,8 +253,10 @@ CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {
   if (r != CUDA_SUCCESS) return r;
   Safely(*c.rt, "cuMemGetInfo", [&] {
     std::lock_guard<std::mutex> lock(c.rt->mu());
-    const uint64_t budget = c.rt->Budget();
-    const uint64_t used = c.rt->memory().managed_bytes() + c.rt->pinned_bytes();
+    c.rt->LearnDeviceMemory();
+    const JobBudget& b = c.rt->job().budget();
+    const uint64_t budget = b.Total();
+    const uint64_t used = c.rt->memory().managed_bytes() + b.pinned;
     *total = budget;
     *free = used >= budget ? 0 : budget - used;
   });

@@ -70,18 +70,16 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   Prediction& pred = rt.scratch();
   pred.Clear();
   const ArgView args = Arguments(*k, s);
-  const bool readable = args.layout() != nullptr;
-  const bool whole = rt.config().mode == Mode::kAlloc ||
-                     (k->tmpl == nullptr && rt.config().unknown == UnknownPolicy::kAlloc);
-  if (readable && k->tmpl != nullptr && !whole) {
-    EvaluateTemplate(*k->tmpl, args, s.dims, &pred);
-    c.launches_predicted->Add();
-    c.eval_failures->Add(pred.failed_regions());
-  } else if (readable && whole) {
-    PredictAllocations(args, rt.allocs(), &pred);
-    c.launches_whole_allocation->Add();
-  } else {
-    c.launches_unknown->Add();
+  const PredictionSource source =
+      ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
+  PredictLaunch(source, k->tmpl, args, s.dims, rt.allocs(), &pred);
+  switch (source) {
+    case PredictionSource::kTemplate:
+      c.launches_predicted->Add();
+      c.eval_failures->Add(pred.failed_regions());
+      break;
+    case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
+    case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
   PrepareResidency(rt, pred.regions(), s.stream);
   if (timed) {

@@ -1,33 +1,64 @@
 #include "residency.h"
 
-#include "action_executor.h"
 #include "cuda_device_ops.h"
 #include "log.h"
 
 namespace msched::hook {
+namespace {
+
+// CudaDeviceOps for the calling thread's context, looked up at the first
+// transfer: a launch whose data is already resident asks the driver nothing.
+class CurrentContextOps : public DeviceOps {
+ public:
+  Status Prefetch(const ByteRange& r, bool to_device) override {
+    return Ops() ? ops_->Prefetch(r, to_device) : ops_.status();
+  }
+  Status TransfersAfter(StreamHandle s) override { return Ops() ? ops_->TransfersAfter(s) : ops_.status(); }
+  Status StreamAfterTransfers(StreamHandle s) override {
+    return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status();
+  }
+  Status SynchronizeTransfers() override { return Ops() ? ops_->SynchronizeTransfers() : ops_.status(); }
+
+ private:
+  bool Ops() {
+    if (!looked_up_) ops_ = CudaDeviceOps::ForCurrentContext(), looked_up_ = true;
+    return ops_.ok();
+  }
+  bool looked_up_ = false;
+  Result<CudaDeviceOps> ops_ = Status::Unavailable("not looked up");
+};
+
+void Count(Runtime& rt, const MoveOutcome& out) {
+  HookCounters& c = rt.counters();
+  c.bytes_prefetched->Add(out.loaded);
+  c.bytes_evicted->Add(out.evicted);
+  c.bytes_unserved->Add(out.unserved);
+  if (!out.status.ok()) {
+    c.prefetch_errors->Add();
+    LogOnce("prefetch", spdlog::level::warn,
+            "prefetch failed (" + out.status.ToString() + "); data will fault in instead");
+  }
+}
+
+}  // namespace
 
 void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream) {
   if (regions.empty() || rt.capturing.load(std::memory_order_relaxed) > 0) return;
-  HookCounters& c = rt.counters();
   uint64_t predicted = 0;
   for (const PredictedRegion& r : regions) predicted += r.range.size();
-  c.bytes_predicted->Add(predicted);
-  if (rt.Budget() == 0) return;  // no context yet to ask: nothing can be planned
-  MemoryActions actions;
-  rt.memory().PlanAccess(regions, rt.NextSeq(), &actions);
+  rt.counters().bytes_predicted->Add(predicted);
+  rt.LearnDeviceMemory();
+  if (rt.job().budget().Total() == 0) return;  // no context yet to ask: nothing can be planned
   rt.streams_since_sync.insert(stream);
-  if (actions.empty()) return;
-  c.bytes_unserved->Add(actions.unserved_bytes);
-  Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext();
-  Status s = ops.ok() ? ExecuteActions(actions, CudaDeviceOps::Handle(stream), *ops, rt.memory()) : ops.status();
-  if (!s.ok()) {
-    c.prefetch_errors->Add();
-    if (!ops.ok()) rt.memory().Invalidate(actions);
-    LogOnce("prefetch", spdlog::level::warn, "prefetch failed (" + s.ToString() + "); data will fault in instead");
-    return;
-  }
-  c.bytes_prefetched->Add(actions.load_bytes);
-  c.bytes_evicted->Add(actions.evict_bytes);
+  CurrentContextOps ops;
+  Count(rt, rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops));
+}
+
+MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) {
+  CurrentContextOps ops;
+  const MoveOutcome out = move(ops);
+  Count(rt, out);
+  return out;
 }
 
 }  // namespace msched::hook

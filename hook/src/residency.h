@@ -1,12 +1,14 @@
-// Making a device operation's predicted working set resident before it is
-// queued: the memory manager plans evictions and loads within the budget,
-// and CudaDeviceOps carries them out on the transfer stream, ordered before
-// the operation on `stream`. Shared by launches and device-side copies.
+// The hook's side of JobMemory (src/job_memory.h): its moves carried out on
+// the real driver (CudaDeviceOps for the calling thread's context) and
+// counted in the job's statistics. Launches and device-side copies make
+// their predicted working set resident before they are queued; the
+// coordinator client reloads, evicts and fits the budget through the same.
 // REQUIRES: the Runtime's lock. Used by hook/ only.
 #pragma once
 
 #include <cuda.h>
 
+#include <functional>
 #include <vector>
 
 #include "entry_table.h"
@@ -15,6 +17,11 @@
 namespace msched::hook {
 
 void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream);
+
+// Carries out `move` (one of JobMemory's moves, given the operations to act
+// through) on the calling thread's context and counts what it did; nothing
+// moves when there is no context. Not for the launch path (it allocates).
+MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move);
 
 // The stream a call really uses: handle 0 on a per-thread (_ptsz/_ptds)
 // entry point is the per-thread default stream.

@@ -49,7 +49,7 @@ Runtime& Runtime::Get() {
 
 const Config& Runtime::config() const { return HookConfig(); }
 
-Runtime::Runtime() {
+Runtime::Runtime() : job_(HookConfig().eviction) {
   for (size_t i = 0; i < kEntryCount; ++i) {
     c_.calls[i] = stats_.GetCounter(std::string("calls.") + Info(static_cast<Entry>(i)).symbol);
   }
@@ -94,7 +94,7 @@ Runtime::Runtime() {
   if (config().mode == Mode::kProfile && config().profile_trace.empty()) {
     LogWarn("MSCHED_MODE=profile without MSCHED_PROFILE_TRACE records nothing; run the program under msched-profile");
   }
-  memory_.set_eviction_policy(config().eviction);
+  job_.SetConfigured(config().gpu_memory.value_or(0));
   if (config().mode != Mode::kOff) LoadTemplates();
   if (!config().stats_path.empty()) std::atexit(WriteStatsAtExit);
   LogInfo("msched {} mode, {} templates", ModeName(config().mode), templates_.size());
@@ -119,31 +119,19 @@ void Runtime::Fail(const std::string& where, const std::string& why) {
           "internal failure in " + where + ": " + why + "; msched passes every call through from now on");
 }
 
-uint64_t Runtime::Budget() {
-  if (budget_ == 0) {
-    uint64_t budget = config().gpu_memory.value_or(0);
-    if (budget == 0) {
-      size_t free = 0, total = 0;
-      using Fn = CUresult (*)(size_t*, size_t*);
-      if (auto info = Real<Fn>(Entry::cuMemGetInfo_v2); info && info(&free, &total) == CUDA_SUCCESS) budget = total;
-    }
-    if (budget != 0) SetBudget(budget);
-  }
-  return budget_;
-}
-
-void Runtime::SetBudget(uint64_t total) {
-  budget_ = total;
-  memory_.set_budget(total > pinned_bytes_ ? total - pinned_bytes_ : 0);
+void Runtime::LearnDeviceMemory() {
+  if (job_.budget().device != 0) return;
+  size_t free = 0, total = 0;
+  using Fn = CUresult (*)(size_t*, size_t*);
+  if (auto info = Real<Fn>(Entry::cuMemGetInfo_v2); info && info(&free, &total) == CUDA_SUCCESS) job_.SetDevice(total);
 }
 
 void Runtime::AddPinned(int64_t delta) {
-  pinned_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(pinned_bytes_) + delta));
+  job_.AddPinned(delta);
   if (delta > 0) {
     c_.alloc_pinned->Add();
     c_.alloc_pinned_bytes->Add(static_cast<uint64_t>(delta));
   }
-  SetBudget(Budget());
 }
 
 std::string Runtime::StatsJson() {
@@ -152,10 +140,14 @@ std::string Runtime::StatsJson() {
   j["mode"] = ModeName(config().mode);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    j["memory"] = {{"budget", budget_},
-                   {"pinned", pinned_bytes_},
-                   {"managed", memory_.managed_bytes()},
-                   {"resident_estimate", memory_.resident_bytes()}};
+    const JobBudget& b = job_.budget();
+    j["memory"] = {{"budget", b.Total()},
+                   {"budget_configured", b.configured},
+                   {"budget_device", b.device},
+                   {"budget_granted", b.granted},
+                   {"pinned", b.pinned},
+                   {"managed", job_.manager().managed_bytes()},
+                   {"resident_estimate", job_.manager().resident_bytes()}};
   }
   return j.dump(2) + "\n";
 }

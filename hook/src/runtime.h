@@ -1,7 +1,7 @@
 // Runtime: everything libmsched keeps for its process, behind one accessor:
-// configuration, statistics, templates, the allocation map, the memory
-// manager, the kernel cache, the transfer streams, and the switch to
-// pass-through taken on any internal failure. Created on first use, which
+// configuration, statistics, templates, the allocation map, the job's
+// memory (budget and manager: src/job_memory.h), the kernel cache, and the
+// switch to pass-through taken on any internal failure. Created on first use, which
 // never calls into CUDA; never destroyed (threads may call the driver while
 // the process exits).
 // Thread-safe: counters are atomic; the state under "Guarded by mu()" is
@@ -18,7 +18,7 @@
 #include "alloc_map.h"
 #include "entry_table.h"
 #include "kernel_cache.h"
-#include "memory_manager.h"
+#include "job_memory.h"
 #include "msched/config.h"
 #include "msched/stats.h"
 #include "template_eval.h"
@@ -86,20 +86,20 @@ class Runtime {
   // ---- Guarded by mu() -----------------------------------------------------
   std::mutex& mu() { return mu_; }
   AllocationMap& allocs() { return allocs_; }
-  MemoryManager& memory() { return memory_; }
+  JobMemory& job() { return job_; }
+  MemoryManager& memory() { return job_.manager(); }
   const TemplateStore& templates() const { return templates_; }
   KernelCache& kernels() { return kernels_; }
   Prediction& scratch() { return scratch_; }
   uint64_t NextSeq() { return ++seq_; }
   uint64_t seq() const { return seq_; }
-  // The job's HBM budget, fixed on first use from MSCHED_GPU_MEMORY or what
-  // the device reports (0 while no context exists to ask); the coordinator
-  // may change it. Memory msched cannot manage (VMM, IPC) is pinned: it
-  // counts against the budget, and the memory manager gets the rest.
-  uint64_t Budget();
-  void SetBudget(uint64_t total);
+  // Asks the driver for the device's memory, once a context exists to
+  // answer, for the budget's fallback (JobBudget::device). Called by the
+  // paths that plan or report memory, before they do.
+  void LearnDeviceMemory();
+  // Memory msched cannot manage (VMM, IPC) came or went: it counts against
+  // the budget (JobBudget::pinned).
   void AddPinned(int64_t delta);
-  uint64_t pinned_bytes() const { return pinned_bytes_; }
   // Streams that ran launches since everything was last known complete.
   std::set<CUstream> streams_since_sync;
   // Frees of converted stream-ordered allocations, waiting for their stream.
@@ -114,9 +114,7 @@ class Runtime {
   HookCounters c_{};
   std::mutex mu_;
   AllocationMap allocs_;
-  MemoryManager memory_{0};
-  uint64_t budget_ = 0;        // 0: not known yet
-  uint64_t pinned_bytes_ = 0;
+  JobMemory job_;
   TemplateStore templates_;
   KernelCache kernels_;
   Prediction scratch_;

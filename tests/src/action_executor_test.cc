@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_device_ops.h"
+
 #include <string>
 #include <vector>
 
@@ -9,27 +11,6 @@ namespace msched {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
-
-// Records every call; fails call number `fail_at` (counting from 1) when set.
-class FakeDeviceOps : public DeviceOps {
- public:
-  Status Prefetch(const ByteRange& r, bool to_device) override {
-    return Record((to_device ? "in " : "out ") + std::to_string(r.begin >> 20));
-  }
-  Status TransfersAfter(StreamHandle s) override { return Record("after " + std::to_string(s)); }
-  Status StreamAfterTransfers(StreamHandle s) override { return Record("wait " + std::to_string(s)); }
-  Status SynchronizeTransfers() override { return Record("sync"); }
-
-  std::vector<std::string> calls;
-  int fail_at = 0;
-
- private:
-  Status Record(std::string call) {
-    calls.push_back(std::move(call));
-    if (static_cast<int>(calls.size()) == fail_at) return Status::Unavailable("injected failure");
-    return Status::Ok();
-  }
-};
 
 TEST(ActionExecutorTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   MemoryManager mm(4 * kMiB);

@@ -1,0 +1,34 @@
+// A DeviceOps for tests: records every call as a short line ("in 4": a load
+// of the range that starts at 4 MiB, "out 0", "after S", "wait S", "sync")
+// and fails call number `fail_at` (counting from 1) when it is set.
+// Confined to one thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device_ops.h"
+
+namespace msched {
+
+class FakeDeviceOps : public DeviceOps {
+ public:
+  Status Prefetch(const ByteRange& r, bool to_device) override {
+    return Record((to_device ? "in " : "out ") + std::to_string(r.begin >> 20));
+  }
+  Status TransfersAfter(StreamHandle s) override { return Record("after " + std::to_string(s)); }
+  Status StreamAfterTransfers(StreamHandle s) override { return Record("wait " + std::to_string(s)); }
+  Status SynchronizeTransfers() override { return Record("sync"); }
+
+  std::vector<std::string> calls;
+  int fail_at = 0;
+
+ private:
+  Status Record(std::string call) {
+    calls.push_back(std::move(call));
+    if (static_cast<int>(calls.size()) == fail_at) return Status::Unavailable("injected failure");
+    return Status::Ok();
+  }
+};
+
+}  // namespace msched

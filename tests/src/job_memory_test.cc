@@ -1,0 +1,114 @@
+#include "job_memory.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_device_ops.h"
+#include "predictor.h"
+
+namespace msched {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+std::vector<PredictedRegion> Read(uint64_t begin_mib, uint64_t end_mib) {
+  return {{{begin_mib * kMiB, end_mib * kMiB}, AccessMode::kRead}};
+}
+
+TEST(JobMemoryTest, TheBudgetIsTheGrantElseTheConfiguredSizeElseTheDevicesLessWhatIsPinned) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  EXPECT_EQ(jm.budget().Total(), 0u) << "unknown until something says";
+  jm.SetDevice(16 * kMiB);
+  EXPECT_EQ(jm.budget().Total(), 16 * kMiB);
+  jm.SetConfigured(8 * kMiB);
+  EXPECT_EQ(jm.budget().Total(), 8 * kMiB) << "MSCHED_GPU_MEMORY beats the device";
+  jm.SetGranted(4 * kMiB);
+  EXPECT_EQ(jm.budget().Total(), 4 * kMiB) << "the coordinator's grant beats both";
+  jm.AddPinned(1 * kMiB);
+  EXPECT_EQ(jm.manager().budget(), 3 * kMiB) << "pinned memory counts against the budget";
+  jm.AddPinned(-5 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(jm.budget().pinned, 0u) << "never below zero";
+  jm.SetGranted(0);
+  EXPECT_EQ(jm.manager().budget(), 8 * kMiB) << "without a coordinator, back to its own budget";
+}
+
+TEST(JobMemoryTest, NothingMovesWhileTheBudgetIsUnknown) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  FakeDeviceOps ops;
+  const MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
+  EXPECT_TRUE(ops.calls.empty());
+  EXPECT_EQ(out.loaded, 0u);
+}
+
+TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(4 * kMiB);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  FakeDeviceOps ops;
+  MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
+  EXPECT_EQ(out.loaded, 4 * kMiB);
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"in 0", "wait 7"}));
+  ops.calls.clear();
+  out = jm.MakeResident(Read(0, 4), 2, 7, ops);
+  EXPECT_TRUE(ops.calls.empty()) << "resident already: the common path moves nothing";
+  out = jm.MakeResident(Read(4, 8), 3, 7, ops);
+  EXPECT_EQ(out.evicted, 4 * kMiB);
+  EXPECT_EQ(out.loaded, 4 * kMiB);
+  EXPECT_TRUE(out.status.ok());
+}
+
+TEST(JobMemoryTest, OnlyBytesThatMovedAreCounted) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(8 * kMiB);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  FakeDeviceOps ops;
+  ops.fail_at = 1;
+  const MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
+  EXPECT_FALSE(out.status.ok());
+  EXPECT_EQ(out.loaded, 0u) << "a failed prefetch is not counted as prefetched";
+  ops.calls.clear();
+  ops.fail_at = 0;
+  EXPECT_EQ(jm.MakeResident(Read(0, 4), 2, 7, ops).loaded, 4 * kMiB) << "and is tried again";
+}
+
+TEST(JobMemoryTest, AReturningSliceReloadsItsWholeWorkingSetAndWaitsForIt) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(8 * kMiB);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  FakeDeviceOps ops;
+  (void)jm.MakeResident(Read(0, 4), 1, 7, ops);
+  ops.calls.clear();
+  // Believed resident, but other jobs ran: it is asked for all the same.
+  const MoveOutcome out = jm.Reload({{0, 4 * kMiB}}, ops);
+  EXPECT_EQ(out.loaded, 4 * kMiB);
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"in 0", "wait 0", "sync"}));
+}
+
+TEST(JobMemoryTest, AStopEvictsAndASmallerGrantEvictsDownToIt) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(8 * kMiB);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  FakeDeviceOps ops;
+  (void)jm.MakeResident(Read(0, 8), 1, 7, ops);
+  ASSERT_EQ(jm.manager().resident_bytes(), 8 * kMiB);
+  EXPECT_EQ(jm.Evict(2 * kMiB, ops).evicted, 2 * kMiB);
+  EXPECT_EQ(jm.manager().resident_bytes(), 6 * kMiB);
+  jm.SetGranted(4 * kMiB);
+  EXPECT_EQ(jm.FitBudget(ops).evicted, 2 * kMiB);
+  EXPECT_EQ(jm.manager().resident_bytes(), 4 * kMiB);
+  EXPECT_EQ(jm.FitBudget(ops).evicted, 0u) << "within budget: nothing to do";
+  EXPECT_EQ(jm.Evict(UINT64_MAX, ops).evicted, 4 * kMiB) << "a pause gives back everything";
+}
+
+TEST(PredictionChoiceTest, EachModeAndPolicyPicksItsSource) {
+  using P = PredictionSource;
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kFault, true, true), P::kTemplate);
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kFault, false, true), P::kNone);
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kAlloc, false, true), P::kWholeAllocations);
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kAlloc, true, true), P::kTemplate);
+  EXPECT_EQ(ChoosePrediction(Mode::kAlloc, UnknownPolicy::kFault, true, true), P::kWholeAllocations);
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kAlloc, true, false), P::kNone) << "arguments unreadable";
+}
+
+}  // namespace
+}  // namespace msched

@@ -7,12 +7,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "action_executor.h"
-#include "cuda_device_ops.h"
 #include "device_clock.h"
 #include "entry_table.h"
 #include "log.h"
 #include "real_driver.h"
+#include "residency.h"
 #include "unix_socket.h"
 
 namespace msched::hook {
@@ -41,20 +40,6 @@ uint64_t DeviceTotal() {
   return 0;
 }
 
-// REQUIRES: the Runtime's lock. Carries out `a` on the legacy default stream.
-void Carry(Runtime& rt, const MemoryActions& a, bool wait) {
-  if (a.empty()) return;
-  Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext();
-  if (!ops.ok()) {
-    rt.memory().Invalidate(a);
-    return;
-  }
-  if (!ExecuteActions(a, CudaDeviceOps::Handle(nullptr), *ops, rt.memory()).ok()) rt.counters().prefetch_errors->Add();
-  if (wait) (void)ops->SynchronizeTransfers();
-  rt.counters().bytes_prefetched->Add(a.load_bytes);
-  rt.counters().bytes_evicted->Add(a.evict_bytes);
-}
-
 uint64_t Bytes(const std::vector<ByteRange>& ranges) {
   uint64_t total = 0;
   for (const ByteRange& r : ranges) total += r.size();
@@ -76,10 +61,6 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   std::lock_guard<std::mutex> once(register_mu_);
   if (registered_) return refusal_;
   registered_ = true;
-  {
-    std::lock_guard<std::mutex> lock(rt.mu());
-    standalone_budget_ = rt.Budget();
-  }
   Result<int> fd = Connect(bytes);
   if (!fd.ok()) {
     if (config_.coord == CoordMode::kRequired) {
@@ -230,7 +211,7 @@ void CoordClient::BecomeStandalone(const std::string& why) {
   running_.store(false);
   {
     std::lock_guard<std::mutex> lock(rt_.mu());
-    if (standalone_budget_ > 0) rt_.SetBudget(standalone_budget_);
+    rt_.job().SetGranted(0);  // back to its own budget (JobBudget)
   }
   std::lock_guard<std::mutex> lock(mu_);
   inbox_.clear();
@@ -314,23 +295,17 @@ void CoordClient::OnGo(Runtime& rt, const proto::Go& go) {
   DeviceAdvanceTo(go.start_ns);
   {
     std::lock_guard<std::mutex> lock(rt.mu());
-    if (go.budget > 0) rt.SetBudget(go.budget);
+    if (go.budget > 0) rt.job().SetGranted(go.budget);
     rt.memory().SetFuture({});
     if (go.load && !last_working_set_.empty()) {
       // The working set comes back in access order before the first kernel;
       // the kernels would wait for it anyway, so waiting here costs nothing
       // and measures the link for the coordinator.
-      // Other jobs ran meanwhile: what this job believes resident may have
-      // been evicted by the driver, so the whole working set is asked for
-      // (a prefetch of resident pages moves nothing).
       const uint64_t t0 = DeviceNow();
-      MemoryActions a;
-      rt.memory().ForgetResidency();
-      rt.memory().PlanLoad(last_working_set_, &a);
-      Carry(rt, a, /*wait=*/true);
-      loaded_bytes_ = a.load_bytes;
+      const MoveOutcome out = MoveMemory(rt, [&](DeviceOps& ops) { return rt.job().Reload(last_working_set_, ops); });
+      loaded_bytes_ = out.loaded;
       load_ns_ = DeviceNow() - t0;
-      rt.counters().coord_loaded_bytes->Add(a.load_bytes);
+      rt.counters().coord_loaded_bytes->Add(out.loaded);
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -352,13 +327,10 @@ void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
     std::vector<ByteRange> used = mm.TakeWorkingSet();
     if (!used.empty()) last_working_set_ = std::move(used);
     reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : Bytes(last_working_set_);
-    // Evict what the next slice needs last: its own working set comes back first.
+    // Evict what the next slice needs last: its own working set comes back
+    // first. The transfers overlap the incoming job's loads.
     mm.SetFuture({last_working_set_});
-    if (stop.evict_bytes > 0) {
-      MemoryActions a;
-      mm.PlanEviction(stop.evict_bytes, &a);
-      Carry(rt, a, /*wait=*/false);  // overlaps the incoming job's loads
-    }
+    MoveMemory(rt, [&](DeviceOps& ops) { return rt.job().Evict(stop.evict_bytes, ops); });
     reply.resident = mm.resident_bytes();
     reply.loaded = loaded_bytes_;
     reply.load_ns = load_ns_;
@@ -370,13 +342,8 @@ void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
 void CoordClient::OnBudget(Runtime& rt, uint64_t budget) {
   std::lock_guard<std::mutex> lock(rt.mu());
   if (budget == 0) return;
-  rt.SetBudget(budget);
-  MemoryManager& mm = rt.memory();
-  if (mm.resident_bytes() > mm.budget()) {
-    MemoryActions a;
-    mm.PlanEviction(mm.resident_bytes() - mm.budget(), &a);
-    Carry(rt, a, /*wait=*/false);
-  }
+  rt.job().SetGranted(budget);
+  MoveMemory(rt, [&](DeviceOps& ops) { return rt.job().FitBudget(ops); });
 }
 
 }  // namespace msched::hook

@@ -102,7 +102,6 @@ class CoordClient {
 
   // Guarded by the Runtime's lock.
   std::vector<ByteRange> last_working_set_;
-  uint64_t standalone_budget_ = 0;
   uint64_t loaded_bytes_ = 0, load_ns_ = 0;
   std::atomic<uint64_t> allocated_{0};
 };

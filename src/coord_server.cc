@@ -349,7 +349,6 @@ void CoordServer::SyncSlots() {
     const Job* j = scheduler_.Find(id);
     ShmSlot& s = shm_.slot(slot);
     const bool run = j != nullptr && scheduler_.MayRun(*j);
-    s.budget.store(j ? j->budget : 0, std::memory_order_relaxed);
     s.slice_end_ns.store(run ? end : 0, std::memory_order_relaxed);
     s.may_run.store(run ? 1 : 0, std::memory_order_release);
   }

@@ -20,14 +20,13 @@
 namespace msched {
 
 inline constexpr uint32_t kShmMagic = 0x4d534853;  // "SHSM"
-inline constexpr uint32_t kShmVersion = 1;
+inline constexpr uint32_t kShmVersion = 2;  // 2: no budget word (Go and Budget messages carry it)
 inline constexpr uint32_t kShmSlots = 256;
 
 struct ShmSlot {
   std::atomic<uint64_t> job{0};           // 0: free
   std::atomic<uint32_t> may_run{0};       // 1: the job may launch (until slice_end_ns)
   std::atomic<uint64_t> slice_end_ns{0};  // UINT64_MAX: no end
-  std::atomic<uint64_t> budget{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "slots are shared between processes");
 

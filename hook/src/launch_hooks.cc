@@ -20,6 +20,11 @@
 namespace msched::hook {
 namespace {
 
+// src/ decodes the `extra` form with its own copies of cuda.h's tokens.
+static_assert(kLaunchParamEnd == CU_LAUNCH_PARAM_END_AS_INT);
+static_assert(kLaunchParamBufferPointer == CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT);
+static_assert(kLaunchParamBufferSize == CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT);
+
 // One launch as the hooks see it, whatever entry point it came through.
 struct LaunchSite {
   CUfunction f;

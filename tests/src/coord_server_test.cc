@@ -128,7 +128,7 @@ TEST_F(CoordServerTest, AJobRegistersAndRunsAndItsGateOpensInSharedMemory) {
   ASSERT_TRUE(shm.ok()) << shm.status().ToString();
   EXPECT_EQ(shm->slot(w.slot).job.load(), w.job);
   EXPECT_EQ(shm->slot(w.slot).may_run.load(), 1u);
-  EXPECT_EQ(shm->slot(w.slot).budget.load(), 16 * kGiB);
+  EXPECT_EQ(go.budget, 16 * kGiB);
   const nlohmann::json s = Status();
   ASSERT_EQ(s["jobs"].size(), 1u);
   EXPECT_EQ(s["jobs"][0]["name"], "train");

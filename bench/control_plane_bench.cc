@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "coord_server.h"
-#include "scheduler.h"
-#include "unix_socket.h"
+#include "coord/coord_server.h"
+#include "coord/scheduler.h"
+#include "coord/unix_socket.h"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace {
 

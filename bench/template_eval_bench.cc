@@ -5,8 +5,8 @@
 // The target is well under a microsecond for a typical kernel.
 #include <benchmark/benchmark.h>
 
-#include "kernel_args.h"
-#include "template_eval.h"
+#include "model/kernel_args.h"
+#include "model/template_eval.h"
 
 namespace msched {
 namespace {

@@ -25,10 +25,10 @@
 
 #include "bench_command.h"
 #include "msched/config.h"
-#include "protocol.h"
-#include "subprocess.h"
+#include "msched/protocol.h"
+#include "base/subprocess.h"
 #include "tool_paths.h"
-#include "unix_socket.h"
+#include "coord/unix_socket.h"
 
 namespace msched {
 namespace {

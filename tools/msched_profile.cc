@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "profile_report.h"
-#include "subprocess.h"
+#include "profile/profile_report.h"
+#include "base/subprocess.h"
 #include "tool_paths.h"
-#include "trace.h"
+#include "profile/trace.h"
 
 namespace msched {
 namespace {

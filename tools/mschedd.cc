@@ -26,7 +26,7 @@
 #include <mutex>
 #include <string>
 
-#include "coord_server.h"
+#include "coord/coord_server.h"
 #include "msched/config.h"
 #include "tool_paths.h"
 

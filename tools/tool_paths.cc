@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "msched/config.h"
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace msched {
 

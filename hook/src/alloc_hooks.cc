@@ -13,9 +13,9 @@
 
 #include "hook_guard.h"
 #include "coord_client.h"
+#include "driver_functions.h"
 #include "hooks.h"
 #include "profile_recorder.h"
-#include "real_driver.h"
 
 namespace msched::hook {
 namespace {
@@ -96,18 +96,17 @@ std::set<CUdeviceptr>& StreamOrdered() {
 // REQUIRES: rt.mu(). Frees the deferred allocations whose stream has reached
 // the free (all of them when `everything_done`).
 void RunDeferredFrees(Runtime& rt, bool everything_done) {
-  static auto query = reinterpret_cast<CUresult (*)(CUevent)>(RealSymbol("cuEventQuery"));
-  static auto destroy = reinterpret_cast<CUresult (*)(CUevent)>(RealSymbol("cuEventDestroy_v2"));
+  const DriverFunctions& real = RealDriver();
   auto free = Real<PFN_cuMemFree_v3020>(Entry::cuMemFree_v2);
   auto& pending = rt.deferred_frees;
   for (auto it = pending.begin(); it != pending.end();) {
-    if (!everything_done && (query == nullptr || query(it->first) != CUDA_SUCCESS)) {
+    if (!everything_done && (real.cuEventQuery == nullptr || real.cuEventQuery(it->first) != CUDA_SUCCESS)) {
       ++it;
       continue;
     }
     if (free) free(it->second);
     Forget(rt, it->second);
-    if (destroy) destroy(it->first);
+    if (real.cuEventDestroy_v2) real.cuEventDestroy_v2(it->first);
     it = pending.erase(it);
   }
 }
@@ -115,11 +114,12 @@ void RunDeferredFrees(Runtime& rt, bool everything_done) {
 // REQUIRES: rt.mu(). Defers freeing `dptr` until `stream` has done the work
 // queued before this point. Returns false when no event could be recorded.
 bool DeferFree(Runtime& rt, CUdeviceptr dptr, CUstream stream) {
-  static auto create = reinterpret_cast<CUresult (*)(CUevent*, unsigned)>(RealSymbol("cuEventCreate"));
-  static auto record = reinterpret_cast<CUresult (*)(CUevent, CUstream)>(RealSymbol("cuEventRecord"));
+  const DriverFunctions& real = RealDriver();
   CUevent ev = nullptr;
-  if (!create || !record || create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return false;
-  if (record(ev, stream) != CUDA_SUCCESS) return false;
+  if (!real.cuEventCreate || !real.cuEventRecord || real.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    return false;
+  }
+  if (real.cuEventRecord(ev, stream) != CUDA_SUCCESS) return false;
   rt.deferred_frees.push_back({ev, dptr});
   StreamOrdered().erase(dptr);
   return true;
@@ -338,8 +338,7 @@ CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_
   const CUresult r = c.real(pdptr, handle, flags);
   if (c.act && r == CUDA_SUCCESS && pdptr != nullptr) {
     Safely(*c.rt, "cuIpcOpenMemHandle", [&] {
-      using RangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-      static auto range = reinterpret_cast<RangeFn>(RealSymbol("cuMemGetAddressRange_v2"));
+      auto range = RealDriver().cuMemGetAddressRange_v2;
       CUdeviceptr base = 0;
       size_t size = 0;
       if (range == nullptr || range(&base, &size, *pdptr) != CUDA_SUCCESS) return;

@@ -8,11 +8,11 @@
 #include <fstream>
 
 #include "device_clock.h"
+#include "driver_functions.h"
 #include "entry_table.h"
 #include "log.h"
-#include "real_driver.h"
 #include "residency.h"
-#include "unix_socket.h"
+#include "coord/unix_socket.h"
 
 namespace msched::hook {
 namespace {
@@ -30,14 +30,6 @@ std::string ProgramName() {
   std::string name;
   std::getline(in, name);
   return name.empty() ? "job" : name.substr(0, proto::kMaxName);
-}
-
-// What the driver reports as the device's memory (0 when it cannot say).
-uint64_t DeviceTotal() {
-  size_t free = 0, total = 0;
-  using Fn = CUresult (*)(size_t*, size_t*);
-  if (auto info = Real<Fn>(Entry::cuMemGetInfo_v2); info && info(&free, &total) == CUDA_SUCCESS) return total;
-  return 0;
 }
 
 uint64_t Bytes(const std::vector<ByteRange>& ranges) {
@@ -122,7 +114,11 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   proto::Hello h;
   h.declared_mem = config_.job_memory.value_or(0);
   h.allocated = std::max(allocated, allocated_.load());
-  h.device_total = DeviceTotal();
+  {
+    std::lock_guard<std::mutex> lock(rt_.mu());
+    rt_.LearnDeviceMemory();
+    h.device_total = rt_.job().budget().device;
+  }
   h.now_ns = DeviceNow();
   h.priority = config_.priority;
   h.job_class = config_.job_class;
@@ -316,7 +312,7 @@ void CoordClient::OnGo(Runtime& rt, const proto::Go& go) {
 void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
   running_.store(false);
   rt.counters().coord_stops->Add();
-  static auto synchronize = reinterpret_cast<CUresult (*)()>(RealSymbol("cuCtxSynchronize"));
+  auto synchronize = RealDriver().cuCtxSynchronize;
   if (synchronize) synchronize();  // the queue drains: the stop falls on a kernel boundary
   proto::Stopped reply;
   reply.now_ns = DeviceNow();

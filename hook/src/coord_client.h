@@ -34,9 +34,9 @@
 #include <thread>
 #include <vector>
 
-#include "coord_shm.h"
+#include "coord/coord_shm.h"
 #include "hook_guard.h"
-#include "protocol.h"
+#include "msched/protocol.h"
 #include "runtime.h"
 
 namespace msched::hook {

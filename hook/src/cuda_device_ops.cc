@@ -4,16 +4,10 @@
 #include <mutex>
 #include <string>
 
-#include "entry_table.h"
-#include "real_driver.h"
+#include "driver_functions.h"
 
 namespace msched::hook {
 namespace {
-
-template <typename Fn>
-Fn Sym(const char* name) {
-  return reinterpret_cast<Fn>(RealSymbol(name));
-}
 
 Status Check(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return Status::Ok();
@@ -30,31 +24,27 @@ struct CudaDeviceOps::PerContext {
 };
 
 Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
-  static auto ctx_get_current = Sym<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
-  static auto ctx_get_device = Sym<CUresult (*)(CUdevice*)>("cuCtxGetDevice");
-  static auto stream_create = Sym<CUresult (*)(CUstream*, unsigned)>("cuStreamCreate");
-  static auto event_create = Sym<CUresult (*)(CUevent*, unsigned)>("cuEventCreate");
+  const DriverFunctions& real = RealDriver();
   static std::map<CUcontext, PerContext>* contexts = new std::map<CUcontext, PerContext>;
-  if (!ctx_get_current || !ctx_get_device || !stream_create || !event_create) {
+  if (!real.cuCtxGetCurrent || !real.cuCtxGetDevice || !real.cuStreamCreate || !real.cuEventCreate) {
     return Status::Unavailable("the driver lacks cuCtxGetCurrent/cuStreamCreate/cuEventCreate");
   }
   CUcontext ctx = nullptr;
-  if (ctx_get_current(&ctx) != CUDA_SUCCESS || ctx == nullptr) return Status::Unavailable("no current context");
+  if (real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) return Status::Unavailable("no current context");
   auto it = contexts->find(ctx);
   if (it == contexts->end()) {
     PerContext pc;
-    MSCHED_RETURN_IF_ERROR(Check(ctx_get_device(&pc.device), "cuCtxGetDevice"));
-    MSCHED_RETURN_IF_ERROR(Check(stream_create(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
-    MSCHED_RETURN_IF_ERROR(Check(event_create(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
-    MSCHED_RETURN_IF_ERROR(Check(event_create(&pc.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    MSCHED_RETURN_IF_ERROR(Check(real.cuCtxGetDevice(&pc.device), "cuCtxGetDevice"));
+    MSCHED_RETURN_IF_ERROR(Check(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+    MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     it = contexts->emplace(ctx, pc).first;
   }
   return CudaDeviceOps(&it->second);
 }
 
 Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
-  using Fn = CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
-  static auto prefetch = Sym<Fn>("cuMemPrefetchAsync_v2");
+  auto prefetch = RealDriver().cuMemPrefetchAsync_v2;
   if (!prefetch) return Status::Unavailable("the driver lacks cuMemPrefetchAsync_v2");
   CUmemLocation loc{};
   loc.type = to_device ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST;
@@ -63,23 +53,25 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
 }
 
 Status CudaDeviceOps::TransfersAfter(StreamHandle stream) {
-  static auto record = Sym<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
-  static auto wait = Sym<CUresult (*)(CUstream, CUevent, unsigned)>("cuStreamWaitEvent");
-  if (!record || !wait) return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
-  MSCHED_RETURN_IF_ERROR(Check(record(c_->queued, reinterpret_cast<CUstream>(stream)), "cuEventRecord"));
-  return Check(wait(c_->transfer, c_->queued, 0), "cuStreamWaitEvent");
+  const DriverFunctions& real = RealDriver();
+  if (!real.cuEventRecord || !real.cuStreamWaitEvent) {
+    return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
+  }
+  MSCHED_RETURN_IF_ERROR(Check(real.cuEventRecord(c_->queued, reinterpret_cast<CUstream>(stream)), "cuEventRecord"));
+  return Check(real.cuStreamWaitEvent(c_->transfer, c_->queued, 0), "cuStreamWaitEvent");
 }
 
 Status CudaDeviceOps::StreamAfterTransfers(StreamHandle stream) {
-  static auto record = Sym<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
-  static auto wait = Sym<CUresult (*)(CUstream, CUevent, unsigned)>("cuStreamWaitEvent");
-  if (!record || !wait) return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
-  MSCHED_RETURN_IF_ERROR(Check(record(c_->ready, c_->transfer), "cuEventRecord"));
-  return Check(wait(reinterpret_cast<CUstream>(stream), c_->ready, 0), "cuStreamWaitEvent");
+  const DriverFunctions& real = RealDriver();
+  if (!real.cuEventRecord || !real.cuStreamWaitEvent) {
+    return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
+  }
+  MSCHED_RETURN_IF_ERROR(Check(real.cuEventRecord(c_->ready, c_->transfer), "cuEventRecord"));
+  return Check(real.cuStreamWaitEvent(reinterpret_cast<CUstream>(stream), c_->ready, 0), "cuStreamWaitEvent");
 }
 
 Status CudaDeviceOps::SynchronizeTransfers() {
-  auto sync = Real<CUresult (*)(CUstream)>(Entry::cuStreamSynchronize);
+  auto sync = RealDriver().cuStreamSynchronize;
   if (!sync) return Status::Unavailable("the driver lacks cuStreamSynchronize");
   return Check(sync(c_->transfer), "cuStreamSynchronize");
 }

@@ -7,7 +7,7 @@
 
 #include <cuda.h>
 
-#include "device_ops.h"
+#include "model/device_ops.h"
 
 namespace msched::hook {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "trace.h"
+#include "profile/trace.h"
 
 namespace msched::hook {
 

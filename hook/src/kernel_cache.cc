@@ -1,41 +1,40 @@
 #include "kernel_cache.h"
 
-#include "real_driver.h"
+#include "driver_functions.h"
 
 namespace msched::hook {
-namespace {
-
-using NameFn = CUresult (*)(const char**, void*);
-using ParamFn = CUresult (*)(void*, size_t, size_t*, size_t*);
-
-}  // namespace
 
 KernelInfo ResolveKernel(CUfunction f, const TemplateStore& templates) {
   KernelInfo info;
   // A CUkernel may be launched as a CUfunction; whether cuFunc* accept one is
   // undocumented, so the cuKernel* form is tried when cuFunc* refuses.
-  static const auto func_name = reinterpret_cast<NameFn>(RealSymbol("cuFuncGetName"));
-  static const auto kernel_name = reinterpret_cast<NameFn>(RealSymbol("cuKernelGetName"));
-  static const auto func_param = reinterpret_cast<ParamFn>(RealSymbol("cuFuncGetParamInfo"));
-  static const auto kernel_param = reinterpret_cast<ParamFn>(RealSymbol("cuKernelGetParamInfo"));
+  const DriverFunctions& real = RealDriver();
+  const auto kernel = reinterpret_cast<CUkernel>(f);
   const char* name = nullptr;
-  if (!(func_name && func_name(&name, f) == CUDA_SUCCESS && name) &&
-      !(kernel_name && kernel_name(&name, f) == CUDA_SUCCESS && name)) {
+  if (!(real.cuFuncGetName && real.cuFuncGetName(&name, f) == CUDA_SUCCESS && name) &&
+      !(real.cuKernelGetName && real.cuKernelGetName(&name, kernel) == CUDA_SUCCESS && name)) {
     name = nullptr;
   }
   info.name = name ? name : "";
-  ParamFn param = nullptr;
+  // Parameter i's offset and size, by the form that answers for index 0.
   size_t off = 0, size = 0;
-  if (func_param && func_param(f, 0, &off, &size) == CUDA_SUCCESS) param = func_param;
-  else if (kernel_param && kernel_param(f, 0, &off, &size) == CUDA_SUCCESS) param = kernel_param;
-  if (param != nullptr) {
+  bool kernel_form = false;
+  auto param = [&](size_t i) {
+    return kernel_form ? real.cuKernelGetParamInfo(kernel, i, &off, &size) : real.cuFuncGetParamInfo(f, i, &off, &size);
+  };
+  bool answered = real.cuFuncGetParamInfo && param(0) == CUDA_SUCCESS;
+  if (!answered && real.cuKernelGetParamInfo) {
+    kernel_form = true;
+    answered = param(0) == CUDA_SUCCESS;
+  }
+  if (answered) {
     info.layout_known = true;
-    for (size_t i = 0; i < kMaxParams && param(f, i, &off, &size) == CUDA_SUCCESS; ++i) {
+    for (size_t i = 0; i < kMaxParams && param(i) == CUDA_SUCCESS; ++i) {
       info.layout.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
     }
   } else {
     // A kernel without parameters also refuses index 0; its empty layout is right.
-    info.layout_known = func_param != nullptr || kernel_param != nullptr;
+    info.layout_known = real.cuFuncGetParamInfo != nullptr || real.cuKernelGetParamInfo != nullptr;
   }
   if (info.name.empty()) {
     info.why_unpredicted = "the driver gave no name";

@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "msched/kernel_desc.h"
-#include "template_store.h"
+#include "model/template_store.h"
 
 namespace msched::hook {
 

@@ -13,7 +13,7 @@
 #include "coord_client.h"
 #include "hook_guard.h"
 #include "hooks.h"
-#include "predictor.h"
+#include "model/predictor.h"
 #include "profile_recorder.h"
 #include "residency.h"
 

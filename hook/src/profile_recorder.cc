@@ -12,20 +12,12 @@
 
 #include "cuda_device_ops.h"
 #include "cupti_faults.h"
+#include "driver_functions.h"
 #include "log.h"
-#include "real_driver.h"
-#include "trace.h"
+#include "profile/trace.h"
 
 namespace msched::hook {
 namespace {
-
-// The simulator's exact access report (msim/msim.h), if the driver is the simulator.
-struct SimRange {
-  uint64_t begin, end;
-  uint32_t mode, reserved;
-};
-using LastAccessesFn = CUresult (*)(SimRange*, size_t, size_t*);
-using SimTimeFn = CUresult (*)(uint64_t*);
 
 std::string ProgramName() {
   std::ifstream in("/proc/self/cmdline");
@@ -39,8 +31,6 @@ std::string ProgramName() {
 struct ProfileRecorder::State {
   std::once_flag opened;
   int fd = -1;                      // -1: not recording
-  LastAccessesFn sim_accesses = nullptr;
-  SimTimeFn sim_time = nullptr;
   CuptiFaults* cupti = nullptr;
   std::mutex launch_mu;             // serialises profiled launches
   std::mutex io_mu;                 // one line at a time; taken last
@@ -76,13 +66,13 @@ struct ProfileRecorder::State {
       LogError("cannot create the profile trace '{}': {}", config.profile_trace, std::strerror(errno));
       return;
     }
-    sim_accesses = reinterpret_cast<LastAccessesFn>(RealSymbol("msimLastLaunchAccesses"));
-    sim_time = reinterpret_cast<SimTimeFn>(RealSymbol("msimGetTime"));
+    // The simulator reports exactly what each launch touched.
+    const bool sim_accesses = RealDriver().msimLastLaunchAccesses != nullptr;
     std::string why;
-    if (sim_accesses == nullptr) cupti = CuptiFaults::Start(&why);
+    if (!sim_accesses) cupti = CuptiFaults::Start(&why);
     const char* source = sim_accesses ? "simulator" : cupti ? "cupti" : "none";
     Write(TraceHeaderLine(source, sim_accesses ? 1 : CuptiFaults::kPrecision, ProgramName()));
-    if (sim_accesses == nullptr && cupti == nullptr) {
+    if (!sim_accesses && cupti == nullptr) {
       Write(TraceNoteLine("no source of touched memory: " + why + "; launches are recorded without it"));
     } else if (cupti != nullptr) {
       Write(TraceNoteLine("managed memory was moved to the host before each launch, so latencies include "
@@ -118,7 +108,8 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
     }
     return launch();
   }
-  static auto synchronize = reinterpret_cast<CUresult (*)()>(RealSymbol("cuCtxSynchronize"));
+  const DriverFunctions& real = RealDriver();
+  auto synchronize = real.cuCtxSynchronize;
   if (synchronize) synchronize();  // earlier work done: the latency is this kernel's alone
   if (s.cupti != nullptr) {
     // Everything managed goes to the host, so the kernel's first touches fault.
@@ -135,7 +126,7 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
     }
   }
   uint64_t sim_t0 = 0;
-  if (s.sim_time) s.sim_time(&sim_t0);
+  if (real.msimGetTime) real.msimGetTime(&sim_t0);
   const uint64_t cupti_t0 = s.cupti ? s.cupti->Now() : 0;
   const auto wall_t0 = std::chrono::steady_clock::now();
 
@@ -143,22 +134,22 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
   if (r != CUDA_SUCCESS) return r;
 
   TraceLaunch l;
-  if (s.sim_accesses) {
-    std::vector<SimRange> ranges(256);
+  if (real.msimLastLaunchAccesses) {
+    std::vector<msimRange> ranges(256);
     size_t count = 0;
-    if (s.sim_accesses(ranges.data(), ranges.size(), &count) == CUDA_SUCCESS && count > ranges.size()) {
+    if (real.msimLastLaunchAccesses(ranges.data(), ranges.size(), &count) == CUDA_SUCCESS && count > ranges.size()) {
       ranges.resize(count);
-      s.sim_accesses(ranges.data(), ranges.size(), &count);
+      real.msimLastLaunchAccesses(ranges.data(), ranges.size(), &count);
     }
     ranges.resize(std::min(count, ranges.size()));
-    for (const SimRange& x : ranges) {
+    for (const msimRange& x : ranges) {
       l.touched.push_back({{x.begin, x.end}, static_cast<AccessMode>(x.mode)});
     }
   }
   if (synchronize) synchronize();
-  if (s.sim_time) {
+  if (real.msimGetTime) {
     uint64_t t1 = 0;
-    s.sim_time(&t1);
+    real.msimGetTime(&t1);
     l.latency_ns = t1 - sim_t0;
   } else {
     l.latency_ns = static_cast<uint64_t>(

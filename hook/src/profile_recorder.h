@@ -21,7 +21,7 @@
 #include <functional>
 
 #include "kernel_cache.h"
-#include "kernel_args.h"
+#include "model/kernel_args.h"
 #include "runtime.h"
 
 namespace msched::hook {

@@ -95,9 +95,4 @@ bool InsideRealDriver(const void* address) {
   return dladdr(address, &info) && info.dli_fbase == base;
 }
 
-void* RealSymbol(const char* name) {
-  void* h = RealDriverHandle();
-  return h ? RealDlsym(h, name) : nullptr;
-}
-
 }  // namespace msched::hook

@@ -17,7 +17,6 @@ void* RealDriverHandle();
 void* LoadedDriverHandle();
 // True when `address` lies inside the real driver's code.
 bool InsideRealDriver(const void* address);
-// A function of the real driver that msched calls but does not hook.
-void* RealSymbol(const char* name);
+// The driver functions msched calls itself are typed in driver_functions.h.
 
 }  // namespace msched::hook

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driver_functions.h"
 #include "hook_config.h"
 #include "log.h"
 
@@ -122,8 +123,8 @@ void Runtime::Fail(const std::string& where, const std::string& why) {
 void Runtime::LearnDeviceMemory() {
   if (job_.budget().device != 0) return;
   size_t free = 0, total = 0;
-  using Fn = CUresult (*)(size_t*, size_t*);
-  if (auto info = Real<Fn>(Entry::cuMemGetInfo_v2); info && info(&free, &total) == CUDA_SUCCESS) job_.SetDevice(total);
+  const auto info = RealDriver().cuMemGetInfo_v2;
+  if (info != nullptr && info(&free, &total) == CUDA_SUCCESS) job_.SetDevice(total);
 }
 
 void Runtime::AddPinned(int64_t delta) {

@@ -15,14 +15,14 @@
 #include <set>
 #include <vector>
 
-#include "alloc_map.h"
+#include "model/alloc_map.h"
 #include "entry_table.h"
 #include "kernel_cache.h"
-#include "job_memory.h"
+#include "model/job_memory.h"
 #include "msched/config.h"
-#include "msched/stats.h"
-#include "template_eval.h"
-#include "template_store.h"
+#include "base/stats.h"
+#include "model/template_eval.h"
+#include "model/template_store.h"
 
 namespace msched::hook {
 

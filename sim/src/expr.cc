@@ -142,8 +142,8 @@ class Parser {
     auto n = std::make_shared<Expr::Node>();
     if (name.size() > 1 && name[0] == 'p' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
       n->kind = Expr::Node::kArg;
-      n->param = std::stoi(name.substr(1));
-      if (n->param > 1023) return Fail("parameter index too large");
+      // At most four digits, so that stoi cannot throw out_of_range.
+      if (name.size() > 5 || (n->param = std::stoi(name.substr(1))) > 1023) return Fail("parameter index too large");
       if (pos_ < s_.size() && s_[pos_] == '@') {
         ++pos_;
         int64_t off = 0;
@@ -205,6 +205,13 @@ void CollectVars(const Expr::Node& n, std::vector<std::string>* out) {
 }  // namespace
 
 ExprPtr Expr::Parse(std::string_view text, std::string* error) {
+  // Parsing, evaluation and destruction recurse once per nesting level or
+  // operator: a bounded text bounds the stack they take.
+  constexpr size_t kMaxLength = 1024;
+  if (text.size() > kMaxLength) {
+    if (error) *error = "expression longer than " + std::to_string(kMaxLength) + " characters";
+    return nullptr;
+  }
   Parser p(text);
   NodePtr root = p.ParseAll(error);
   if (!root) return nullptr;

@@ -96,8 +96,11 @@ AccessSpec ParseAccess(const json& j, const KernelDecl& k, const std::string& wh
     a.pages = ParseField(j, "pages", true, where);
   } else if (kind == "indirect") {
     a.kind = AccessSpec::Kind::kIndirect;
-    a.deref = j.value("deref", 0);
-    if (a.deref < 0) throw std::runtime_error(where + ".deref: must be >= 0");
+    const json deref = j.value("deref", json(0));
+    if (!deref.is_number_integer() || deref.get<int64_t>() < 0 || deref.get<int64_t>() > INT32_MAX) {
+      throw std::runtime_error(where + ".deref: must be an integer >= 0");
+    }
+    a.deref = static_cast<int>(deref.get<int64_t>());
   } else {
     throw std::runtime_error(where + ".kind: '" + kind + "' is not range, strided, gather or indirect");
   }
@@ -176,7 +179,7 @@ bool ParseModule(const std::string& text, Module* out, std::string* error) {
   }
   try {
     if (doc.value("format", std::string()) != "msim-module") throw std::runtime_error("'format' must be \"msim-module\"");
-    if (doc.value("version", 0) != 1) throw std::runtime_error("'version' must be 1");
+    if (doc.value("version", json()) != 1) throw std::runtime_error("'version' must be 1");
     auto kernels = doc.find("kernels");
     if (kernels == doc.end() || !kernels->is_array()) throw std::runtime_error("'kernels' must be an array");
     for (size_t i = 0; i < kernels->size(); ++i) {

@@ -512,7 +512,7 @@ bool LoadWorkload(const std::string& path, const std::map<std::string, int64_t>&
   try {
     json doc = json::parse(ReadFile(path, ""), nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded() || !doc.is_object()) throw ParseError{"not a JSON object (truncated or malformed)"};
-    if (doc.value("format", std::string()) != "msim-workload" || doc.value("version", 0) != 1) {
+    if (doc.value("format", std::string()) != "msim-workload" || doc.value("version", json()) != json(1)) {
       throw ParseError{"expected \"format\": \"msim-workload\", \"version\": 1"};
     }
     Workload w;

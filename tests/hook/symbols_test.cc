@@ -1,7 +1,8 @@
 // libmsched.so must not leak into the host process: it exports only the
 // hooked entry points (exactly the generated table) and dlsym at both glibc
 // versions, and needs no libstdc++ (a private static copy is inside).
-// Also runs entry_check, which resolves every hooked variant.
+// Also runs entry_check, which resolves every hooked variant, and checks
+// that the simulator has every driver function the hook calls.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace {
 
@@ -61,6 +62,23 @@ TEST(HookSymbolsTest, EveryHookedVariantResolvesToItsWrapper) {
   const std::string text = Capture("cat " + out);
   EXPECT_EQ(status, 0) << text;
   EXPECT_NE(text.find("0 failures"), std::string::npos) << text;
+}
+
+// The driver functions libmsched calls itself (hook/called_driver_functions.txt)
+// are all in the simulated driver, so the hook tests exercise every one; a
+// real driver lacking one leaves its slot null.
+TEST(HookSymbolsTest, SimulatedDriverExportsEveryCalledFunction) {
+  std::istringstream nm(Capture("nm -D --defined-only " SIM_LIB_DIR "/libcuda.so.1"));
+  std::set<std::string> exported;
+  for (std::string line; std::getline(nm, line);) exported.insert(line.substr(line.rfind(' ') + 1));
+  std::set<std::string> missing;
+#define MSCHED_DRIVER_FUNCTION(sym, base, ver, pfn) \
+  if (!exported.contains(#sym)) missing.insert(#sym);
+#define MSCHED_DRIVER_FUNCTION_HOOKED MSCHED_DRIVER_FUNCTION
+#include "driver_functions.inc"
+#undef MSCHED_DRIVER_FUNCTION_HOOKED
+#undef MSCHED_DRIVER_FUNCTION
+  EXPECT_EQ(missing, std::set<std::string>{});
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "action_executor.h"
+#include "model/action_executor.h"
 
 #include <gtest/gtest.h>
 

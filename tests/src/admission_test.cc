@@ -1,4 +1,4 @@
-#include "admission.h"
+#include "coord/admission.h"
 
 #include <gtest/gtest.h>
 

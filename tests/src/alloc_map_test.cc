@@ -1,4 +1,4 @@
-#include "alloc_map.h"
+#include "model/alloc_map.h"
 
 #include <gtest/gtest.h>
 

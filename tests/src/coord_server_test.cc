@@ -1,7 +1,7 @@
 // The coordinator server in-process, driven by raw socket clients: the
 // protocol as jobs and the CLI speak it, and everything a broken or hostile
 // peer might do.
-#include "coord_server.h"
+#include "coord/coord_server.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device_ops.h"
+#include "model/device_ops.h"
 
 namespace msched {
 

@@ -1,9 +1,9 @@
-#include "job_memory.h"
+#include "model/job_memory.h"
 
 #include <gtest/gtest.h>
 
 #include "fake_device_ops.h"
-#include "predictor.h"
+#include "model/predictor.h"
 
 namespace msched {
 namespace {

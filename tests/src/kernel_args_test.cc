@@ -1,4 +1,4 @@
-#include "kernel_args.h"
+#include "model/kernel_args.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "memory_manager.h"
+#include "model/memory_manager.h"
 
 #include <gtest/gtest.h>
 

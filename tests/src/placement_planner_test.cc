@@ -1,4 +1,4 @@
-#include "placement_planner.h"
+#include "model/placement_planner.h"
 
 #include <gtest/gtest.h>
 

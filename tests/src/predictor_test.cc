@@ -1,4 +1,4 @@
-#include "predictor.h"
+#include "model/predictor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "profile_report.h"
+#include "profile/profile_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "protocol.h"
+#include "msched/protocol.h"
 
 #include <gtest/gtest.h>
 

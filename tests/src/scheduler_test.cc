@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "coord/scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "msched/stats.h"
+#include "base/stats.h"
 
 namespace msched {
 namespace {

@@ -1,4 +1,4 @@
-#include "template_eval.h"
+#include "model/template_eval.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "template_fitter.h"
+#include "profile/template_fitter.h"
 
 #include <gtest/gtest.h>
 

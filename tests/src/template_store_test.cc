@@ -1,4 +1,4 @@
-#include "template_store.h"
+#include "model/template_store.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "coord/timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "trace.h"
+#include "profile/trace.h"
 
 namespace msched::tracetest {
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace msched::testsupport {
 

@@ -23,7 +23,7 @@
 
 #include "run_program.h"
 #include "runner.h"
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report.h"
-#include "subprocess.h"
+#include "base/subprocess.h"
 #include "suite.h"
 
 namespace msched::bench {

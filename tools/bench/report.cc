@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace msched::bench {
 namespace {

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "coord_server.h"
+#include "coord/coord_server.h"
 #include "json_file.h"
-#include "subprocess.h"
+#include "base/subprocess.h"
 #include "tool_paths.h"
 
 namespace msched::bench {

@@ -12,7 +12,7 @@
 
 #include "json_file.h"
 #include "msched/config.h"
-#include "subprocess.h"
+#include "base/subprocess.h"
 
 namespace msched::bench {
 namespace {

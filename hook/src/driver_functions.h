@@ -1,0 +1,45 @@
+// The real driver functions libmsched calls on its own behalf (to create its
+// transfer stream, defer frees, name kernels, read the simulator's clock),
+// as one typed table: RealDriver().cuEventRecord(ev, stream). The CUDA ones
+// are generated at build time from hook/called_driver_functions.txt and the
+// CUDA headers, each slot typed by the headers' PFN_<base>_v<version>; a
+// hooked one (cuCtxSynchronize) is the entry table's real function, never
+// libmsched's wrapper. A slot is null when the driver lacks the function (or
+// cannot be loaded): callers check before calling. Resolved once, on first
+// use, from the real driver's handle; thread-safe; never destroyed.
+// Used by hook/ only.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "entry_table.h"  // and the #undefs of names cuda.h renames
+#include "msim/msim.h"
+
+namespace msched::hook {
+
+// The simulator's own entry points (sim/include/msim/msim.h), which no CUDA
+// header declares, hence not in the generated list: typed from msim.h's
+// declarations, found by name on the driver handle, null on a real driver.
+#define MSCHED_SIM_FUNCTIONS(X) \
+  X(msimGetTime)                \
+  X(msimSetBlocked)             \
+  X(msimAdvanceTo)              \
+  X(msimLastLaunchAccesses)
+
+struct DriverFunctions {
+#define MSCHED_DRIVER_FUNCTION(sym, base, ver, pfn) pfn sym = nullptr;
+#define MSCHED_DRIVER_FUNCTION_HOOKED(sym, base, ver, pfn) pfn sym = nullptr;
+#include "driver_functions.inc"
+#undef MSCHED_DRIVER_FUNCTION
+#undef MSCHED_DRIVER_FUNCTION_HOOKED
+
+#define MSCHED_SIM_FUNCTION(name) decltype(&::name) name = nullptr;
+  MSCHED_SIM_FUNCTIONS(MSCHED_SIM_FUNCTION)
+#undef MSCHED_SIM_FUNCTION
+};
+
+// The table, resolving it on first use (loading the driver if needed).
+const DriverFunctions& RealDriver();
+
+}  // namespace msched::hook

@@ -1,0 +1,93 @@
+#include "coord/admission.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+#include "msched/config.h"
+
+namespace msched {
+
+void JobHistory::Record(const std::string& name, uint64_t run_ns) {
+  auto [it, fresh] = mean_ns_.emplace(name, static_cast<double>(run_ns));
+  if (!fresh) it->second = 0.7 * it->second + 0.3 * static_cast<double>(run_ns);
+}
+
+bool JobHistory::IsShort(const Job& j, uint64_t threshold_ns) const {
+  if (j.job_class != JobClass::kUnset) return j.job_class == JobClass::kShort;
+  auto it = mean_ns_.find(j.name);
+  return it != mean_ns_.end() && it->second < static_cast<double>(threshold_ns);
+}
+
+MemoryLimits LimitsFor(const SchedulerOptions& o) {
+  MemoryLimits m{UINT64_MAX, o.host_bytes};
+  if (o.hbm_bytes > 0) {
+    const long double limit = static_cast<long double>(o.hbm_bytes) * o.oversubscribe;
+    m.admit_limit = limit >= static_cast<long double>(UINT64_MAX) ? UINT64_MAX : static_cast<uint64_t>(limit);
+  }
+  return m;
+}
+
+std::string NeverFits(const Job& j, const SchedulerOptions& o) {
+  const MemoryLimits m = LimitsFor(o);
+  const uint64_t need = j.Footprint();
+  if (need > m.admit_limit) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%g", o.oversubscribe);
+    return "needs " + FormatBytes(need) + ", more than this GPU serves even time-sliced (" +
+           FormatBytes(m.admit_limit) + " = " + ratio + " x " + FormatBytes(o.hbm_bytes) +
+           "; see mschedd --oversubscribe)";
+  }
+  if (need > m.host_limit) {
+    return "needs " + FormatBytes(need) + ", more than the host memory msched may use to hold evicted data (" +
+           FormatBytes(m.host_limit) + ")";
+  }
+  return "";
+}
+
+std::vector<Job*> RankWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, const SchedulerOptions& o,
+                              const JobHistory& history) {
+  std::vector<Job*> waiting;
+  for (auto& [id, j] : jobs) {
+    if (j.state == JobState::kWaiting) waiting.push_back(&j);
+  }
+  auto key = [&](const Job* j) {
+    const uint64_t waited = now > j->submitted_ns ? now - j->submitted_ns : 0;
+    const int64_t aged = j->priority + static_cast<int64_t>(o.aging_ns ? waited / o.aging_ns : 0);
+    // Larger is better except for the arrival order and id (first come first served).
+    return std::make_tuple(-aged, history.IsShort(*j, o.short_threshold_ns) ? 0 : 1, j->submitted_ns, j->id);
+  };
+  std::sort(waiting.begin(), waiting.end(), [&](const Job* a, const Job* b) { return key(a) < key(b); });
+  return waiting;
+}
+
+std::vector<uint64_t> AdmitWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, const SchedulerOptions& o,
+                                   const JobHistory& history) {
+  const MemoryLimits m = LimitsFor(o);
+  uint64_t admitted = 0, held = 0;  // footprints of running jobs; of running and paused ones
+  size_t running = 0;
+  for (const auto& [id, j] : jobs) {
+    if (j.state == JobState::kRunning) admitted += j.Footprint(), ++running;
+    if (j.state == JobState::kRunning || j.state == JobState::kPaused) held += j.Footprint();
+  }
+  std::vector<uint64_t> out;
+  for (Job* j : RankWaiting(jobs, now, o, history)) {
+    const uint64_t need = j->Footprint();
+    // Until the GPU's size is known, jobs run one at a time.
+    const bool fits = o.hbm_bytes == 0 ? running == 0
+                                       : need <= m.admit_limit - std::min(admitted, m.admit_limit) &&
+                                             need <= m.host_limit - std::min(held, m.host_limit);
+    if (fits) {
+      j->state = JobState::kRunning;
+      j->was_admitted = true;
+      j->admitted_ns = now;
+      admitted += need, held += need, ++running;
+      out.push_back(j->id);
+    } else if (now - std::min(now, j->submitted_ns) >= o.reserve_after_ns) {
+      break;  // it has waited long enough: the memory that frees up is its
+    }
+  }
+  return out;
+}
+
+}  // namespace msched

@@ -1,0 +1,457 @@
+#include "coord/coord_server.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace msched {
+namespace {
+
+constexpr int kTickMs = 100;  // watchdog and idle checks
+constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jobs still saying hello
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+std::string Who(uint32_t uid, int32_t pid) { return "pid " + std::to_string(pid) + " (uid " + std::to_string(uid) + ")"; }
+
+}  // namespace
+
+struct CoordServer::Conn {
+  int fd = -1;
+  PeerCred peer;
+  uint64_t job = 0;  // 0: not (yet) a job; a control connection
+  FrameReader reader;
+  uint64_t opened_ms = 0;
+  uint64_t partial_since_ms = 0;  // when the frame now pending began (0: none)
+};
+
+Result<std::unique_ptr<CoordServer>> CoordServer::Start(ServerOptions options) {
+  Result<int> listen_fd = ListenUnix(options.socket_path, ::geteuid() == 0);
+  if (!listen_fd.ok()) return listen_fd.status();
+  Result<CoordShm> shm = CoordShm::Create();
+  if (!shm.ok()) {
+    ::close(*listen_fd);
+    ::unlink(options.socket_path.c_str());
+    return shm.status();
+  }
+  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (wake < 0 || ep < 0) {
+    ::close(*listen_fd);
+    ::unlink(options.socket_path.c_str());
+    return Status::IoError(std::string("epoll/eventfd: ") + std::strerror(errno));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = *listen_fd;
+  ::epoll_ctl(ep, EPOLL_CTL_ADD, *listen_fd, &ev);
+  ev.data.fd = wake;
+  ::epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev);
+  return std::unique_ptr<CoordServer>(new CoordServer(std::move(options), *listen_fd, wake, ep, std::move(*shm)));
+}
+
+CoordServer::CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm)
+    : options_(std::move(options)),
+      listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
+      epoll_fd_(epoll_fd),
+      shm_(std::move(shm)),
+      scheduler_(options_.policy),
+      idle_since_ms_(NowMs()),
+      own_uid_(static_cast<uint32_t>(::geteuid())) {
+  Log("coordinator listening at " + options_.socket_path);
+}
+
+CoordServer::~CoordServer() {
+  for (auto& [fd, c] : conns_) ::close(fd);
+  ::close(listen_fd_);
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+  ::unlink(options_.socket_path.c_str());
+}
+
+void CoordServer::Shutdown() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+void CoordServer::Run() {
+  epoll_event events[64];
+  for (;;) {
+    const int n = ::epoll_wait(epoll_fd_, events, 64, kTickMs);
+    if (n < 0 && errno != EINTR) {
+      Log(std::string("epoll_wait failed: ") + std::strerror(errno));
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd_) return;
+      if (fd == listen_fd_) {
+        Accept();
+      } else {
+        OnReadable(fd);
+      }
+    }
+    Watchdog();
+    ExpireConnections();
+    if (!fd_of_job_.empty()) idle_since_ms_ = NowMs();
+    if (options_.idle_exit_ms > 0 && fd_of_job_.empty() && NowMs() - idle_since_ms_ >= options_.idle_exit_ms) {
+      Log("no jobs for " + std::to_string(options_.idle_exit_ms / 1000) + " s; exiting");
+      return;
+    }
+  }
+}
+
+void CoordServer::Accept() {
+  const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    // Out of descriptors: the pending connection stays queued and the
+    // listening socket stays readable, so stop watching it until one closes.
+    if (errno == EMFILE || errno == ENFILE) PauseAccepting(true);
+    return;
+  }
+  Result<PeerCred> peer = PeerOf(fd);
+  if (!peer.ok()) {
+    ::close(fd);
+    return;
+  }
+  if (!Privileged(peer->uid) && ConnectionsOf(peer->uid, false) >= options_.max_jobs_per_user + kSpareConnectionsPerUser) {
+    Log("refused a connection from " + Who(peer->uid, peer->pid) + ": that user holds too many connections");
+    ::close(fd);
+    return;
+  }
+  auto c = std::make_unique<Conn>();
+  c->fd = fd;
+  c->peer = *peer;
+  c->opened_ms = NowMs();
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  conns_[fd] = std::move(c);
+}
+
+void CoordServer::OnReadable(int fd) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  // Serves each chunk's frames before reading the next, so a connection
+  // never buffers more than one (size-capped) frame and a chunk.
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n > 0) c.reader.Append(buf, static_cast<size_t>(n));
+    for (;;) {
+      Result<std::optional<proto::Message>> m = c.reader.Next();
+      if (!m.ok()) {
+        Log("rejected a malformed message from " + Who(c.peer.uid, c.peer.pid) + ": " + m.status().message());
+        return Close(fd, "malformed message");
+      }
+      if (!m->has_value()) break;
+      try {
+        Handle(c, std::move(**m));
+      } catch (const std::exception& e) {
+        // A bug in serving one message costs its connection, never the coordinator.
+        Log("internal error serving " + Who(c.peer.uid, c.peer.pid) + ": " + e.what());
+        if (conns_.count(fd)) Close(fd, "internal error");
+      }
+      if (conns_.find(fd) == conns_.end()) return;  // Handle closed it
+    }
+    c.partial_since_ms = c.reader.pending() == 0 ? 0 : c.partial_since_ms ? c.partial_since_ms : NowMs();
+    if (n <= 0) return Close(fd, n == 0 ? "connection closed" : std::string("recv: ") + std::strerror(errno));
+  }
+}
+
+void CoordServer::Close(int fd, const std::string& why) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  const uint64_t job = it->second->job;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  ::close(fd);
+  conns_.erase(it);
+  PauseAccepting(false);
+  if (job == 0) return;
+  fd_of_job_.erase(job);
+  awaiting_since_ms_.erase(job);
+  if (const Job* j = scheduler_.Find(job); j != nullptr && j->state != JobState::kFinished) {
+    Log("job " + std::to_string(job) + " (" + j->name + ", pid " + std::to_string(j->pid) + ") is gone: " + why +
+        "; its memory and budget are released");
+  }
+  Apply(scheduler_.Exited(job, scheduler_.now()));
+  if (auto s = slot_of_job_.find(job); s != slot_of_job_.end()) {
+    shm_.slot(s->second).job.store(0, std::memory_order_release);
+    slot_of_job_.erase(s);
+  }
+  SyncSlots();
+}
+
+void CoordServer::Handle(Conn& c, proto::Message m) {
+  const int fd = c.fd;
+  auto violation = [&](const std::string& what) {
+    Log("rejected a message from " + Who(c.peer.uid, c.peer.pid) + ": " + what);
+    Close(fd, "protocol violation");
+  };
+  if (auto* hello = std::get_if<proto::Hello>(&m)) {
+    if (c.job != 0) return violation("a second hello on one connection");
+    return HandleHello(c, *hello);
+  }
+  if (auto* control = std::get_if<proto::Control>(&m)) {
+    if (c.job != 0) return violation("a control request from a job's connection");
+    return HandleControl(c, *control);
+  }
+  if (c.job == 0) return violation(std::string("'") + proto::MsgTypeName(proto::TypeOf(m)) + "' before hello");
+  if (auto* usage = std::get_if<proto::Usage>(&m)) {
+    Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns));
+  } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
+    Apply(scheduler_.SliceEnded(c.job, end->now_ns));
+  } else if (auto* stopped = std::get_if<proto::Stopped>(&m)) {
+    Apply(scheduler_.Stopped(c.job, *stopped));
+  } else if (auto* bye = std::get_if<proto::Goodbye>(&m)) {
+    Apply(scheduler_.Exited(c.job, bye->now_ns));
+  } else {
+    return violation("a coordinator-to-job message sent by a job");
+  }
+  SyncSlots();
+}
+
+void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
+  const int fd = c.fd;
+  auto refuse = [&](const std::string& reason) {
+    Log("refused a job from " + Who(c.peer.uid, c.peer.pid) + ": " + reason);
+    (void)SendMessage(fd, proto::Refused{reason});
+    Close(fd, "refused");
+  };
+  if (!Privileged(c.peer.uid) && ConnectionsOf(c.peer.uid, true) >= options_.max_jobs_per_user) {
+    return refuse("uid " + std::to_string(c.peer.uid) + " already has " + std::to_string(options_.max_jobs_per_user) +
+                  " jobs here, the most one user may have");
+  }
+  uint32_t slot = kShmSlots;
+  for (uint32_t i = 0; i < kShmSlots && slot == kShmSlots; ++i) {
+    if (shm_.slot(i).job.load(std::memory_order_relaxed) == 0) slot = i;
+  }
+  if (slot == kShmSlots) return refuse("the coordinator serves " + std::to_string(kShmSlots) + " jobs at most");
+  Job j;
+  j.id = next_job_++;
+  j.uid = c.peer.uid;
+  j.pid = c.peer.pid;
+  j.name = hello.name.empty() ? "pid" + std::to_string(c.peer.pid) : hello.name;
+  j.job_class = hello.job_class;
+  j.priority = hello.priority;
+  if (!Privileged(c.peer.uid) && j.priority > options_.max_guest_priority) {
+    Log("job " + std::to_string(j.id) + " of " + Who(c.peer.uid, c.peer.pid) + " asked for priority " +
+        std::to_string(j.priority) + "; other users' jobs may have at most " +
+        std::to_string(options_.max_guest_priority));
+    j.priority = options_.max_guest_priority;
+  }
+  j.declared = hello.declared_mem;
+  j.allocated = hello.allocated;
+  c.job = j.id;
+  fd_of_job_[j.id] = fd;
+  slot_of_job_[j.id] = slot;
+  shm_.slot(slot).may_run.store(0, std::memory_order_relaxed);
+  shm_.slot(slot).job.store(j.id, std::memory_order_release);
+  const uint64_t id = j.id;
+  const std::string name = j.name;
+  const Commands commands = scheduler_.Submit(std::move(j), hello.device_total, hello.now_ns);
+  const Job* added = scheduler_.Find(id);
+  proto::Welcome w;
+  w.job = id;
+  w.slot = slot;
+  w.admitted = added != nullptr && added->state == JobState::kRunning;
+  Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) + ") registered: " +
+      FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
+  SyncSlots();
+  if (!SendMessage(fd, w, shm_.reader_fd()).ok()) return Close(fd, "cannot write to it");
+  Apply(commands);
+}
+
+void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
+  proto::ControlReply reply;
+  if (m.op == proto::ControlOp::kStatus) {
+    reply.ok = true;
+    reply.text = StatusJson(c.peer.uid);
+  } else {
+    const Job* j = scheduler_.Find(m.job);
+    Result<Commands> r = Status::NotFound("no job " + std::to_string(m.job));
+    if (j != nullptr && j->state != JobState::kFinished) {
+      if (c.peer.uid != 0 && c.peer.uid != j->uid) {
+        r = Status::PermissionDenied("job " + std::to_string(m.job) + " belongs to uid " + std::to_string(j->uid) +
+                                     "; only its owner or root may change it");
+      } else if (m.op == proto::ControlOp::kPriority && !Privileged(c.peer.uid) &&
+                 m.priority > options_.max_guest_priority) {
+        r = Status::PermissionDenied("other users' jobs may have priority " +
+                                     std::to_string(options_.max_guest_priority) +
+                                     " at most on this coordinator (mschedd --max-guest-priority)");
+      } else if (m.op == proto::ControlOp::kPause) {
+        r = scheduler_.Pause(m.job);
+      } else if (m.op == proto::ControlOp::kResume) {
+        r = scheduler_.Resume(m.job);
+      } else {
+        r = scheduler_.SetPriority(m.job, m.priority);
+      }
+    }
+    reply.ok = r.ok();
+    if (r.ok()) {
+      const char* verb = m.op == proto::ControlOp::kPause    ? "paused"
+                         : m.op == proto::ControlOp::kResume ? "resumed"
+                                                             : "reprioritised";
+      reply.text = "job " + std::to_string(m.job) + " " + verb;
+      Log(reply.text + " by " + Who(c.peer.uid, c.peer.pid));
+      Apply(*r);
+      SyncSlots();
+    } else {
+      reply.text = r.status().message();
+    }
+  }
+  (void)SendMessage(c.fd, reply);
+  Close(c.fd, "request served");
+}
+
+void CoordServer::Apply(const Commands& commands) {
+  for (const Command& cmd : commands) {
+    auto it = fd_of_job_.find(cmd.job);
+    if (it == fd_of_job_.end()) continue;
+    proto::Message m;
+    switch (cmd.kind) {
+      case Command::Kind::kGo: m = cmd.go; break;
+      case Command::Kind::kStop: m = cmd.stop; break;
+      case Command::Kind::kBudget: m = proto::Budget{cmd.budget}; break;
+      case Command::Kind::kRefuse: {
+        m = proto::Refused{cmd.reason};
+        const Job* j = scheduler_.Find(cmd.job);
+        Log("job " + std::to_string(cmd.job) + (j ? " (" + j->name + ")" : std::string()) + " refused: " + cmd.reason);
+        break;
+      }
+    }
+    if (!SendMessage(it->second, m).ok()) {
+      // Its socket is broken: EPOLLRDHUP/EOF will remove it; the watchdog covers the gap.
+      Log("cannot write to job " + std::to_string(cmd.job));
+    }
+  }
+}
+
+void CoordServer::SyncSlots() {
+  const uint64_t end = scheduler_.slice_end_ns();
+  for (const auto& [id, slot] : slot_of_job_) {
+    const Job* j = scheduler_.Find(id);
+    ShmSlot& s = shm_.slot(slot);
+    const bool run = j != nullptr && scheduler_.MayRun(*j);
+    s.slice_end_ns.store(run ? end : 0, std::memory_order_relaxed);
+    s.may_run.store(run ? 1 : 0, std::memory_order_release);
+  }
+}
+
+void CoordServer::Watchdog() {
+  const std::set<uint64_t> awaiting = scheduler_.Awaiting();
+  const uint64_t now = NowMs();
+  for (auto it = awaiting_since_ms_.begin(); it != awaiting_since_ms_.end();) {
+    it = awaiting.count(it->first) ? std::next(it) : awaiting_since_ms_.erase(it);
+  }
+  for (uint64_t id : awaiting) {
+    auto [it, fresh] = awaiting_since_ms_.emplace(id, now);
+    // A running job owes its slice end only after its slice, which on a real
+    // GPU lasts its length in real time too.
+    const Job* running = scheduler_.Find(id);
+    const uint64_t grace = options_.answer_timeout_ms +
+                           (running && scheduler_.MayRun(*running) ? scheduler_.options().max_slice_ns / 1000000 : 0);
+    if (fresh || now - it->second < grace) continue;
+    const Job* j = scheduler_.Find(id);
+    Log("job " + std::to_string(id) + (j ? " (" + j->name + ", pid " + std::to_string(j->pid) + ")" : std::string()) +
+        " has not answered for " + std::to_string((now - it->second) / 1000) + " s; passing it over");
+    awaiting_since_ms_.erase(it);
+    Apply(scheduler_.Unresponsive(id));
+    SyncSlots();
+  }
+}
+
+void CoordServer::ExpireConnections() {
+  const uint64_t now = NowMs();
+  std::vector<std::pair<int, std::string>> expired;
+  for (const auto& [fd, c] : conns_) {
+    if (c->job == 0 && now - c->opened_ms >= options_.hello_timeout_ms) {
+      expired.emplace_back(fd, "said nothing for " + std::to_string(options_.hello_timeout_ms) + " ms");
+    } else if (c->partial_since_ms != 0 && now - c->partial_since_ms >= options_.hello_timeout_ms) {
+      expired.emplace_back(fd, "left a message unfinished for " + std::to_string(options_.hello_timeout_ms) + " ms");
+    }
+  }
+  for (const auto& [fd, why] : expired) {
+    const Conn& c = *conns_.at(fd);
+    Log("dropped the connection of " + Who(c.peer.uid, c.peer.pid) + ": it " + why);
+    Close(fd, why);
+  }
+}
+
+void CoordServer::PauseAccepting(bool paused) {
+  if (paused == accept_paused_) return;
+  accept_paused_ = paused;
+  epoll_event ev{};
+  ev.events = paused ? 0u : static_cast<uint32_t>(EPOLLIN);
+  ev.data.fd = listen_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+  if (paused) Log("out of file descriptors: no new connections until one closes");
+}
+
+size_t CoordServer::ConnectionsOf(uint32_t uid, bool jobs_only) const {
+  size_t n = 0;
+  for (const auto& [fd, c] : conns_) n += c->peer.uid == uid && (!jobs_only || c->job != 0);
+  return n;
+}
+
+std::string CoordServer::StatusJson(uint32_t requester) const {
+  using nlohmann::json;
+  const SchedulerOptions& o = scheduler_.options();
+  json jobs = json::array();
+  for (const auto& [id, j] : scheduler_.jobs()) {
+    const uint64_t admitted_or_now = j.admitted_ns ? j.admitted_ns : scheduler_.now();
+    // A guest sees who holds the GPU and how much, not what others run.
+    const bool shown = requester == 0 || requester == j.uid;
+    jobs.push_back({{"id", id},
+                    {"name", shown ? j.name : std::string()},
+                    {"uid", j.uid},
+                    {"pid", shown ? j.pid : 0},
+                    {"state", JobStateName(j.state)},
+                    {"on_gpu", j.active},
+                    {"class", JobClassName(j.job_class)},
+                    {"priority", j.priority},
+                    {"declared_bytes", j.declared},
+                    {"allocated_bytes", j.allocated},
+                    {"working_set_bytes", j.working_set},
+                    {"resident_bytes", j.resident},
+                    {"budget_bytes", j.budget},
+                    {"submitted_ns", j.submitted_ns},
+                    {"waited_ns", admitted_or_now - std::min(admitted_or_now, j.submitted_ns)},
+                    {"finished_ns", j.finished_ns},
+                    {"slices", j.slices},
+                    {"swaps_in", j.swaps_in}});
+  }
+  json out = {{"coordinator",
+               {{"pid", ::getpid()},
+                {"socket", options_.socket_path},
+                {"hbm_bytes", o.hbm_bytes},
+                {"oversubscribe", o.oversubscribe},
+                {"device_time_ns", scheduler_.now()},
+                {"groups", scheduler_.group_count()},
+                {"slice_end_ns", scheduler_.slice_end_ns() == proto::kNever ? json(nullptr)
+                                                                            : json(scheduler_.slice_end_ns())},
+                {"switches", scheduler_.switches()},
+                {"link_gbps", scheduler_.link_bytes_per_ns()}}},
+              {"jobs", jobs}};
+  // Names were checked at the protocol boundary; replacing any invalid
+  // byte here keeps a bug elsewhere from ever throwing.
+  return out.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace msched

@@ -1,0 +1,103 @@
+// mschedd's engine: one epoll loop over the listening socket, the jobs'
+// connections and the CLI's requests, driving the Scheduler and publishing
+// each job's gate, slice end and budget in shared memory.
+//   - A job's identity is its connection: uid and pid from SO_PEERCRED, a
+//     job id the coordinator assigns. A job dies when its socket closes;
+//     its memory and budget return at once.
+//   - A message that does not decode, or that a job may not send, is
+//     logged and its connection dropped; nothing in it is trusted.
+//   - pause, resume and priority act only on the requester's own jobs
+//     (root may act on any).
+//   - Users other than root and the coordinator's own user ("guests" of a
+//     shared coordinator) are bounded: at most `max_jobs_per_user` jobs and
+//     a few more connections each, priorities up to `max_guest_priority`,
+//     and `msched status` shows them their own jobs in full and others'
+//     without name or pid.
+//   - No peer can make it hold much: each frame type has a small size cap,
+//     a connection must say hello (or ask) within `hello_timeout_ms` and
+//     finish any frame it starts within the same time, and at the
+//     descriptor limit it stops accepting until a connection closes
+//     instead of spinning.
+//   - A watchdog passes over a job that leaves a slice end or a stop
+//     unanswered for `answer_timeout_ms` of real time, so a hung job never
+//     stalls the others.
+// Run() is single-threaded; Shutdown() may be called from any thread.
+// Used by mschedd and by tests and benchmarks that run a coordinator
+// in-process.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "coord/coord_shm.h"
+#include "msched/status.h"
+#include "coord/scheduler.h"
+#include "coord/unix_socket.h"
+
+namespace msched {
+
+struct ServerOptions {
+  std::string socket_path;
+  SchedulerOptions policy;
+  uint64_t answer_timeout_ms = 10000;
+  uint64_t idle_exit_ms = 0;  // exit after this long without jobs (0: never)
+  uint64_t hello_timeout_ms = 5000;
+  uint32_t max_jobs_per_user = 64;  // guests only
+  int max_guest_priority = 0;
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+class CoordServer {
+ public:
+  // Binds the socket and creates the shared memory; fails clearly when a
+  // coordinator already runs there or the path is unsafe.
+  static Result<std::unique_ptr<CoordServer>> Start(ServerOptions options);
+  ~CoordServer();
+
+  // Serves until Shutdown() or the idle timeout.
+  void Run();
+  void Shutdown();
+
+  uint64_t switches() const { return scheduler_.switches(); }
+  const std::string& socket_path() const { return options_.socket_path; }
+
+ private:
+  struct Conn;
+  CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm);
+  void Accept();
+  void OnReadable(int fd);
+  void Close(int fd, const std::string& why);
+  void Handle(Conn& c, proto::Message m);
+  void HandleHello(Conn& c, const proto::Hello& hello);
+  void HandleControl(Conn& c, const proto::Control& m);
+  void Apply(const Commands& commands);
+  void SyncSlots();
+  void Watchdog();
+  void ExpireConnections();
+  void PauseAccepting(bool paused);
+  // Root and the coordinator's own user; everyone else is a guest.
+  bool Privileged(uint32_t uid) const { return uid == 0 || uid == own_uid_; }
+  size_t ConnectionsOf(uint32_t uid, bool jobs_only) const;
+  std::string StatusJson(uint32_t requester) const;
+  void Log(const std::string& line) const { options_.log(line); }
+
+  ServerOptions options_;
+  int listen_fd_;
+  int wake_fd_;
+  int epoll_fd_;
+  CoordShm shm_;
+  Scheduler scheduler_;
+  std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
+  std::map<uint64_t, int> fd_of_job_;
+  std::map<uint64_t, uint32_t> slot_of_job_;
+  std::map<uint64_t, uint64_t> awaiting_since_ms_;  // real time each awaited answer was first awaited
+  uint64_t next_job_ = 1;
+  uint64_t idle_since_ms_;
+  uint32_t own_uid_;
+  bool accept_paused_ = false;  // at the descriptor limit
+};
+
+}  // namespace msched

@@ -1,0 +1,354 @@
+#include "coord/scheduler.h"
+
+#include <algorithm>
+
+namespace msched {
+namespace {
+
+constexpr size_t kFinishedKept = 256;             // finished jobs kept for msched status
+constexpr uint64_t kMinLoadForBandwidth = 16 << 20;  // smaller loads say little about the link
+
+Command StopCommand(uint64_t job, uint64_t evict, proto::StopReason reason) {
+  Command c;
+  c.kind = Command::Kind::kStop;
+  c.job = job;
+  c.stop.evict_bytes = evict;
+  c.stop.reason = reason;
+  return c;
+}
+
+}  // namespace
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kWaiting: return "waiting";
+    case JobState::kRunning: return "running";
+    case JobState::kPaused: return "paused";
+    case JobState::kFinished: return "finished";
+  }
+  return "?";
+}
+
+Scheduler::Scheduler(const SchedulerOptions& options)
+    : options_(options), link_bytes_per_ns_(options.link_bytes_per_ns) {}
+
+Job* Scheduler::Get(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() || it->second.state == JobState::kFinished ? nullptr : &it->second;
+}
+
+Job* Scheduler::Heard(uint64_t id) {
+  Job* j = Get(id);
+  if (j != nullptr) j->unresponsive = false;
+  return j;
+}
+
+const Job* Scheduler::Find(uint64_t id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::vector<uint64_t> Scheduler::Active() const {
+  std::vector<uint64_t> out;
+  for (const auto& [id, j] : jobs_) {
+    if (j.active) out.push_back(id);
+  }
+  return out;
+}
+
+bool Scheduler::AllActiveReported() const {
+  const std::vector<uint64_t> active = Active();
+  return !active.empty() &&
+         std::all_of(active.begin(), active.end(), [&](uint64_t id) { return reported_.count(id) > 0; });
+}
+
+std::set<uint64_t> Scheduler::Awaiting() const {
+  std::set<uint64_t> out = pending_;
+  if (slice_end_ != proto::kNever) {
+    for (uint64_t id : Active()) {
+      if (!reported_.count(id)) out.insert(id);
+    }
+  }
+  return out;
+}
+
+Group Scheduler::GroupOf(const std::vector<uint64_t>& ids) const {
+  Group g;
+  for (uint64_t id : ids) {
+    const Job* j = Find(id);
+    if (j == nullptr || j->state != JobState::kRunning) continue;
+    g.jobs.push_back(id);
+    g.priority = g.jobs.size() == 1 ? j->priority : std::max(g.priority, j->priority);
+    g.working_set += j->WorkingSetEstimate();
+  }
+  return g;
+}
+
+Commands Scheduler::Submit(Job job, uint64_t device_total, uint64_t now) {
+  Commands out;
+  now_ = std::max(now_, now);
+  if (options_.hbm_bytes == 0 && device_total > 0) options_.hbm_bytes = device_total;
+  job.state = JobState::kWaiting;
+  job.submitted_ns = now;
+  const uint64_t id = job.id;
+  const std::string never = NeverFits(job, options_);
+  jobs_[id] = std::move(job);
+  if (!never.empty()) {
+    Job& j = jobs_[id];
+    j.state = JobState::kFinished;
+    j.finished_ns = now;
+    Command c;
+    c.kind = Command::Kind::kRefuse;
+    c.job = id;
+    c.reason = never;
+    out.push_back(std::move(c));
+    return out;
+  }
+  Reschedule(false, &out);
+  return out;
+}
+
+Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now) {
+  Commands out;
+  now_ = std::max(now_, now);
+  Job* j = Heard(id);
+  if (j == nullptr) return out;
+  j->allocated = bytes;
+  Reschedule(false, &out);
+  return out;
+}
+
+Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
+  Commands out;
+  now_ = std::max(now_, now);
+  Job* j = Heard(id);
+  if (j == nullptr || !j->active) {  // a stale report: its slice was already taken away
+    Reschedule(AllActiveReported(), &out);  // (it may be back from being unresponsive)
+    return out;
+  }
+  reported_.insert(id);
+  // With no slice in force (everything fits again), the job just goes on.
+  if (AllActiveReported() || slice_end_ == proto::kNever) Reschedule(true, &out);
+  return out;
+}
+
+Commands Scheduler::Stopped(uint64_t id, const proto::Stopped& s) {
+  Commands out;
+  now_ = std::max(now_, s.now_ns);
+  if (Job* j = Heard(id)) {
+    j->resident = s.resident;
+    if (s.working_set > 0) j->working_set = s.working_set;
+    if (s.loaded >= kMinLoadForBandwidth && s.load_ns > 0) {
+      link_bytes_per_ns_ = 0.7 * link_bytes_per_ns_ + 0.3 * static_cast<double>(s.loaded) / s.load_ns;
+    }
+  }
+  if (pending_.erase(id) > 0) {
+    FinishSwitch(&out);
+  } else {
+    Reschedule(AllActiveReported(), &out);  // an answer nobody waited for: it may rejoin the rotation
+  }
+  return out;
+}
+
+Commands Scheduler::Exited(uint64_t id, uint64_t now) {
+  Commands out;
+  now_ = std::max(now_, now);
+  Job* j = Get(id);
+  if (j == nullptr) return out;
+  if (j->was_admitted && j->state != JobState::kPaused) history_.Record(j->name, now_ - std::min(now_, j->admitted_ns));
+  j->state = JobState::kFinished;
+  j->finished_ns = now_;
+  j->active = false;
+  j->resident = 0;
+  reported_.erase(id);
+  next_.erase(std::remove(next_.begin(), next_.end(), id), next_.end());
+  const bool was_pending = pending_.erase(id) > 0;
+  ForgetOldJobs();
+  if (was_pending) {
+    FinishSwitch(&out);
+  } else {
+    Reschedule(AllActiveReported(), &out);
+  }
+  return out;
+}
+
+Commands Scheduler::Unresponsive(uint64_t id) {
+  Commands out;
+  Job* j = Get(id);
+  if (j != nullptr) j->unresponsive = true;
+  if (pending_.erase(id) > 0) {
+    FinishSwitch(&out);
+  } else if (j != nullptr && j->active) {
+    // Its turn is over; if it wakes, it stops at its next launch and answers.
+    j->active = false;
+    reported_.erase(id);
+    out.push_back(StopCommand(id, 0, proto::StopReason::kSlice));
+    Reschedule(AllActiveReported() || Active().empty(), &out);
+  }
+  return out;
+}
+
+Result<Commands> Scheduler::Pause(uint64_t id) {
+  Job* j = Get(id);
+  if (j == nullptr) return Status::NotFound("no job " + std::to_string(id));
+  if (j->state == JobState::kPaused) return Status::InvalidArgument("job " + std::to_string(id) + " is already paused");
+  Commands out;
+  const bool running = j->state == JobState::kRunning;
+  j->state = JobState::kPaused;
+  j->active = false;
+  reported_.erase(id);
+  next_.erase(std::remove(next_.begin(), next_.end(), id), next_.end());
+  if (running) {
+    out.push_back(StopCommand(id, proto::kNever, proto::StopReason::kPause));
+    pending_.insert(id);
+  } else {
+    Reschedule(AllActiveReported(), &out);
+  }
+  return out;
+}
+
+Result<Commands> Scheduler::Resume(uint64_t id) {
+  Job* j = Get(id);
+  if (j == nullptr) return Status::NotFound("no job " + std::to_string(id));
+  if (j->state != JobState::kPaused) return Status::InvalidArgument("job " + std::to_string(id) + " is not paused");
+  Commands out;
+  j->state = j->was_admitted ? JobState::kRunning : JobState::kWaiting;
+  Reschedule(AllActiveReported(), &out);
+  return out;
+}
+
+Result<Commands> Scheduler::SetPriority(uint64_t id, int priority) {
+  Job* j = Get(id);
+  if (j == nullptr) return Status::NotFound("no job " + std::to_string(id));
+  Commands out;
+  j->priority = priority;
+  Reschedule(AllActiveReported(), &out);
+  return out;
+}
+
+void Scheduler::Reschedule(bool slice_over, Commands* out) {
+  if (!pending_.empty()) return;  // a switch is under way; FinishSwitch comes back here
+  AdmitWaiting(jobs_, now_, options_, history_);
+  const uint64_t usable = UsableHbm(options_);
+  const std::vector<Group> groups = FormGroups(jobs_, usable);
+  group_count_ = groups.size();
+  if (groups.empty()) {
+    slice_end_ = proto::kNever;
+    return;
+  }
+  if (groups.size() == 1) {
+    StartGroup(groups[0], proto::kNever, out);
+    return;
+  }
+  const Group& next = groups[PickNextGroup(groups, jobs_)];
+  const std::vector<uint64_t> active = Active();
+  if (active.empty()) {
+    BeginSwitch(next, /*preempt=*/false, out);
+    return;
+  }
+  int active_priority = jobs_.at(active[0]).priority;
+  for (uint64_t id : active) active_priority = std::max(active_priority, jobs_.at(id).priority);
+  // Jobs running together that no longer fit together (they allocated more
+  // than they first showed) would thrash: their turn ends now.
+  const bool overfull = active.size() > 1 && GroupOf(active).working_set > usable;
+  if (next.priority > active_priority) {
+    BeginSwitch(next, /*preempt=*/true, out);
+  } else if (slice_over || overfull) {
+    BeginSwitch(next, /*preempt=*/false, out);
+  } else if (slice_end_ == proto::kNever) {
+    // The jobs now running no longer fit with the rest: their turn ends after one slice.
+    slice_end_ = now_ + SliceLength(GroupOf(active), jobs_, options_, link_bytes_per_ns_);
+  }
+}
+
+void Scheduler::BeginSwitch(const Group& next, bool preempt, Commands* out) {
+  const std::set<uint64_t> members(next.jobs.begin(), next.jobs.end());
+  std::map<uint64_t, uint64_t> evict;
+  for (const auto& [id, bytes] : PlanSwitchEvictions(next, jobs_, UsableHbm(options_))) evict[id] = bytes;
+  bool switched = false;
+  for (uint64_t id : Active()) {
+    if (members.count(id)) continue;
+    Job& j = jobs_.at(id);
+    j.active = false;
+    out->push_back(StopCommand(id, evict[id], preempt ? proto::StopReason::kPreempt : proto::StopReason::kSlice));
+    pending_.insert(id);
+    evict.erase(id);
+    switched = true;
+  }
+  for (const auto& [id, bytes] : evict) {  // victims that are not running now
+    out->push_back(StopCommand(id, bytes, proto::StopReason::kEvictOnly));
+    pending_.insert(id);
+  }
+  if (switched) ++switches_;
+  next_ = next.jobs;
+  if (preempt || pending_.empty()) {
+    const std::vector<uint64_t> ids = std::move(next_);
+    next_.clear();
+    const Group g = GroupOf(ids);
+    StartGroup(g, now_ + SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
+  }
+}
+
+void Scheduler::FinishSwitch(Commands* out) {
+  if (!pending_.empty()) return;
+  if (!next_.empty()) {
+    const std::vector<uint64_t> ids = std::move(next_);
+    next_.clear();
+    const Group g = GroupOf(ids);
+    // Unless a job left and everything fits now (Reschedule then runs all).
+    if (!g.jobs.empty() && FormGroups(jobs_, UsableHbm(options_)).size() > 1) {
+      StartGroup(g, now_ + SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
+    }
+  }
+  Reschedule(AllActiveReported(), out);
+}
+
+void Scheduler::StartGroup(const Group& g, uint64_t slice_end, Commands* out) {
+  const std::map<uint64_t, uint64_t> budgets = GroupBudgets(g, jobs_, UsableHbm(options_));
+  slice_end_ = slice_end;
+  for (uint64_t id : g.jobs) {
+    Job& j = jobs_.at(id);
+    const uint64_t budget = budgets.at(id);
+    const bool waiting = !j.active || reported_.count(id) > 0;  // blocked until told to go on
+    if (waiting) {
+      Command c;
+      c.kind = Command::Kind::kGo;
+      c.job = id;
+      c.go.start_ns = now_;
+      c.go.budget = budget;
+      c.go.slice_end_ns = slice_end;
+      c.go.load = !j.active && j.last_ran_ns > 0;  // back from a switch: bring its working set in
+      if (c.go.load) ++j.swaps_in;
+      out->push_back(std::move(c));
+    } else if (budget != j.budget) {
+      Command c;
+      c.kind = Command::Kind::kBudget;
+      c.job = id;
+      c.budget = budget;
+      out->push_back(std::move(c));
+    }
+    if (!j.active || waiting) {
+      j.last_ran_ns = std::max<uint64_t>(now_, 1);
+      ++j.slices;
+    }
+    j.active = true;
+    j.budget = budget;
+    j.resident = std::max(j.resident, std::min(j.WorkingSetEstimate(), budget));
+  }
+  reported_.clear();
+}
+
+void Scheduler::ForgetOldJobs() {
+  size_t finished = 0;
+  for (const auto& [id, j] : jobs_) finished += j.state == JobState::kFinished;
+  for (auto it = jobs_.begin(); it != jobs_.end() && finished > kFinishedKept;) {
+    if (it->second.state == JobState::kFinished) {
+      it = jobs_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace msched

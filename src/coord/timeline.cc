@@ -1,0 +1,115 @@
+#include "coord/timeline.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace msched {
+
+uint64_t UsableHbm(const SchedulerOptions& o) {
+  return static_cast<uint64_t>(static_cast<long double>(o.hbm_bytes) * o.usable_fraction);
+}
+
+std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable) {
+  std::vector<const Job*> runnable;
+  for (const auto& [id, j] : jobs) {
+    if (j.state == JobState::kRunning && !j.unresponsive) runnable.push_back(&j);
+  }
+  // Higher priority first, then larger first (first-fit decreasing), then id.
+  std::sort(runnable.begin(), runnable.end(), [](const Job* a, const Job* b) {
+    return std::make_tuple(-a->priority, -static_cast<int64_t>(a->WorkingSetEstimate()), a->id) <
+           std::make_tuple(-b->priority, -static_cast<int64_t>(b->WorkingSetEstimate()), b->id);
+  });
+  std::vector<Group> groups;
+  for (const Job* j : runnable) {
+    const uint64_t ws = j->WorkingSetEstimate();
+    auto fit = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.priority == j->priority && g.working_set + ws <= usable;
+    });
+    if (fit == groups.end()) {
+      groups.push_back({{}, j->priority, 0});
+      fit = groups.end() - 1;
+    }
+    fit->jobs.push_back(j->id);
+    fit->working_set += ws;
+  }
+  return groups;
+}
+
+std::map<uint64_t, uint64_t> GroupBudgets(const Group& g, const std::map<uint64_t, Job>& jobs, uint64_t usable) {
+  std::map<uint64_t, uint64_t> out;
+  const long double total = static_cast<long double>(std::max<uint64_t>(g.working_set, 1));
+  const long double room = g.working_set < usable ? usable - g.working_set : 0;
+  for (uint64_t id : g.jobs) {
+    const long double ws = static_cast<long double>(jobs.at(id).WorkingSetEstimate());
+    const long double share = g.working_set == 0 ? static_cast<long double>(usable) / g.jobs.size() : ws / total;
+    const long double budget = g.working_set <= usable ? ws + room * share : usable * share;
+    out[id] = static_cast<uint64_t>(budget);
+  }
+  return out;
+}
+
+uint64_t SwapInBytes(const Group& g, const std::map<uint64_t, Job>& jobs, uint64_t usable) {
+  const std::map<uint64_t, uint64_t> budgets = GroupBudgets(g, jobs, usable);
+  uint64_t bytes = 0;
+  for (uint64_t id : g.jobs) {
+    const Job& j = jobs.at(id);
+    const uint64_t want = std::min(j.WorkingSetEstimate(), budgets.at(id));
+    bytes += want > j.resident ? want - j.resident : 0;
+  }
+  return bytes;
+}
+
+uint64_t SliceLength(const Group& g, const std::map<uint64_t, Job>& jobs, const SchedulerOptions& o,
+                     double link_bytes_per_ns) {
+  if (o.fixed_slice_ns > 0) return o.fixed_slice_ns;
+  const double swap_ns = static_cast<double>(SwapInBytes(g, jobs, UsableHbm(o))) / std::max(link_bytes_per_ns, 1e-3);
+  const double slice = swap_ns / std::max(o.swap_fraction, 1e-3);
+  return std::clamp(static_cast<uint64_t>(std::min(slice, 1e18)), o.min_slice_ns, o.max_slice_ns);
+}
+
+size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs) {
+  int top = groups.empty() ? 0 : groups[0].priority;
+  for (const Group& g : groups) top = std::max(top, g.priority);
+  size_t best = 0;
+  uint64_t best_wait = UINT64_MAX;  // the smallest last_ran_ns: served least recently
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].priority != top) continue;
+    for (uint64_t id : groups[i].jobs) {
+      const uint64_t ran = jobs.at(id).last_ran_ns;
+      if (ran < best_wait) best_wait = ran, best = i;
+    }
+  }
+  return best;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next, const std::map<uint64_t, Job>& jobs,
+                                                               uint64_t usable) {
+  const std::set<uint64_t> members(next.jobs.begin(), next.jobs.end());
+  uint64_t resident = 0;
+  for (const auto& [id, j] : jobs) resident += j.resident;
+  const uint64_t need = SwapInBytes(next, jobs, usable);
+  const uint64_t free = usable > resident ? usable - resident : 0;
+  uint64_t deficit = need > free ? need - free : 0;
+  std::vector<const Job*> victims;
+  for (const auto& [id, j] : jobs) {
+    if (!members.count(id) && j.resident > 0 && !j.unresponsive) victims.push_back(&j);
+  }
+  // Jobs that are not running (paused, waiting) first; then the most
+  // recently served, whose next turn is furthest away in the rotation.
+  std::sort(victims.begin(), victims.end(), [](const Job* a, const Job* b) {
+    const bool a_off = a->state != JobState::kRunning, b_off = b->state != JobState::kRunning;
+    return std::make_tuple(!a_off, -static_cast<int64_t>(a->last_ran_ns), a->id) <
+           std::make_tuple(!b_off, -static_cast<int64_t>(b->last_ran_ns), b->id);
+  });
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const Job* v : victims) {
+    if (deficit == 0) break;
+    const uint64_t take = std::min(deficit, v->resident);
+    out.push_back({v->id, take});
+    deficit -= take;
+  }
+  return out;
+}
+
+}  // namespace msched

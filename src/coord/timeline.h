@@ -1,0 +1,57 @@
+// Time slicing: which admitted jobs share the GPU at once, in what order the
+// groups take turns, how long a turn lasts, and what each switch evicts.
+//   - Jobs whose working sets fit together in usable HBM form one group and
+//     run concurrently, each with a budget (its working set plus a share of
+//     the room left). Otherwise groups are packed first-fit, higher priority
+//     first, and take turns.
+//   - Only the groups of the highest priority take turns (a higher-priority
+//     job preempts); among them the one holding the job served least
+//     recently goes next, so turns rotate.
+//   - A turn lasts long enough that swapping its working set in costs at
+//     most `swap_fraction` of it (clamped to [min, max]), or a fixed length.
+//   - A switch evicts only what the incoming group lacks room for, taking it
+//     from the jobs whose next turn is furthest away (OPT at job level;
+//     each job then picks its own victims by OPT over its chunks).
+// Pure functions; thread-safe. Used by the scheduler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "coord/job.h"
+
+namespace msched {
+
+struct Group {
+  std::vector<uint64_t> jobs;  // ids
+  int priority = 0;            // the highest of its members
+  uint64_t working_set = 0;    // sum of estimates
+};
+
+// HBM available to working sets.
+uint64_t UsableHbm(const SchedulerOptions& o);
+
+// Partitions the runnable jobs (kRunning, not unresponsive) into groups.
+std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable);
+
+// Each member's HBM budget while the group runs.
+std::map<uint64_t, uint64_t> GroupBudgets(const Group& g, const std::map<uint64_t, Job>& jobs, uint64_t usable);
+
+// The bytes the group must bring in before it runs at full speed.
+uint64_t SwapInBytes(const Group& g, const std::map<uint64_t, Job>& jobs, uint64_t usable);
+
+// The length of the group's next turn.
+uint64_t SliceLength(const Group& g, const std::map<uint64_t, Job>& jobs, const SchedulerOptions& o,
+                     double link_bytes_per_ns);
+
+// The index of the group that runs next.
+size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs);
+
+// (job, bytes to evict) pairs that make room for `next`, victims whose next
+// turn is furthest away first.
+std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next, const std::map<uint64_t, Job>& jobs,
+                                                               uint64_t usable);
+
+}  // namespace msched

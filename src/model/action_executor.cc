@@ -1,0 +1,39 @@
+#include "model/action_executor.h"
+
+namespace msched {
+
+Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MemoryManager& manager,
+                      MovedBytes* moved) {
+  if (actions.empty()) return Status::Ok();
+  Status first_error;
+  MemoryActions failed;
+  auto note = [&](const Status& s) {
+    if (!s.ok() && first_error.ok()) first_error = s;
+    return s.ok();
+  };
+  if (actions.evict_after_queue && !note(ops.TransfersAfter(stream))) {
+    // Evicting now could take memory from queued kernels: skip the evictions.
+    failed.evict = actions.evict;
+  } else {
+    for (const ByteRange& r : actions.evict) {
+      if (!note(ops.Prefetch(r, /*to_device=*/false))) failed.evict.push_back(r);
+    }
+  }
+  for (const ByteRange& r : actions.load) {
+    if (!note(ops.Prefetch(r, /*to_device=*/true))) failed.load.push_back(r);
+  }
+  if (!actions.load.empty()) note(ops.StreamAfterTransfers(stream));
+  if (!failed.empty()) manager.Invalidate(failed);
+  if (moved != nullptr) {
+    auto bytes = [](const std::vector<ByteRange>& rs) {
+      uint64_t n = 0;
+      for (const ByteRange& r : rs) n += r.size();
+      return n;
+    };
+    moved->evicted = bytes(actions.evict) - bytes(failed.evict);
+    moved->loaded = bytes(actions.load) - bytes(failed.load);
+  }
+  return first_error;
+}
+
+}  // namespace msched

@@ -1,0 +1,33 @@
+// DeviceOps: the narrow seam through which src/ asks the driver to move
+// memory. hook/ implements it on the real driver (or the simulator); tests
+// implement it with a recording fake and a fault injector. Stream handles
+// are opaque integers to src/ (a CUstream in hook/).
+// Implementations are confined to the thread that calls them.
+#pragma once
+
+#include <cstdint>
+
+#include "model/address_range.h"
+#include "msched/status.h"
+
+namespace msched {
+
+using StreamHandle = uint64_t;
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+  // Moves `r` (page-aligned, inside managed allocations) to the device or to
+  // host memory, in bulk, ordered on the manager's own transfer stream.
+  virtual Status Prefetch(const ByteRange& r, bool to_device) = 0;
+  // Makes the transfer stream wait for the work queued so far on `stream`
+  // (so that evictions follow the kernels still using the victims).
+  virtual Status TransfersAfter(StreamHandle stream) = 0;
+  // Makes `stream` wait for the transfers queued so far (so that a kernel
+  // starts after its data is in place).
+  virtual Status StreamAfterTransfers(StreamHandle stream) = 0;
+  // Waits, on the host, until all queued transfers are complete.
+  virtual Status SynchronizeTransfers() = 0;
+};
+
+}  // namespace msched

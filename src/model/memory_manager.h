@@ -1,0 +1,154 @@
+// MemoryManager: one process's view of which parts of its managed
+// allocations are resident in HBM, kept within a byte budget. Residency is
+// tracked in 64 KiB units (the driver's fault unit) within 2 MiB chunks: a
+// launch loads exactly the units its predicted ranges touch, and eviction
+// takes whole chunks. For each launch (or copy, or time slice) it decides
+// what to evict and what to load so the predicted working set is resident,
+// by furthest next use over the future it knows (the launch itself, then
+// any timeline the coordinator gave it). For chunks that future does not
+// mention, the next use is predicted from the chunk's last reuse interval
+// (training and decode loops repeat: a layer's weights come back one
+// iteration later), and chunks used only once go first, least recently used
+// first.
+// Residency is an estimate: memory faulted in by unpredicted kernels or
+// evicted by the driver on its own is not seen.
+// Externally synchronized. Used by the hook and the coordinator client.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "model/address_range.h"
+#include "msched/config.h"
+#include "model/placement_planner.h"
+#include "model/template_eval.h"
+
+namespace msched {
+
+// What to do before a launch runs, in order: evictions, then loads.
+struct MemoryActions {
+  std::vector<ByteRange> evict;  // to host, merged, clipped to allocations
+  std::vector<ByteRange> load;   // to device, in access order
+  // A victim was last used by a launch that may still be queued: the
+  // evictions must be ordered after the launch stream's queued work.
+  bool evict_after_queue = false;
+  uint64_t evict_bytes = 0;
+  uint64_t load_bytes = 0;
+  uint64_t unserved_bytes = 0;  // predicted but left to fault: over budget alone
+  bool empty() const { return evict.empty() && load.empty(); }
+};
+
+class MemoryManager {
+ public:
+  explicit MemoryManager(uint64_t budget_bytes) : budget_(budget_bytes) {}
+  MemoryManager(const MemoryManager&) = delete;
+  MemoryManager& operator=(const MemoryManager&) = delete;
+
+  void set_budget(uint64_t bytes) { budget_ = bytes; }
+  // kLru (an ablation, MSCHED_EVICTION=lru) evicts the least recently used
+  // chunk and ignores the future.
+  void set_eviction_policy(EvictionPolicy p) { policy_ = p; }
+  uint64_t budget() const { return budget_; }
+
+  // Managed allocations come and go. Freeing forgets their chunks.
+  void AddAllocation(uint64_t base, uint64_t size);
+  void RemoveAllocation(uint64_t base);
+
+  // A launch numbered `seq` (increasing) needs `regions`. Fills `out` with
+  // the evictions and loads that make them resident within the budget, and
+  // records the new residency. Ranges outside managed allocations are
+  // ignored. Leaves `out` empty on the common path (all resident).
+  void PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out);
+  // Every launch numbered <= seq has completed.
+  void MarkCompleted(uint64_t seq) { completed_ = std::max(completed_, seq); }
+
+  // The future beyond the current launch, nearest first (from the
+  // coordinator's timeline: the working sets of this job's next slices).
+  void SetFuture(std::vector<std::vector<ByteRange>> steps);
+
+  // Plans evicting `bytes` of resident memory (all of it when bytes is
+  // UINT64_MAX), choosing what is needed last; records it as evicted.
+  void PlanEviction(uint64_t bytes, MemoryActions* out);
+  // Plans loading `ranges` (a working set, in access order) as far as the
+  // budget allows, evicting what is needed later; records it as resident.
+  // Loading does not count as use in the next TakeWorkingSet.
+  void PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions* out);
+  // Everything may have been evicted behind the manager's back (other jobs
+  // ran): treat nothing as resident, without moving anything.
+  void ForgetResidency();
+  // The transfers of `actions` failed: forget what they claimed.
+  void Invalidate(const MemoryActions& actions);
+
+  // Chunks used since the last call, in first-use order, as merged ranges:
+  // the working set of the slice that just ended.
+  std::vector<ByteRange> TakeWorkingSet();
+
+  uint64_t resident_bytes() const { return resident_bytes_; }
+  uint64_t managed_bytes() const;
+
+ private:
+  static constexpr uint64_t kUnit = kBigPageSize;                 // 64 KiB
+  static constexpr uint32_t kUnitsPerChunk = kChunkSize / kBigPageSize;  // 32
+  struct Chunk {
+    uint32_t resident = 0;  // mask of resident units
+    uint32_t need = 0;      // scratch: units the current call needs
+    uint64_t last_use = 0;  // sequence number of the last launch that used it
+    uint64_t prev_use = 0;  // the use before that (0: used once so far)
+    uint64_t epoch = 0;     // the call that last counted it (dedup)
+  };
+  // Chunks are counted from each allocation's own base (allocations need
+  // not be 2 MiB-aligned, and small ones may share a 2 MiB block).
+  struct Alloc {
+    uint64_t base;
+    uint64_t size;
+    uint64_t serial;            // names the allocation in chunk ids
+    std::vector<Chunk> chunks;  // chunk i covers [base + i*2MiB, ...) clipped to size
+  };
+  struct ChunkRef {
+    Alloc* alloc;
+    size_t index;
+    Chunk& chunk() const { return alloc->chunks[index]; }
+  };
+  static constexpr int kChunkIndexBits = 24;  // 32 TiB per allocation
+  ChunkId IdOf(const Alloc& a, size_t i) const { return (a.serial << kChunkIndexBits) | i; }
+  Alloc* Find(uint64_t addr);
+  bool Lookup(ChunkId id, ChunkRef* out);
+  // Calls fn(id, chunk, unit mask) for each chunk `r` overlaps, in address order.
+  template <typename Fn>
+  void ForEachChunk(const ByteRange& r, Fn&& fn);
+  // Bytes that `units` of chunk `i` of `a` hold (the last unit may be partial).
+  uint64_t UnitBytes(const Alloc& a, size_t i, uint32_t units) const;
+  // The address ranges of `units` of chunk `i` of `a`, appended.
+  void UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const;
+  // Applies a plan's first step to the residency and fills `out`.
+  void Apply(const StepPlan& step, MemoryActions* out);
+  // Resident chunks, best victim first: those used only once (least
+  // recently used first), then by furthest predicted next use; under LRU,
+  // least recently used first.
+  std::vector<ChunkId> ResidentVictimOrder() const;
+  Plan Planned(const PlannerInput& in) const;
+
+  uint64_t budget_;
+  EvictionPolicy policy_ = EvictionPolicy::kOpt;
+  uint64_t resident_bytes_ = 0;
+  uint64_t completed_ = 0;
+  uint64_t latest_ = 0;
+  uint64_t epoch_ = 0;
+  std::map<uint64_t, Alloc> allocs_;          // by base
+  std::map<uint64_t, uint64_t> base_of_serial_;
+  uint64_t next_serial_ = 1;
+  std::vector<AccessStep> future_;
+  std::unordered_map<ChunkId, uint64_t> future_bytes_;  // what future steps need of each chunk
+  AccessStep need_;  // scratch for PlanAccess, kept to avoid allocating per launch
+  std::vector<ChunkId> working_set_;
+  std::unordered_set<ChunkId> in_working_set_;
+};
+
+// Merges chunk ranges that touch into fewer, larger ranges (order kept for
+// non-touching ones).
+std::vector<ByteRange> MergeAdjacent(const std::vector<ByteRange>& ranges);
+
+}  // namespace msched

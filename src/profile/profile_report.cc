@@ -1,0 +1,166 @@
+#include "profile/profile_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "model/template_eval.h"
+#include "profile/template_fitter.h"
+
+namespace msched {
+namespace {
+
+RangeSet Pages(const RangeSet& s) {
+  RangeSet out;
+  for (const ByteRange& r : s.ranges()) out.Add(r.AlignedOut(kPageSize));
+  return out;
+}
+
+std::string KindOf(const KernelTemplate& t) {
+  std::string kind = "T1";
+  for (const Region& r : t.regions) {
+    if (r.kind == Region::Kind::kStrided) return "T3";
+    if (r.kind == Region::Kind::kLinear) kind = "T2";
+  }
+  return kind;
+}
+
+RangeSet Predict(const KernelTemplate& t, const Observation& o) {
+  Prediction p(/*alignment=*/1);
+  EvaluateTemplate(t, o.args, o.launch->dims, &p);
+  RangeSet s;
+  for (const PredictedRegion& r : p.regions()) s.Add(r.range);
+  return s;
+}
+
+std::string Pct(double v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+void Accuracy::Add(const Accuracy& o) {
+  touched_bytes += o.touched_bytes, touched_pages += o.touched_pages;
+  predicted_bytes += o.predicted_bytes, predicted_pages += o.predicted_pages;
+  fn_bytes += o.fn_bytes, fp_bytes += o.fp_bytes, fn_pages += o.fn_pages, fp_pages += o.fp_pages;
+}
+
+Accuracy Compare(const RangeSet& predicted, const RangeSet& touched) {
+  Accuracy a;
+  a.touched_bytes = touched.TotalBytes();
+  a.predicted_bytes = predicted.TotalBytes();
+  const uint64_t hit = touched.OverlapBytes(predicted);
+  a.fn_bytes = a.touched_bytes - hit;
+  a.fp_bytes = a.predicted_bytes - hit;
+  const RangeSet tp = Pages(touched), pp = Pages(predicted);
+  a.touched_pages = tp.TotalBytes();
+  a.predicted_pages = pp.TotalBytes();
+  const uint64_t page_hit = tp.OverlapBytes(pp);
+  a.fn_pages = a.touched_pages - page_hit;
+  a.fp_pages = a.predicted_pages - page_hit;
+  return a;
+}
+
+ProfileReport Analyze(const Trace& trace) {
+  ProfileReport report;
+  const std::vector<Observation> observations = Observe(trace);
+  // Launches by kernel, in first-launch order (a name with another layout is another kernel).
+  std::vector<std::pair<std::string, std::vector<const Observation*>>> groups;
+  std::map<std::pair<std::string, ParamLayout>, size_t> index;
+  for (const Observation& o : observations) {
+    auto key = std::make_pair(o.launch->kernel, o.launch->layout);
+    auto [it, fresh] = index.emplace(key, groups.size());
+    if (fresh) groups.push_back({o.launch->kernel, {}});
+    groups[it->second].second.push_back(&o);
+  }
+  std::map<std::string, uint64_t> kept_calls;  // a templates file holds one entry per name
+  for (auto& [name, obs] : groups) {
+    KernelReport k;
+    k.name = name;
+    k.calls = obs.size();
+    KernelFit full = FitKernel(obs, trace.precision);
+    if (!full.predictable) {
+      k.kind = "unpredictable";
+      k.reason = full.reason;
+      report.templates.unpredictable.push_back({name, full.reason});
+      report.kernels.push_back(std::move(k));
+      continue;
+    }
+    k.kind = KindOf(full.tmpl);
+    if (obs.size() < 2) {
+      k.reason = "seen once: fitted from one call, accuracy not measured";
+    } else {
+      std::vector<const Observation*> train, test;
+      for (size_t i = 0; i < obs.size(); ++i) (i % 2 == 0 ? train : test).push_back(obs[i]);
+      KernelFit held = FitKernel(train, trace.precision);
+      if (!held.predictable) {
+        k.reason = "held-out fit failed: " + held.reason;
+      } else {
+        for (const Observation* o : test) {
+          k.tmpl.Add(Compare(Predict(held.tmpl, *o), o->touched));
+          k.naive.Add(Compare(o->naive, o->touched));
+        }
+        k.heldout_calls = test.size();
+        report.tmpl_total.Add(k.tmpl);
+        report.naive_total.Add(k.naive);
+      }
+    }
+    for (const Region& r : full.tmpl.regions) ++report.regions[static_cast<int>(r.kind)];
+    if (kept_calls[name] < obs.size()) {
+      kept_calls[name] = obs.size();
+      auto& kernels = report.templates.kernels;
+      kernels.erase(std::remove_if(kernels.begin(), kernels.end(), [&n = name](const KernelTemplate& t) { return t.name == n; }),
+                    kernels.end());
+      kernels.push_back(std::move(full.tmpl));
+    }
+    report.kernels.push_back(std::move(k));
+  }
+  return report;
+}
+
+std::string FormatReport(const ProfileReport& r, const Trace& trace, const std::string& trace_name) {
+  std::string out = "# msched-profile report\n\n";
+  out += "Trace: " + trace_name + " (" + trace.source + ", touched ranges known to " +
+         std::to_string(trace.precision) + " byte" + (trace.precision == 1 ? "" : "s") + "), " +
+         std::to_string(trace.launches.size()) + " launches of " + std::to_string(r.kernels.size()) + " kernels.\n";
+  if (trace.precision > 1) {
+    out += "Precision: the driver migrates whole 64 KiB pages and prefetches within 2 MiB blocks, so touched ranges "
+           "are rounded out to " + std::to_string(trace.precision) + " bytes; templates err towards larger regions.\n";
+  }
+  for (const std::string& note : trace.notes) out += "Note: " + note + "\n";
+  out += "\nHeld-out accuracy: templates fitted on each kernel's even-numbered calls, measured on its odd-numbered "
+         "calls, beside predicting whole allocations (the naive baseline). FN: touched but not predicted; FP: "
+         "predicted but not touched. In bytes: exact ranges; in pages: the 4 KiB pages each side covers (what migration moves).\n\n";
+  out += "| kernel | template | calls | held out | FN % bytes | FN % pages | FP % bytes | FP % pages | "
+         "whole-alloc FN % | whole-alloc FP % |\n";
+  out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const KernelReport& k : r.kernels) {
+    out += "| " + k.name + " | " + k.kind + " | " + std::to_string(k.calls) + " | " + std::to_string(k.heldout_calls);
+    if (k.heldout_calls > 0) {
+      out += " | " + Pct(k.tmpl.FnBytesPct()) + " | " + Pct(k.tmpl.FnPagesPct()) + " | " + Pct(k.tmpl.FpBytesPct()) +
+             " | " + Pct(k.tmpl.FpPagesPct()) + " | " + Pct(k.naive.FnPagesPct()) + " | " + Pct(k.naive.FpPagesPct()) +
+             " |\n";
+    } else {
+      out += " | - | - | - | - | - | - |\n";
+    }
+  }
+  out += "| **all predictable kernels** | | | | " + Pct(r.tmpl_total.FnBytesPct()) + " | " +
+         Pct(r.tmpl_total.FnPagesPct()) + " | " + Pct(r.tmpl_total.FpBytesPct()) + " | " +
+         Pct(r.tmpl_total.FpPagesPct()) + " | " + Pct(r.naive_total.FnPagesPct()) + " | " +
+         Pct(r.naive_total.FpPagesPct()) + " |\n\n";
+  out += "Template regions: T1 (fixed) " + std::to_string(r.regions[0]) + ", T2 (linear) " +
+         std::to_string(r.regions[1]) + ", T3 (strided) " + std::to_string(r.regions[2]) + ".\n";
+  bool any = false;
+  for (const KernelReport& k : r.kernels) {
+    if (k.reason.empty()) continue;
+    if (!any) out += "\n";
+    any = true;
+    out += "- " + k.name + (k.kind == "unpredictable" ? " (unpredictable, left to MSCHED_UNKNOWN): " : ": ") +
+           k.reason + "\n";
+  }
+  return out;
+}
+
+}  // namespace msched

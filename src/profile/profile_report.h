@@ -1,0 +1,60 @@
+// Analysing a profile trace: templates fitted per kernel, and their accuracy
+// measured the way the MSched paper's Table 1 reports it. Each predictable
+// kernel is fitted on its even-numbered calls and evaluated on the odd ones
+// (held out), next to the naive whole-allocation prediction on the same
+// calls; false negatives and positives are counted in bytes (exact touched
+// ranges against exact predicted ranges) and in 4 KiB pages (the pages each
+// side covers: what migration moves). The templates written out are fitted on
+// every call. Pure functions; thread-safe. Used by msched-profile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "msched/templates.h"
+#include "profile/trace.h"
+
+namespace msched {
+
+struct Accuracy {
+  uint64_t touched_bytes = 0, touched_pages = 0;      // pages counted in bytes
+  uint64_t predicted_bytes = 0, predicted_pages = 0;
+  uint64_t fn_bytes = 0, fp_bytes = 0, fn_pages = 0, fp_pages = 0;
+
+  void Add(const Accuracy& o);
+  double FnBytesPct() const { return Pct(fn_bytes, touched_bytes); }
+  double FpBytesPct() const { return Pct(fp_bytes, predicted_bytes); }
+  double FnPagesPct() const { return Pct(fn_pages, touched_pages); }
+  double FpPagesPct() const { return Pct(fp_pages, predicted_pages); }
+
+ private:
+  static double Pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * part / whole : 0.0; }
+};
+
+// Compares what was predicted with what one launch touched.
+Accuracy Compare(const RangeSet& predicted, const RangeSet& touched);
+
+struct KernelReport {
+  std::string name;
+  std::string kind;       // "T1", "T2", "T3", or "unpredictable"
+  std::string reason;     // unpredictable: why; otherwise notes (seen once, held-out fit failed)
+  uint64_t calls = 0;
+  uint64_t heldout_calls = 0;
+  Accuracy tmpl;          // template, held-out calls
+  Accuracy naive;         // whole allocations, held-out calls
+};
+
+struct ProfileReport {
+  std::vector<KernelReport> kernels;
+  TemplateFile templates;
+  Accuracy tmpl_total, naive_total;  // over predictable kernels' held-out calls
+  uint64_t regions[3] = {0, 0, 0};   // T1, T2, T3 regions in the templates
+};
+
+ProfileReport Analyze(const Trace& trace);
+
+// The report as Markdown: the per-kernel table, totals, unpredictable
+// kernels with their reasons, and what the trace's precision means.
+std::string FormatReport(const ProfileReport& report, const Trace& trace, const std::string& trace_name);
+
+}  // namespace msched

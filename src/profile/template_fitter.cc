@@ -1,0 +1,378 @@
+#include "profile/template_fitter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+namespace msched {
+namespace {
+
+constexpr uint64_t kMaxSizeWord = uint64_t{1} << 40;  // larger integer words are not sizes
+constexpr size_t kMaxCandidates = 48;
+constexpr int64_t kMaxCoefficient = int64_t{1} << 48;  // what a templates file accepts
+constexpr int64_t kMaxDivisor = 1024;
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Whole-parameter words (a u64 parameter, a u32 parameter) are the natural
+// reading of a size; struct fields come after them.
+bool WholeParameter(const ArgRef& r, const ParamLayout& layout) {
+  return r.offset == 0 && layout[r.param].size == r.width;
+}
+
+// Words usable as factors: integers (not pointers, not absurd) that vary
+// across launches, plus launch dimensions; one per distinct value vector.
+std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs) {
+  const Observation& first = *obs[0];
+  const ParamLayout& layout = first.launch->layout;
+  // A word overlapping a pointer in any launch (a pointer, or half of one) is no size.
+  std::vector<bool> part_of_pointer(first.words.size(), false);
+  for (size_t p = 0; p < first.words.size(); ++p) {
+    const ArgRef& ptr = first.words[p].ref;
+    bool is_pointer = false;
+    for (const Observation* o : obs) is_pointer = is_pointer || o->is_pointer[p];
+    for (size_t w = 0; w < first.words.size() && is_pointer; ++w) {
+      const ArgRef& r = first.words[w].ref;
+      if (r.param == ptr.param && r.offset < ptr.offset + ptr.width && ptr.offset < r.offset + r.width) {
+        part_of_pointer[w] = true;
+      }
+    }
+  }
+  std::vector<FactorValues> natural, other;
+  for (size_t w = 0; w < first.words.size(); ++w) {
+    FactorValues fv{{Factor::Kind::kArg, first.words[w].ref}, {}};
+    bool usable = !part_of_pointer[w];
+    for (size_t i = 0; i < obs.size() && usable; ++i) {
+      const uint64_t v = obs[i]->words[w].value;
+      usable = v <= kMaxSizeWord;
+      fv.values.push_back(v);
+    }
+    if (!usable) continue;
+    (WholeParameter(fv.factor.arg, layout) ? natural : other).push_back(std::move(fv));
+  }
+  natural.insert(natural.end(), other.begin(), other.end());
+  static constexpr Factor::Kind kDims[] = {Factor::Kind::kGridX,  Factor::Kind::kGridY,  Factor::Kind::kGridZ,
+                                           Factor::Kind::kBlockX, Factor::Kind::kBlockY, Factor::Kind::kBlockZ};
+  for (int d = 0; d < 6; ++d) {
+    FactorValues fv{{kDims[d], {}}, {}};
+    for (const Observation* o : obs) fv.values.push_back(d < 3 ? o->launch->dims.grid[d] : o->launch->dims.block[d - 3]);
+    natural.push_back(std::move(fv));
+  }
+  std::vector<FactorValues> out;
+  for (FactorValues& fv : natural) {
+    const bool constant = std::all_of(fv.values.begin(), fv.values.end(), [&](uint64_t v) { return v == fv.values[0]; });
+    const bool duplicate = std::any_of(out.begin(), out.end(), [&](const FactorValues& o) { return o.values == fv.values; });
+    if (!constant && !duplicate && out.size() < kMaxCandidates) out.push_back(std::move(fv));
+  }
+  return out;
+}
+
+// Tries coefficient num/den over products `p` (one per launch): finds an add
+// d with lo < num*p/den + d <= hi everywhere, preferring d = 0.
+std::optional<int64_t> FeasibleAdd(int64_t num, int64_t den, const std::vector<__int128>& p,
+                                   const std::vector<std::optional<Target>>& targets) {
+  __int128 dmin = std::numeric_limits<int64_t>::min(), dmax = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!targets[i]) continue;
+    const __int128 v = static_cast<__int128>(num) * p[i] / den;  // as EvaluateExpr computes it
+    dmin = std::max<__int128>(dmin, targets[i]->lo - v);           // exclusive
+    dmax = std::min<__int128>(dmax, targets[i]->hi - v);
+  }
+  if (dmin >= dmax) return std::nullopt;
+  if (dmin < 0 && dmax >= 0) return 0;
+  const __int128 d = dmin >= 0 ? dmin + 1 : dmax;
+  if (d > kMaxCoefficient || d < -kMaxCoefficient) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
+std::optional<LinearExpr> FitProduct(const std::vector<const FactorValues*>& factors,
+                                     const std::vector<std::optional<Target>>& targets) {
+  const size_t n = targets.size();
+  std::vector<__int128> p(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    for (const FactorValues* f : factors) {
+      p[i] *= f->values[i];
+      if (p[i] > (static_cast<__int128>(1) << 62)) return std::nullopt;
+    }
+  }
+  // The pair of constrained launches whose products differ most pins c down.
+  size_t a = n, b = n;
+  for (size_t i = 0; i < n; ++i) {
+    if (!targets[i]) continue;
+    if (a == n || p[i] < p[a]) a = i;
+    if (b == n || p[i] > p[b]) b = i;
+  }
+  if (a == n || p[a] == p[b]) return std::nullopt;  // no variation: a constant would have fitted
+  const double c = static_cast<double>(targets[b]->hi - targets[a]->hi) / static_cast<double>(p[b] - p[a]);
+  if (!(c > 0)) return std::nullopt;  // extents grow with sizes
+  for (int64_t den = 1; den <= kMaxDivisor; den *= 2) {
+    const int64_t center = std::llround(c * static_cast<double>(den));
+    for (int64_t num : {center, center - 1, center + 1}) {
+      if (num <= 0 || num > kMaxCoefficient || (den > 1 && num % 2 == 0)) continue;  // keep fractions reduced
+      if (std::optional<int64_t> d = FeasibleAdd(num, den, p, targets)) {
+        LinearExpr e{num, den, {}, *d};
+        for (const FactorValues* f : factors) e.factors.push_back(f->factor);
+        return e;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// One base's shape in one launch.
+struct Shape {
+  enum Kind { kEmpty, kContiguous, kStrided } kind = kEmpty;
+  int64_t offset = 0;  // first byte touched, relative to the base pointer
+  uint64_t extent = 0;  // contiguous: bytes; strided: bytes of each piece
+  uint64_t count = 0;
+  uint64_t stride = 0;
+  AccessMode mode = AccessMode::kRead;
+};
+
+// Classifies one launch's ranges for one base. False: an irregular pattern.
+bool ShapeOf(std::vector<TouchedRange> ranges, uint64_t base, uint64_t precision, Shape* out) {
+  if (ranges.empty()) return true;
+  std::sort(ranges.begin(), ranges.end(),
+            [](const TouchedRange& x, const TouchedRange& y) { return x.range.begin < y.range.begin; });
+  int mode = 0;
+  for (const TouchedRange& r : ranges) mode |= static_cast<int>(r.mode);
+  out->mode = static_cast<AccessMode>(mode);
+  out->offset = static_cast<int64_t>(ranges[0].range.begin - base);
+  const uint64_t first = ranges[0].range.size();
+  bool regular = ranges.size() >= 2;
+  const uint64_t stride = regular ? ranges[1].range.begin - ranges[0].range.begin : 0;
+  for (size_t i = 1; i < ranges.size() && regular; ++i) {
+    const uint64_t gap = ranges[i].range.begin - ranges[i - 1].range.begin;
+    regular = ranges[i].range.size() + precision > first && first + precision > ranges[i].range.size() &&
+              gap + precision > stride && stride + precision > gap && stride > first;
+  }
+  if (regular) {
+    out->kind = Shape::kStrided;
+    out->extent = first;
+    out->count = ranges.size();
+    out->stride = stride;
+    return true;
+  }
+  // Not strided: acceptable only as one contiguous run (abutting pieces).
+  uint64_t end = ranges[0].range.end;
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].range.begin > end + precision - 1) return false;
+    end = std::max(end, ranges[i].range.end);
+  }
+  out->kind = Shape::kContiguous;
+  out->extent = end - ranges[0].range.begin;
+  return true;
+}
+
+// The target for a quantity observed as `v` whose true value may be up to
+// `below` smaller or `above` larger.
+Target Around(uint64_t v, uint64_t below, uint64_t above) {
+  return {static_cast<int64_t>(v) - static_cast<int64_t>(below) - 1, static_cast<int64_t>(v + above)};
+}
+
+// At a trace precision P > 1 both ends of every range are rounded out to P,
+// so an extent reads up to 2(P-1) too large, and the gap between two pieces'
+// starts up to P-1 off either way.
+Target ObservedExtent(uint64_t v, uint64_t precision) { return Around(v, 2 * (precision - 1), 0); }
+Target ObservedGap(uint64_t v, uint64_t precision) { return Around(v, precision - 1, precision - 1); }
+
+}  // namespace
+
+std::optional<LinearExpr> FitExpression(const std::vector<std::optional<Target>>& targets,
+                                        const std::vector<FactorValues>& candidates) {
+  int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  bool any = false;
+  for (const auto& t : targets) {
+    if (!t) continue;
+    any = true;
+    lo = std::max(lo, t->lo);
+    hi = std::min(hi, t->hi);
+  }
+  if (!any) return LinearExpr::Constant(0);
+  if (lo < hi && hi >= 0 && hi <= kMaxCoefficient) return LinearExpr::Constant(hi);  // T1: the same in every call
+  // Products of one factor, then two, then three (repeats allowed); within
+  // a level, the simplest fit wins: no constant term, then a smaller one,
+  // then no divisor, then a smaller coefficient.
+  const size_t n = candidates.size();
+  auto simpler = [](const LinearExpr& a, const LinearExpr& b) {
+    return std::make_tuple(a.add != 0, std::llabs(a.add), a.div != 1, a.coef) <
+           std::make_tuple(b.add != 0, std::llabs(b.add), b.div != 1, b.coef);
+  };
+  std::optional<LinearExpr> best;
+  auto consider = [&](std::initializer_list<size_t> picks) {
+    std::vector<const FactorValues*> chosen;
+    for (size_t i : picks) chosen.push_back(&candidates[i]);
+    if (auto e = FitProduct(chosen, targets); e && (!best || simpler(*e, *best))) best = std::move(e);
+  };
+  for (size_t i = 0; i < n; ++i) consider({i});
+  if (best) return best;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i; j < n; ++j) consider({i, j});
+  }
+  if (best) return best;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i; j < n; ++j) {
+      for (size_t k = j; k < n; ++k) consider({i, j, k});
+    }
+  }
+  return best;
+}
+
+std::vector<Observation> Observe(const Trace& trace) {
+  std::vector<Observation> out;
+  out.reserve(trace.launches.size());
+  AllocationMap allocs;
+  size_t applied = 0;
+  const uint64_t slack = trace.precision > 1 ? trace.precision - 1 : 0;  // ranges rounded down before their pointer
+  for (const TraceLaunch& l : trace.launches) {
+    for (; applied < l.alloc_epoch && applied < trace.allocs.size(); ++applied) {
+      const TraceAllocEvent& e = trace.allocs[applied];
+      if (!e.alloc) {
+        (void)allocs.Erase(e.base);
+      } else if (!allocs.Insert(e.base, e.size, AllocKind::kManaged).ok()) {
+        (void)allocs.Erase(e.base);  // a free the trace missed: the newer allocation wins
+        (void)allocs.Insert(e.base, e.size, AllocKind::kManaged);
+      }
+    }
+    Observation o;
+    o.launch = &l;
+    for (const auto& a : l.args) o.params.push_back(const_cast<uint8_t*>(a.data()));
+    o.args = ArgView::FromKernelParams(l.layout, o.params.data());
+    o.words = SliceArgWords(o.args);
+    for (const ArgWord& w : o.words) {
+      const Allocation* a = w.ref.width == 8 ? allocs.Find(w.value) : nullptr;
+      o.is_pointer.push_back(a != nullptr);
+      if (a) o.naive.Add(a->range());
+    }
+    for (const TouchedRange& t : l.touched) {
+      o.touched.Add(t.range);
+      const Allocation* a = allocs.Find(t.range.begin);
+      if (a == nullptr) {
+        o.unexplained = "touches " + Hex(t.range.begin) + ", outside every allocation";
+        continue;
+      }
+      // The nearest pointer at or below the range, into the same allocation.
+      const ArgWord* best = nullptr;
+      for (size_t w = 0; w < o.words.size(); ++w) {
+        const ArgWord& word = o.words[w];
+        if (!o.is_pointer[w] || !a->range().Contains(word.value) || word.value > t.range.begin + slack) continue;
+        if (best == nullptr || word.value > best->value) best = &word;
+      }
+      if (best == nullptr) {
+        o.unexplained = "touches " + Hex(t.range.begin) + " in an allocation no argument points into at or below it "
+                        "(a base read from memory: pointer chasing)";
+        continue;
+      }
+      o.by_base[best->ref].push_back(t);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precision) {
+  precision = std::max<uint64_t>(precision, 1);
+  KernelFit fit;
+  if (obs.empty()) {
+    fit.reason = "no launches";
+    return fit;
+  }
+  const TraceLaunch& first = *obs[0]->launch;
+  fit.tmpl.name = first.kernel;
+  fit.tmpl.layout = first.layout;
+  fit.tmpl.calls_seen = obs.size();
+  uint64_t latency = 0;
+  for (const Observation* o : obs) latency += o->launch->latency_ns;
+  if (latency > 0) fit.tmpl.latency_us = static_cast<double>(latency) / obs.size() / 1000.0;
+  for (const Observation* o : obs) {
+    if (!o->unexplained.empty()) {
+      fit.reason = o->unexplained;
+      return fit;
+    }
+  }
+  const std::vector<FactorValues> candidates = Candidates(obs);
+  std::set<ArgRef> bases;
+  for (const Observation* o : obs) {
+    for (const auto& [ref, ranges] : o->by_base) bases.insert(ref);
+  }
+  for (const ArgRef& base : bases) {
+    const std::string name = ArgRefToString(base);
+    std::vector<Shape> shapes(obs.size());
+    bool strided = false;
+    int mode = 0;
+    for (size_t i = 0; i < obs.size(); ++i) {
+      auto it = obs[i]->by_base.find(base);
+      const std::optional<uint64_t> v = obs[i]->args.Read(base);
+      if (it == obs[i]->by_base.end() || !v) continue;
+      if (!ShapeOf(it->second, *v, precision, &shapes[i])) {
+        fit.reason = "irregular accesses through " + name + " (a data-dependent gather)";
+        return fit;
+      }
+      strided = strided || shapes[i].kind == Shape::kStrided;
+      mode |= static_cast<int>(shapes[i].mode);
+    }
+    // The region starts at the same offset from its pointer in every call.
+    std::optional<int64_t> offset;
+    for (const Shape& sh : shapes) {
+      if (sh.kind == Shape::kEmpty) continue;
+      const int64_t o = precision > 1 && sh.offset < static_cast<int64_t>(precision) ? 0 : sh.offset;
+      if (offset && *offset != o) {
+        fit.reason = "the region through " + name + " starts at a varying offset from it";
+        return fit;
+      }
+      offset = o;
+    }
+    Region region;
+    region.base = base;
+    region.base_offset = offset.value_or(0);
+    region.mode = static_cast<AccessMode>(mode ? mode : 1);
+    std::vector<std::optional<Target>> extent(obs.size()), count(obs.size()), stride(obs.size());
+    for (size_t i = 0; i < obs.size(); ++i) {
+      const Shape& sh = shapes[i];
+      if (sh.kind == Shape::kEmpty) {
+        extent[i] = count[i] = Target{-1, 0};
+      } else {
+        extent[i] = ObservedExtent(sh.extent, precision);
+        count[i] = Target{static_cast<int64_t>(sh.count ? sh.count : 1) - 1, static_cast<int64_t>(sh.count ? sh.count : 1)};
+        if (sh.kind == Shape::kStrided) stride[i] = ObservedGap(sh.stride, precision);
+      }
+    }
+    std::optional<LinearExpr> e = FitExpression(extent, candidates);
+    if (strided) {
+      // An empty launch constrains the count (zero pieces), not the piece size.
+      for (size_t i = 0; i < obs.size(); ++i) {
+        if (shapes[i].kind == Shape::kEmpty) extent[i].reset();
+      }
+      e = FitExpression(extent, candidates);
+      std::optional<LinearExpr> c = FitExpression(count, candidates);
+      std::optional<LinearExpr> s = FitExpression(stride, candidates);
+      if (!e || !c || !s) {
+        fit.reason = "the strided pattern through " + name + " fits no rule (" +
+                     (!c ? "piece count" : !s ? "stride" : "piece size") + ")";
+        return fit;
+      }
+      region.kind = Region::Kind::kStrided;
+      region.extent = *e;
+      region.count = *c;
+      region.stride = *s;
+    } else {
+      if (!e) {
+        fit.reason = "the extent of the region through " + name + " fits no rule (data-dependent?)";
+        return fit;
+      }
+      region.kind = e->IsConstant() ? Region::Kind::kFixed : Region::Kind::kLinear;
+      region.extent = *e;
+    }
+    fit.tmpl.regions.push_back(std::move(region));
+  }
+  fit.predictable = true;
+  return fit;
+}
+
+}  // namespace msched

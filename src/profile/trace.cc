@@ -1,0 +1,223 @@
+#include "profile/trace.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "msched/bounded_input.h"
+
+namespace msched {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Hex(const std::vector<uint8_t>& bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    s += kDigits[b >> 4];
+    s += kDigits[b & 15];
+  }
+  return s;
+}
+
+bool Unhex(const std::string& s, std::vector<uint8_t>* out) {
+  if (s.size() % 2) return false;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); i += 2) {
+    const int hi = nibble(s[i]), lo = nibble(s[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<uint8_t>(hi << 4 | lo));
+  }
+  return true;
+}
+
+uint64_t U64(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) throw std::runtime_error(std::string("'") + key + "' must be an unsigned integer");
+  return it->get<uint64_t>();
+}
+
+void Dim3(const json& j, const char* key, uint32_t out[3]) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array() || it->size() != 3) throw std::runtime_error(std::string("'") + key + "' must be [x, y, z]");
+  for (int i = 0; i < 3; ++i) {
+    if (!(*it)[i].is_number_unsigned()) throw std::runtime_error(std::string("'") + key + "' must hold integers");
+    out[i] = (*it)[i].get<uint32_t>();
+  }
+}
+
+TraceLaunch ParseLaunch(const json& j) {
+  TraceLaunch l;
+  l.seq = U64(j, "seq");
+  auto kernel = j.find("kernel");
+  if (kernel == j.end() || !kernel->is_string() || kernel->get<std::string>().empty()) {
+    throw std::runtime_error("'kernel' must be a non-empty string");
+  }
+  l.kernel = kernel->get<std::string>();
+  const json& params = j.at("params");
+  const json& args = j.at("args");
+  if (!params.is_array() || !args.is_array() || params.size() != args.size() || params.size() > kMaxParams) {
+    throw std::runtime_error("'params' and 'args' must be arrays of the same length");
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const json& p = params[i];
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number_unsigned()) {
+      throw std::runtime_error("'params' entries must be [offset, size]");
+    }
+    l.layout.push_back({p[0].get<uint32_t>(), p[1].get<uint32_t>()});
+    std::vector<uint8_t> bytes;
+    if (!args[i].is_string() || !Unhex(args[i].get<std::string>(), &bytes) || bytes.size() != l.layout.back().size) {
+      throw std::runtime_error("argument " + std::to_string(i) + " is not the hex of its parameter's bytes");
+    }
+    l.args.push_back(std::move(bytes));
+  }
+  Dim3(j, "grid", l.dims.grid);
+  Dim3(j, "block", l.dims.block);
+  l.dims.shared_mem = static_cast<uint32_t>(j.value("smem", 0u));
+  for (const json& t : j.at("touched")) {
+    if (!t.is_array() || t.size() != 3 || !t[0].is_number_unsigned() || !t[1].is_number_unsigned() ||
+        !t[2].is_number_unsigned() || t[1].get<uint64_t>() <= t[0].get<uint64_t>() || t[2].get<int>() < 1 ||
+        t[2].get<int>() > 3) {
+      throw std::runtime_error("'touched' entries must be [begin, end, mode] with begin < end and mode 1..3");
+    }
+    l.touched.push_back({{t[0].get<uint64_t>(), t[1].get<uint64_t>()}, static_cast<AccessMode>(t[2].get<int>())});
+  }
+  l.latency_ns = j.value("latency_ns", uint64_t{0});
+  return l;
+}
+
+}  // namespace
+
+TraceReadResult ReadTrace(const std::string& path) {
+  TraceReadResult out;
+  std::string text, error;
+  if (!ReadRegularFile(path, kMaxTraceFileBytes, &text, &error)) {
+    out.status = Status::IoError("cannot open trace " + path + ": " + error);
+    return out;
+  }
+  bool header = false;
+  size_t n = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t eol = std::min(text.find('\n', pos), text.size());
+    const std::string_view line(text.data() + pos, eol - pos);
+    pos = eol + 1;
+    ++n;
+    if (line.empty()) continue;
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    auto not_a_trace = [&] { return Status::Corruption(where + "not an msched trace (the first record must be its header)"); };
+    // A record nested past the bound is skipped unparsed, so no recursive
+    // walk (parser, accessor, message) ever meets it.
+    const bool too_deep = !CheckJsonDepth(line, kMaxJsonDepth, &error);
+    json j = too_deep ? json(json::value_t::discarded) : json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      if (!header) {
+        out.status = not_a_trace();
+        return out;
+      }
+      out.problems.push_back(where + (too_deep ? error : "not a JSON object (a line cut short when the program died?)"));
+      continue;
+    }
+    try {
+      const std::string type = j.value("type", std::string());
+      if (!header) {
+        if (type != "header" || j.value("format", std::string()) != "msched-trace") {
+          out.status = not_a_trace();
+          return out;
+        }
+        // Compared as JSON: converting a huge float to int first would be undefined.
+        const json v = j.value("version", json());
+        if (v != json(kTraceFormatVersion)) {
+          out.status = Status::Corruption(where + "trace format version " +
+                                          (v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.type_name()) +
+                                          " is not supported (this msched reads " +
+                                          std::to_string(kTraceFormatVersion) + ")");
+          return out;
+        }
+        out.trace.source = j.value("source", std::string("unknown"));
+        out.trace.precision = std::max<uint64_t>(1, j.value("precision", uint64_t{1}));
+        header = true;
+      } else if (type == "alloc") {
+        out.trace.allocs.push_back({true, U64(j, "base"), U64(j, "size")});
+      } else if (type == "free") {
+        out.trace.allocs.push_back({false, U64(j, "base"), 0});
+      } else if (type == "launch") {
+        TraceLaunch l = ParseLaunch(j);
+        l.alloc_epoch = out.trace.allocs.size();
+        out.trace.launches.push_back(std::move(l));
+      } else if (type == "note") {
+        out.trace.notes.push_back(j.value("text", std::string()));
+      } else {
+        out.problems.push_back(where + "unknown record type '" + type + "'");
+      }
+    } catch (const std::exception& e) {
+      out.problems.push_back(where + e.what());
+    }
+  }
+  if (!header) out.status = Status::Corruption(path + ": empty, or no header record");
+  return out;
+}
+
+Result<Trace> MergeTraces(std::vector<Trace> traces) {
+  if (traces.empty()) return Status::InvalidArgument("no traces to merge");
+  Trace out;
+  out.source = traces[0].source;
+  std::set<uint64_t> live;  // bases allocated and not yet freed
+  for (Trace& t : traces) {
+    if (t.source != out.source) {
+      return Status::InvalidArgument("cannot merge a " + t.source + " trace with a " + out.source + " trace");
+    }
+    for (uint64_t base : live) out.allocs.push_back({/*alloc=*/false, base, 0});
+    live.clear();
+    const size_t epoch0 = out.allocs.size();
+    for (const TraceAllocEvent& e : t.allocs) {
+      if (e.alloc) {
+        live.insert(e.base);
+      } else {
+        live.erase(e.base);
+      }
+      out.allocs.push_back(e);
+    }
+    for (TraceLaunch& l : t.launches) {
+      l.alloc_epoch += epoch0;
+      l.seq = out.launches.size();
+      out.launches.push_back(std::move(l));
+    }
+    out.precision = std::max(out.precision, t.precision);
+    out.notes.insert(out.notes.end(), t.notes.begin(), t.notes.end());
+  }
+  return out;
+}
+
+std::string TraceHeaderLine(const std::string& source, uint64_t precision, const std::string& program) {
+  return json{{"type", "header"}, {"format", "msched-trace"}, {"version", kTraceFormatVersion}, {"source", source},
+              {"precision", precision}, {"program", program}}.dump();
+}
+
+std::string TraceAllocLine(uint64_t base, uint64_t size) { return json{{"type", "alloc"}, {"base", base}, {"size", size}}.dump(); }
+
+std::string TraceFreeLine(uint64_t base) { return json{{"type", "free"}, {"base", base}}.dump(); }
+
+std::string TraceNoteLine(const std::string& text) { return json{{"type", "note"}, {"text", text}}.dump(); }
+
+std::string TraceLaunchLine(const TraceLaunch& l) {
+  json params = json::array(), args = json::array(), touched = json::array();
+  for (const ParamInfo& p : l.layout) params.push_back({p.offset, p.size});
+  for (const auto& a : l.args) args.push_back(Hex(a));
+  for (const TouchedRange& t : l.touched) touched.push_back({t.range.begin, t.range.end, static_cast<int>(t.mode)});
+  json j = {{"type", "launch"}, {"seq", l.seq}, {"kernel", l.kernel}, {"params", params}, {"args", args},
+            {"grid", {l.dims.grid[0], l.dims.grid[1], l.dims.grid[2]}},
+            {"block", {l.dims.block[0], l.dims.block[1], l.dims.block[2]}}, {"smem", l.dims.shared_mem},
+            {"touched", touched}};
+  if (l.latency_ns) j["latency_ns"] = l.latency_ns;
+  return j.dump();
+}
+
+}  // namespace msched

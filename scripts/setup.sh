@@ -5,10 +5,12 @@
 # no NVIDIA driver are needed.
 set -euo pipefail
 
+# clang and libclang-rt-dev: the fuzz targets (libFuzzer); libtsan2: GCC's
+# ThreadSanitizer runtime for the TSan build.
 packages=(cmake make g++ python3 binutils
           libgtest-dev libgmock-dev libbenchmark-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
-          gnuplot-nox)
+          gnuplot-nox clang libclang-rt-dev libtsan2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the full build (core, simulator,
 # hook, programs; warnings as errors), then the driver-free core and its
-# tests again under AddressSanitizer and UBSan. Exits non-zero on any failure.
+# tests again under AddressSanitizer and UBSan and then under
+# ThreadSanitizer, and a short run of each fuzz target (FUZZ_SECONDS each,
+# 15 by default; build-fuzz/, clang). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -18,3 +20,23 @@ echo "== sanitizer build of src/ and its tests (build-asan/)"
 cmake -S . -B build-asan -DMSCHED_SANITIZE=ON -DMSCHED_WERROR=ON >/dev/null
 cmake --build build-asan -j "$jobs" >/dev/null
 (cd build-asan && ctest --output-on-failure -j "$jobs")
+
+echo "== fuzz targets, ${FUZZ_SECONDS:-15} s each (build-fuzz/, clang)"
+scripts/fuzz.sh --fresh "${FUZZ_SECONDS:-15}"
+
+# The driver-free core and its tests (the coordinator's server and its
+# threads, the scheduler, the statistics) under ThreadSanitizer. A report
+# halts the process and is also left in tsan-reports/, which must stay empty.
+echo "== ThreadSanitizer build of src/ and its tests (build-tsan/)"
+cmake -S . -B build-tsan -DMSCHED_TSAN=ON -DMSCHED_WERROR=ON >/dev/null
+cmake --build build-tsan -j "$jobs" >/dev/null
+reports="$PWD/build-tsan/tsan-reports"
+rm -rf "$reports" && mkdir -p "$reports"
+(cd build-tsan &&
+ TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log_path=$reports/tsan" \
+   ctest --output-on-failure -j "$jobs")
+if compgen -G "$reports/tsan*" >/dev/null; then
+  echo "ThreadSanitizer reports:" >&2
+  cat "$reports"/tsan* >&2
+  exit 1
+fi

@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench_command.h"
+#include "suite/bench_command.h"
 #include "msched/config.h"
 #include "msched/protocol.h"
 #include "base/subprocess.h"

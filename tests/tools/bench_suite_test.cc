@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "run_program.h"
-#include "scenario.h"
+#include "suite/scenario.h"
 
 namespace b = msched::bench;
 namespace ts = msched::testsupport;

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_program.h"
-#include "runner.h"
+#include "suite/runner.h"
 #include "base/subprocess.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "suite/report.h"
 
 #include <unistd.h>
 

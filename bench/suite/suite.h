@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "msched/status.h"
-#include "runner.h"
-#include "scenario.h"
+#include "suite/runner.h"
+#include "suite/scenario.h"
 
 namespace msched::bench {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "msched/status.h"
-#include "suite.h"
+#include "suite/suite.h"
 
 namespace msched::bench {
 

@@ -1,4 +1,4 @@
-#include "bench_command.h"
+#include "suite/bench_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report.h"
+#include "suite/report.h"
 #include "base/subprocess.h"
-#include "suite.h"
+#include "suite/suite.h"
 
 namespace msched::bench {
 namespace {

@@ -1,7 +1,7 @@
 // Reading the benchmark suite's JSON inputs (scenarios, device profiles, the
 // statistics runs write) within the bounds of msched/bounded_input.h: a
 // regular file of bounded size and nesting. Stateless; thread-safe. Used by
-// tools/bench only.
+// bench/suite only.
 #pragma once
 
 #include <string>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "msched/status.h"
-#include "runner.h"
+#include "suite/runner.h"
 
 namespace msched::bench {
 

@@ -1,4 +1,4 @@
-#include "suite.h"
+#include "suite/suite.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_file.h"
+#include "suite/json_file.h"
 #include "msched/config.h"
 #include "base/subprocess.h"
 

@@ -1,4 +1,4 @@
-#include "json_file.h"
+#include "suite/json_file.h"
 
 #include "msched/bounded_input.h"
 

@@ -1,4 +1,4 @@
-#include "runner.h"
+#include "suite/runner.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coord/coord_server.h"
-#include "json_file.h"
+#include "suite/json_file.h"
 #include "base/subprocess.h"
 #include "tool_paths.h"
 

@@ -1,4 +1,4 @@
-#include "scenario.h"
+#include "suite/scenario.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_file.h"
+#include "suite/json_file.h"
 #include "msched/config.h"
 
 namespace msched::bench {

@@ -12,32 +12,12 @@
 // Thread-safe (atomics). Used by mschedd and the hook's coordinator client.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
+#include "msched/gate_layout.h"
 #include "msched/status.h"
 
 namespace msched {
-
-inline constexpr uint32_t kShmMagic = 0x4d534853;  // "SHSM"
-inline constexpr uint32_t kShmVersion = 2;  // 2: no budget word (Go and Budget messages carry it)
-inline constexpr uint32_t kShmSlots = 256;
-
-struct ShmSlot {
-  std::atomic<uint64_t> job{0};           // 0: free
-  std::atomic<uint32_t> may_run{0};       // 1: the job may launch (until slice_end_ns)
-  std::atomic<uint64_t> slice_end_ns{0};  // UINT64_MAX: no end
-};
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "slots are shared between processes");
-
-struct ShmLayout {
-  uint32_t magic;
-  uint32_t version;
-  uint32_t slot_size;
-  uint32_t slots;
-  uint64_t coordinator_pid;
-  ShmSlot slot[kShmSlots];
-};
 
 class CoordShm {
  public:

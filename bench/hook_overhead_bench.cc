@@ -8,18 +8,26 @@
 //   hook, unknown  a kernel without a template (MSCHED_UNKNOWN=fault)
 // Method: best of 5 runs of N launches each, after a warm-up; wall time on
 // the host (the simulated driver's own cost is the baseline subtracted).
-//   hook_overhead_bench [--launches N]
+// With --threads T (a comma-separated list runs each count in turn), T
+// threads share the context and the N launches (N/T each), started together
+// each run: the table gives the ns per launch each thread sees and the
+// launches per second of all threads together (best run of 5 by wall time).
+//   hook_overhead_bench [--launches N] [--threads T[,T...]]
 #include <cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/subprocess.h"
@@ -34,8 +42,16 @@ const char* kTemplates = R"({"format":"msched-templates","version":1,"kernels":[
   {"name":"tiny","params":[[0,8],[8,8]],"regions":[
     {"base":"p0","kind":"linear","mode":"readwrite","extent":{"coef":4,"factors":["p1"]}}]}]})";
 
-// The child: launches `n` kernels `reps` times; prints the best ns per launch.
-int Child(const char* kernel, long n) {
+// One setting's result: ns per launch as each thread sees it (the mean over
+// threads) and launches per second of all threads together.
+struct Sample {
+  double ns_per_launch = -1;
+  double launches_per_s = -1;
+};
+
+// The child: `threads` threads make the current context theirs and launch
+// `n / threads` kernels each, `reps` times; prints the best run's Sample.
+int Child(const char* kernel, long n, int threads) {
   CUdevice dev;
   CUcontext ctx;
   CUmodule m;
@@ -46,46 +62,108 @@ int Child(const char* kernel, long n) {
     std::fprintf(stderr, "hook_overhead_bench: setup failed\n");
     return 1;
   }
-  uint64_t elems = 1024;
-  void* params[] = {&p, &elems};
-  double best = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {  // the first repetition is the warm-up
-    const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < n; ++i) cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr);
-    const auto t1 = std::chrono::steady_clock::now();
-    cuCtxSynchronize();
-    if (rep > 0) best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
+  const long per_thread = std::max(1L, n / threads);
+  constexpr int kReps = 6;  // the first repetition is the warm-up
+  // Each run: every thread waits at `start`, launches, records its time and
+  // waits at `done`; the main thread times from `start` to `done`.
+  std::barrier start(threads + 1), done(threads + 1);
+  std::vector<double> thread_ns(static_cast<size_t>(threads));
+  std::vector<std::thread> pool;
+  std::atomic<bool> failed{false};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      uint64_t elems = 1024;
+      void* params[] = {&p, &elems};
+      const bool ok = cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+      for (int rep = 0; rep < kReps; ++rep) {
+        start.arrive_and_wait();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (long i = 0; ok && i < per_thread; ++i) cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr);
+        thread_ns[static_cast<size_t>(t)] =
+            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+        if (!ok) failed.store(true);
+        done.arrive_and_wait();
+      }
+    });
   }
-  std::printf("%.1f\n", best);
+  Sample best;
+  double best_wall = 1e300;
+  for (int rep = 0; rep < kReps; ++rep) {
+    start.arrive_and_wait();
+    const auto t0 = std::chrono::steady_clock::now();
+    done.arrive_and_wait();
+    const double wall = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    cuCtxSynchronize();
+    if (rep == 0 || wall >= best_wall) continue;
+    best_wall = wall;
+    double sum = 0;
+    for (double v : thread_ns) sum += v / static_cast<double>(per_thread);
+    best.ns_per_launch = sum / threads;
+    best.launches_per_s = static_cast<double>(per_thread) * threads / (wall * 1e-9);
+  }
+  for (std::thread& t : pool) t.join();
+  if (failed) {
+    std::fprintf(stderr, "hook_overhead_bench: cuCtxSetCurrent failed on a launching thread\n");
+    return 1;
+  }
+  std::printf("%.1f %.0f\n", best.ns_per_launch, best.launches_per_s);
   return 0;
 }
 
-double Measure(const std::string& self, const char* kernel, long n, const std::map<std::string, std::string>& env) {
+Sample Measure(const std::string& self, const char* kernel, long n, int threads,
+               const std::map<std::string, std::string>& env) {
   msched::SpawnOptions o;
   o.env = env;
   o.unset_env = {"MSIM_DEVICE", "MSCHED_STATS", "MSIM_STATS"};
   if (!env.count("LD_PRELOAD")) o.unset_env.push_back("LD_PRELOAD");
   const std::string out = "/tmp/hook_overhead_" + std::to_string(getpid()) + ".out";
   o.stdout_path = out;
-  auto p = msched::Subprocess::Spawn({self, "--child", kernel, std::to_string(n)}, o);
-  if (!p.ok() || p->Wait() != 0) return -1;
-  double v = -1;
-  std::ifstream(out) >> v;
+  auto p = msched::Subprocess::Spawn({self, "--child", kernel, std::to_string(n), std::to_string(threads)}, o);
+  Sample v;
+  if (p.ok() && p->Wait() == 0) std::ifstream(out) >> v.ns_per_launch >> v.launches_per_s;
   unlink(out.c_str());
   return v;
 }
 
 }  // namespace
 
+// "1,4,16" -> {1, 4, 16}; empty on anything else.
+static std::vector<int> ParseThreads(const char* text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > 1024) return {};
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
-  if (argc == 4 && std::strcmp(argv[1], "--child") == 0) return Child(argv[2], std::atol(argv[3]));
+  if (argc == 5 && std::strcmp(argv[1], "--child") == 0) {
+    return Child(argv[2], std::atol(argv[3]), std::atoi(argv[4]));
+  }
   long n = 200000;
-  if (argc == 3 && std::strcmp(argv[1], "--launches") == 0) n = std::atol(argv[2]);
+  std::vector<int> thread_counts = {1};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--launches") == 0 && i + 1 < argc) {
+      n = std::atol(argv[++i]);
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      thread_counts = ParseThreads(argv[++i]);
+    } else {
+      thread_counts.clear();
+    }
+    if (thread_counts.empty() || n < 1) {
+      std::fprintf(stderr, "usage: hook_overhead_bench [--launches N] [--threads T[,T...]] (T in 1..1024)\n");
+      return 2;
+    }
+  }
   const std::string self = msched::ExecutableDir() + "/hook_overhead_bench";
   const std::string templates = "/tmp/hook_overhead_" + std::to_string(getpid()) + ".templates.json";
   std::ofstream(templates) << kTemplates;
   const std::string lib = LIBMSCHED;
-  const double base = Measure(self, "tiny", n, {});
   struct Row {
     const char* name;
     const char* kernel;
@@ -95,14 +173,22 @@ int main(int argc, char** argv) {
       {"hook, msched, predicted kernel", "tiny", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
       {"hook, msched, unknown kernel", "tiny_unknown", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
   };
-  std::printf("launch overhead of libmsched on the simulated driver (%ld launches, best of 5, wall time)\n", n);
-  std::printf("%-34s %12s %14s\n", "setting", "ns/launch", "added ns");
-  std::printf("%-34s %12.1f %14s\n", "no hook (simulated driver alone)", base, "-");
-  int status = base > 0 ? 0 : 1;
-  for (const Row& r : rows) {
-    const double v = Measure(self, r.kernel, n, r.env);
-    if (v < 0) status = 1;
-    std::printf("%-34s %12.1f %14.1f\n", r.name, v, v - base);
+  int status = 0;
+  for (const int threads : thread_counts) {
+    const Sample base = Measure(self, "tiny", n, threads, {});
+    if (base.ns_per_launch < 0) status = 1;
+    std::printf("launch overhead of libmsched on the simulated driver (%ld launches, %d launching thread%s, best of 5, "
+                "wall time)\n", n, threads, threads == 1 ? "" : "s");
+    std::printf("%-34s %18s %14s %16s\n", "setting", "ns/launch/thread", "added ns", "launches/s");
+    std::printf("%-34s %18.1f %14s %16.0f\n", "no hook (simulated driver alone)", base.ns_per_launch, "-",
+                base.launches_per_s);
+    for (const Row& r : rows) {
+      const Sample v = Measure(self, r.kernel, n, threads, r.env);
+      if (v.ns_per_launch < 0) status = 1;
+      std::printf("%-34s %18.1f %14.1f %16.0f\n", r.name, v.ns_per_launch, v.ns_per_launch - base.ns_per_launch,
+                  v.launches_per_s);
+    }
+    std::printf("\n");
   }
   unlink(templates.c_str());
   return status;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the full build (core, simulator,
-# hook, programs; warnings as errors), then the driver-free core and its
+# hook, programs; warnings as errors), a clang build with -Wthread-safety
+# (build-tsa/: lock contracts; nothing run), then the driver-free core and its
 # tests again under AddressSanitizer and UBSan and then under
 # ThreadSanitizer, and a short run of each fuzz target (FUZZ_SECONDS each,
 # 15 by default; build-fuzz/, clang). Exits non-zero on any failure.
@@ -15,6 +16,13 @@ cmake -S . -B build -DMSCHED_WERROR=ON >/dev/null
 cmake --build build -j "$jobs" >/dev/null
 echo "== tests"
 (cd build && ctest --output-on-failure -j "$jobs")
+
+# clang's lock analysis over the core, the hook and the coordinator: every
+# GUARDED_BY/REQUIRES in src/base/thread_annotations.h's terms is checked.
+# Built only (the build above ran the tests); any warning fails it.
+echo "== clang -Wthread-safety build of the core, the hook and mschedd (build-tsa/)"
+CC=clang CXX=clang++ cmake -S . -B build-tsa -DMSCHED_THREAD_SAFETY=ON -DMSCHED_WERROR=ON >/dev/null
+cmake --build build-tsa -j "$jobs" --target msched msched_core_tests mschedd >/dev/null
 
 echo "== sanitizer build of src/ and its tests (build-asan/)"
 cmake -S . -B build-asan -DMSCHED_SANITIZE=ON -DMSCHED_WERROR=ON >/dev/null

@@ -22,8 +22,8 @@ namespace {
 
 constexpr size_t kPitchAlignment = 512;
 
-// REQUIRES: rt.mu(). Records an allocation msched knows about.
-void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
+// Records an allocation msched knows about.
+void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) MSCHED_REQUIRES(rt.mu()) {
   if (rt.allocs().Find(base) != nullptr) (void)rt.allocs().Erase(base);  // a stale entry (freed behind our back)
   if (!rt.allocs().Insert(base, size, kind).ok()) return;
   if (kind == AllocKind::kManaged) rt.memory().AddAllocation(base, size);
@@ -33,8 +33,8 @@ void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
   if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Alloc(base, size);
 }
 
-// REQUIRES: rt.mu(). Forgets the allocation at `base`, if msched knows it.
-void Forget(Runtime& rt, CUdeviceptr base) {
+// Forgets the allocation at `base`, if msched knows it.
+void Forget(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu()) {
   Result<Allocation> a = rt.allocs().Erase(base);
   if (!a.ok()) return;
   if (a->kind == AllocKind::kManaged) rt.memory().RemoveAllocation(base);
@@ -58,7 +58,7 @@ void ReportUsage(Runtime& rt) {
   if (cc == nullptr) return;
   uint64_t total = 0;
   {
-    std::lock_guard<std::mutex> lock(rt.mu());
+    MutexLock lock(&rt.mu());
     total = rt.allocs().total_bytes();
   }
   cc->ReportAllocated(total);
@@ -78,7 +78,7 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
       rt.counters().alloc_failed->Add();
       return;
     }
-    std::lock_guard<std::mutex> lock(rt.mu());
+    MutexLock lock(&rt.mu());
     Record(rt, *dptr, size, AllocKind::kManaged);
     rt.counters().alloc_converted->Add();
     rt.counters().alloc_converted_bytes->Add(size);
@@ -87,15 +87,9 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
   return r;
 }
 
-// Converted stream-ordered allocations, whose frees must wait for the stream.
-std::set<CUdeviceptr>& StreamOrdered() {
-  static auto* s = new std::set<CUdeviceptr>;
-  return *s;
-}
-
-// REQUIRES: rt.mu(). Frees the deferred allocations whose stream has reached
-// the free (all of them when `everything_done`).
-void RunDeferredFrees(Runtime& rt, bool everything_done) {
+// Frees the deferred allocations whose stream has reached the free (all of
+// them when `everything_done`).
+void RunDeferredFrees(Runtime& rt, bool everything_done) MSCHED_REQUIRES(rt.mu()) {
   const DriverFunctions& real = RealDriver();
   auto free = Real<PFN_cuMemFree_v3020>(Entry::cuMemFree_v2);
   auto& pending = rt.deferred_frees;
@@ -111,9 +105,9 @@ void RunDeferredFrees(Runtime& rt, bool everything_done) {
   }
 }
 
-// REQUIRES: rt.mu(). Defers freeing `dptr` until `stream` has done the work
-// queued before this point. Returns false when no event could be recorded.
-bool DeferFree(Runtime& rt, CUdeviceptr dptr, CUstream stream) {
+// Defers freeing `dptr` until `stream` has done the work queued before this
+// point. Returns false when no event could be recorded.
+bool DeferFree(Runtime& rt, CUdeviceptr dptr, CUstream stream) MSCHED_REQUIRES(rt.mu()) {
   const DriverFunctions& real = RealDriver();
   CUevent ev = nullptr;
   if (!real.cuEventCreate || !real.cuEventRecord || real.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
@@ -121,14 +115,14 @@ bool DeferFree(Runtime& rt, CUdeviceptr dptr, CUstream stream) {
   }
   if (real.cuEventRecord(ev, stream) != CUDA_SUCCESS) return false;
   rt.deferred_frees.push_back({ev, dptr});
-  StreamOrdered().erase(dptr);
+  rt.stream_ordered.erase(dptr);
   return true;
 }
 
 }  // namespace
 
 // Called by the synchronisation hooks once all queued work is known done.
-void CompleteDeferredFrees(Runtime& rt) { RunDeferredFrees(rt, /*everything_done=*/true); }
+void CompleteDeferredFrees(Runtime& rt) MSCHED_REQUIRES(rt.mu()) { RunDeferredFrees(rt, /*everything_done=*/true); }
 
 CUresult Hook_cuMemAlloc(Entry e, CUdeviceptr_v2* dptr, size_t bytesize) {
   auto c = Enter<PFN_cuMemAlloc_v3020>(e);
@@ -169,7 +163,7 @@ CUresult Hook_cuMemAllocManaged(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, 
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemAllocManaged", [&] {
       {
-        std::lock_guard<std::mutex> lock(c.rt->mu());
+        MutexLock lock(&c.rt->mu());
         Record(*c.rt, *dptr, bytesize, AllocKind::kManaged);
       }
       ReportUsage(*c.rt);
@@ -186,8 +180,8 @@ CUresult Hook_cuMemAllocAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CU
   const CUresult r = Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, stream); });
   if (r == CUDA_SUCCESS && c.rt->converting()) {
     Safely(*c.rt, "cuMemAllocAsync", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      StreamOrdered().insert(*dptr);
+      MutexLock lock(&c.rt->mu());
+      c.rt->stream_ordered.insert(*dptr);
     });
   }
   return r;
@@ -202,8 +196,8 @@ CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t byte
   const CUresult r = Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, pool, stream); });
   if (r == CUDA_SUCCESS && c.rt->converting()) {
     Safely(*c.rt, "cuMemAllocFromPoolAsync", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      StreamOrdered().insert(*dptr);
+      MutexLock lock(&c.rt->mu());
+      c.rt->stream_ordered.insert(*dptr);
     });
   }
   return r;
@@ -218,8 +212,8 @@ CUresult Hook_cuMemFree(Entry e, CUdeviceptr_v2 dptr) {
   if (r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemFree", [&] {
       {
-        std::lock_guard<std::mutex> lock(c.rt->mu());
-        StreamOrdered().erase(dptr);
+        MutexLock lock(&c.rt->mu());
+        c.rt->stream_ordered.erase(dptr);
         Forget(*c.rt, dptr);
         RunDeferredFrees(*c.rt, /*everything_done=*/false);
       }
@@ -236,9 +230,9 @@ CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream) {
   HookScope scope;
   bool deferred = false;
   Safely(*c.rt, "cuMemFreeAsync", [&] {
-    std::lock_guard<std::mutex> lock(c.rt->mu());
+    MutexLock lock(&c.rt->mu());
     RunDeferredFrees(*c.rt, /*everything_done=*/false);
-    if (StreamOrdered().count(dptr)) deferred = DeferFree(*c.rt, dptr, stream);
+    if (c.rt->stream_ordered.count(dptr)) deferred = DeferFree(*c.rt, dptr, stream);
   });
   if (deferred) return CUDA_SUCCESS;
   return c.real(dptr, stream);
@@ -252,7 +246,7 @@ CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {
   const CUresult r = c.real(free, total);  // also checks that there is a context
   if (r != CUDA_SUCCESS) return r;
   Safely(*c.rt, "cuMemGetInfo", [&] {
-    std::lock_guard<std::mutex> lock(c.rt->mu());
+    MutexLock lock(&c.rt->mu());
     c.rt->LearnDeviceMemory();
     const JobBudget& b = c.rt->job().budget();
     const uint64_t budget = b.Total();
@@ -265,15 +259,6 @@ CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {
 
 // ---- Memory msched cannot manage -------------------------------------------
 
-namespace {
-
-std::map<CUmemGenericAllocationHandle, size_t>& PhysicalSizes() {
-  static auto* m = new std::map<CUmemGenericAllocationHandle, size_t>;
-  return *m;
-}
-
-}  // namespace
-
 CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size_t size,
                           const CUmemAllocationProp_v1* prop, unsigned long long flags) {
   auto c = Enter<PFN_cuMemCreate_v10020>(e);
@@ -281,8 +266,8 @@ CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size
   const CUresult r = c.real(handle, size, prop, flags);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemCreate", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      PhysicalSizes()[*handle] = size;
+      MutexLock lock(&c.rt->mu());
+      c.rt->physical_sizes[*handle] = size;
       c.rt->AddPinned(static_cast<int64_t>(size));
     });
   }
@@ -295,11 +280,11 @@ CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle) {
   const CUresult r = c.real(handle);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemRelease", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      auto it = PhysicalSizes().find(handle);
-      if (it == PhysicalSizes().end()) return;
+      MutexLock lock(&c.rt->mu());
+      auto it = c.rt->physical_sizes.find(handle);
+      if (it == c.rt->physical_sizes.end()) return;
       c.rt->AddPinned(-static_cast<int64_t>(it->second));
-      PhysicalSizes().erase(it);
+      c.rt->physical_sizes.erase(it);
     });
   }
   return r;
@@ -312,7 +297,7 @@ CUresult Hook_cuMemMap(Entry e, CUdeviceptr_v2 ptr, size_t size, size_t offset, 
   const CUresult r = c.real(ptr, size, offset, handle, flags);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemMap", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
+      MutexLock lock(&c.rt->mu());
       Record(*c.rt, ptr, size, AllocKind::kPinned);
     });
   }
@@ -325,7 +310,7 @@ CUresult Hook_cuMemUnmap(Entry e, CUdeviceptr_v2 ptr, size_t size) {
   const CUresult r = c.real(ptr, size);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemUnmap", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
+      MutexLock lock(&c.rt->mu());
       Forget(*c.rt, ptr);
     });
   }
@@ -342,7 +327,7 @@ CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_
       CUdeviceptr base = 0;
       size_t size = 0;
       if (range == nullptr || range(&base, &size, *pdptr) != CUDA_SUCCESS) return;
-      std::lock_guard<std::mutex> lock(c.rt->mu());
+      MutexLock lock(&c.rt->mu());
       Record(*c.rt, base, size, AllocKind::kPinned);
       c.rt->AddPinned(static_cast<int64_t>(size));
     });
@@ -356,7 +341,7 @@ CUresult Hook_cuIpcCloseMemHandle(Entry e, CUdeviceptr_v2 dptr) {
   const CUresult r = c.real(dptr);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuIpcCloseMemHandle", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
+      MutexLock lock(&c.rt->mu());
       const Allocation* a = c.rt->allocs().Find(dptr);
       if (a == nullptr || a->kind != AllocKind::kPinned) return;
       c.rt->AddPinned(-static_cast<int64_t>(a->size));

@@ -50,7 +50,7 @@ CoordClient* CoordClient::Get(Runtime& rt) {
 }
 
 Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
-  std::lock_guard<std::mutex> once(register_mu_);
+  MutexLock once(&register_mu_);
   if (registered_) return refusal_;
   registered_ = true;
   Result<int> fd = Connect(bytes);
@@ -71,8 +71,15 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
                                     : std::min<std::chrono::nanoseconds>(kAutoAnswerWait,
                                                                          std::chrono::nanoseconds(config_.coord_wait_ns));
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, answer_wait, [&] { return welcomed_ || !refused_.empty() || dropped_; }) || dropped_) {
+    MutexLock lock(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + answer_wait;
+    bool answered = welcomed_ || !refused_.empty() || dropped_;
+    for (auto now = std::chrono::steady_clock::now(); !answered && now < deadline;
+         now = std::chrono::steady_clock::now()) {
+      cv_.WaitFor(&mu_, deadline - now);
+      answered = welcomed_ || !refused_.empty() || dropped_;
+    }
+    if (!answered || dropped_) {
       const std::string what = "the coordinator at " + config_.socket_path +
                                (dropped_ ? " closed the connection without welcoming this job (see its log)"
                                          : " did not answer within " +
@@ -92,7 +99,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   }
   std::atexit(SayGoodbye);
   WaitTurn(rt);  // queued jobs wait here for admission; refusals arrive here
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!refused_.empty()) {
     refusal_ = Status::ResourceExhausted("the coordinator refused this job: " + refused_);
     LogError("{}; its allocations fail with CUDA_ERROR_OUT_OF_MEMORY", refusal_.message());
@@ -115,7 +122,7 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   h.declared_mem = config_.job_memory.value_or(0);
   h.allocated = std::max(allocated, allocated_.load());
   {
-    std::lock_guard<std::mutex> lock(rt_.mu());
+    MutexLock lock(&rt_.mu());
     rt_.LearnDeviceMemory();
     h.device_total = rt_.job().budget().device;
   }
@@ -147,7 +154,7 @@ void CoordClient::ReaderLoop() {
       ::close(fd);
       fd_.store(-1);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (!welcomed_here) dropped_ = true;
       }
       BecomeStandalone("lost the coordinator (" + m.status().message() + ")");
@@ -171,7 +178,7 @@ void CoordClient::ReaderLoop() {
       fd_.store(*again);
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (auto* w = std::get_if<proto::Welcome>(&*m)) {
       Result<CoordShm> shm = CoordShm::OpenReadOnly(passed_fd);
       if (!shm.ok() || w->slot >= kShmSlots) {
@@ -198,7 +205,7 @@ void CoordClient::ReaderLoop() {
         attention_.store(true, std::memory_order_release);
       }
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 
@@ -206,14 +213,14 @@ void CoordClient::BecomeStandalone(const std::string& why) {
   if (active_.exchange(nullptr) != nullptr) LogWarn("{}; running alone until a coordinator returns", why);
   running_.store(false);
   {
-    std::lock_guard<std::mutex> lock(rt_.mu());
+    MutexLock lock(&rt_.mu());
     rt_.job().SetGranted(0);  // back to its own budget (JobBudget)
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   inbox_.clear();
   welcomed_ = false;
   attention_.store(false);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void CoordClient::ReportAllocated(uint64_t bytes) {
@@ -222,7 +229,7 @@ void CoordClient::ReportAllocated(uint64_t bytes) {
 }
 
 void CoordClient::Send(const proto::Message& m) {
-  std::lock_guard<std::mutex> lock(send_mu_);
+  MutexLock lock(&send_mu_);
   const int fd = fd_.load();
   if (fd >= 0) (void)SendMessage(fd, m);  // a failure surfaces in the reader thread
 }
@@ -241,15 +248,15 @@ bool CoordClient::MayLaunch() const {
 
 void CoordClient::WaitTurn(Runtime& rt) {
   const uint64_t since = DeviceNow();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   bool blocked = false;
   for (;;) {
     while (!inbox_.empty()) {
       const proto::Message m = std::move(inbox_.front());
       inbox_.pop_front();
-      lock.unlock();
-      Execute(rt, m);
-      lock.lock();
+      lock.Unlock();
+      Execute(m);
+      lock.Lock();
     }
     attention_.store(false, std::memory_order_release);
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
@@ -269,64 +276,64 @@ void CoordClient::WaitTurn(Runtime& rt) {
       DeviceSetBlocked(true);
       blocked = true;
     }
-    cv_.wait_for(lock, kRecheckEvery);
+    cv_.WaitFor(&mu_, kRecheckEvery);
   }
   if (blocked) DeviceSetBlocked(false);
   rt.counters().coord_wait_ns->Add(DeviceNow() - since);
 }
 
-void CoordClient::Execute(Runtime& rt, const proto::Message& m) {
+void CoordClient::Execute(const proto::Message& m) {
   if (auto* go = std::get_if<proto::Go>(&m)) {
-    OnGo(rt, *go);
+    OnGo(*go);
   } else if (auto* stop = std::get_if<proto::Stop>(&m)) {
-    OnStop(rt, *stop);
+    OnStop(*stop);
   } else if (auto* budget = std::get_if<proto::Budget>(&m)) {
-    OnBudget(rt, budget->budget);
+    OnBudget(budget->budget);
   } else {
     LogWarn("ignored an unexpected '{}' from the coordinator", proto::MsgTypeName(proto::TypeOf(m)));
   }
 }
 
-void CoordClient::OnGo(Runtime& rt, const proto::Go& go) {
+void CoordClient::OnGo(const proto::Go& go) {
   DeviceAdvanceTo(go.start_ns);
   {
-    std::lock_guard<std::mutex> lock(rt.mu());
-    if (go.budget > 0) rt.job().SetGranted(go.budget);
-    rt.memory().SetFuture({});
+    MutexLock lock(&rt_.mu());
+    if (go.budget > 0) rt_.job().SetGranted(go.budget);
+    rt_.memory().SetFuture({});
     if (go.load && !last_working_set_.empty()) {
       // The working set comes back in access order before the first kernel;
       // the kernels would wait for it anyway, so waiting here costs nothing
       // and measures the link for the coordinator.
       const uint64_t t0 = DeviceNow();
-      const MoveOutcome out = MoveMemory(rt, [&](DeviceOps& ops) { return rt.job().Reload(last_working_set_, ops); });
+      const MoveOutcome out = MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Reload(last_working_set_, ops); });
       loaded_bytes_ = out.loaded;
       load_ns_ = DeviceNow() - t0;
-      rt.counters().coord_loaded_bytes->Add(out.loaded);
+      rt_.counters().coord_loaded_bytes->Add(out.loaded);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   slice_end_sent_ = false;
   running_.store(true);
 }
 
-void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
+void CoordClient::OnStop(const proto::Stop& stop) {
   running_.store(false);
-  rt.counters().coord_stops->Add();
+  rt_.counters().coord_stops->Add();
   auto synchronize = RealDriver().cuCtxSynchronize;
   if (synchronize) synchronize();  // the queue drains: the stop falls on a kernel boundary
   proto::Stopped reply;
   reply.now_ns = DeviceNow();
   {
-    std::lock_guard<std::mutex> lock(rt.mu());
-    MemoryManager& mm = rt.memory();
-    mm.MarkCompleted(rt.seq());
+    MutexLock lock(&rt_.mu());
+    MemoryManager& mm = rt_.memory();
+    mm.MarkCompleted(rt_.seq());
     std::vector<ByteRange> used = mm.TakeWorkingSet();
     if (!used.empty()) last_working_set_ = std::move(used);
     reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : Bytes(last_working_set_);
     // Evict what the next slice needs last: its own working set comes back
     // first. The transfers overlap the incoming job's loads.
     mm.SetFuture({last_working_set_});
-    MoveMemory(rt, [&](DeviceOps& ops) { return rt.job().Evict(stop.evict_bytes, ops); });
+    MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Evict(stop.evict_bytes, ops); });
     reply.resident = mm.resident_bytes();
     reply.loaded = loaded_bytes_;
     reply.load_ns = load_ns_;
@@ -335,11 +342,11 @@ void CoordClient::OnStop(Runtime& rt, const proto::Stop& stop) {
   Send(reply);
 }
 
-void CoordClient::OnBudget(Runtime& rt, uint64_t budget) {
-  std::lock_guard<std::mutex> lock(rt.mu());
+void CoordClient::OnBudget(uint64_t budget) {
+  MutexLock lock(&rt_.mu());
   if (budget == 0) return;
-  rt.job().SetGranted(budget);
-  MoveMemory(rt, [&](DeviceOps& ops) { return rt.job().FitBudget(ops); });
+  rt_.job().SetGranted(budget);
+  MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().FitBudget(ops); });
 }
 
 }  // namespace msched::hook

@@ -25,15 +25,15 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "coord/coord_shm.h"
 #include "hook_guard.h"
 #include "msched/protocol.h"
@@ -53,56 +53,58 @@ class CoordClient {
   // At an allocation of `bytes`: registers on the first call and waits while
   // queued. Not OK when the job may not run: refused (ResourceExhausted) or,
   // with MSCHED_COORD=required, no coordinator (Unavailable).
-  Status Register(Runtime& rt, uint64_t bytes);
+  Status Register(Runtime& rt, uint64_t bytes) MSCHED_EXCLUDES(register_mu_, mu_);
   // Allocated bytes changed (after an allocation or a free).
   void ReportAllocated(uint64_t bytes);
 
   // The launch path: may the job launch now? No system call.
   bool MayLaunch() const;
   // The slow path: blocks until it may launch, doing what the coordinator asks.
-  void WaitTurn(Runtime& rt);
+  void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(mu_);
 
  private:
   CoordClient(Runtime& rt, const Config& config) : rt_(rt), config_(config) {}
   // Connects and says hello; returns the socket.
   Result<int> Connect(uint64_t allocated);
-  void ReaderLoop();
-  void Execute(Runtime& rt, const proto::Message& m);
-  void OnStop(Runtime& rt, const proto::Stop& stop);
-  void OnGo(Runtime& rt, const proto::Go& go);
-  void OnBudget(Runtime& rt, uint64_t budget);
-  void Send(const proto::Message& m);
-  void BecomeStandalone(const std::string& why);
+  void ReaderLoop() MSCHED_EXCLUDES(mu_);
+  // The coordinator's orders, carried out on rt_ (the Runtime's lock taken
+  // inside, never held by the caller).
+  void Execute(const proto::Message& m) MSCHED_EXCLUDES(mu_);
+  void OnStop(const proto::Stop& stop) MSCHED_EXCLUDES(mu_);
+  void OnGo(const proto::Go& go) MSCHED_EXCLUDES(mu_);
+  void OnBudget(uint64_t budget) MSCHED_EXCLUDES(mu_);
+  void Send(const proto::Message& m) MSCHED_EXCLUDES(send_mu_);
+  void BecomeStandalone(const std::string& why) MSCHED_EXCLUDES(mu_);
   static void SayGoodbye();
 
   static std::atomic<CoordClient*> active_;
   Runtime& rt_;
   const Config& config_;
 
-  std::mutex register_mu_;  // one registration at a time
-  bool registered_ = false; // guarded by register_mu_
-  Status refusal_;          // guarded by register_mu_: why the job may not run
+  Mutex register_mu_;  // one registration at a time
+  bool registered_ MSCHED_GUARDED_BY(register_mu_) = false;
+  Status refusal_ MSCHED_GUARDED_BY(register_mu_);  // why the job may not run
 
-  std::mutex send_mu_;
+  Mutex send_mu_;  // one message at a time on the socket
   std::atomic<int> fd_{-1};
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<proto::Message> inbox_;    // guarded by mu_
-  bool welcomed_ = false;               // guarded by mu_
-  bool dropped_ = false;                // guarded by mu_: a connection ended before its welcome
+  Mutex mu_ MSCHED_ACQUIRED_AFTER(register_mu_);
+  CondVar cv_;  // signalled under mu_ when the fields below change
+  std::deque<proto::Message> inbox_ MSCHED_GUARDED_BY(mu_);
+  bool welcomed_ MSCHED_GUARDED_BY(mu_) = false;
+  bool dropped_ MSCHED_GUARDED_BY(mu_) = false;  // a connection ended before its welcome
   std::atomic<bool> given_up_{false};   // required and unanswered: the reader thread stops
-  std::string refused_;                 // guarded by mu_: the coordinator's reason
+  std::string refused_ MSCHED_GUARDED_BY(mu_);  // the coordinator's reason
   // The job's slot in the coordinator's shared memory. A mapping is never
   // unmapped (a launch may be reading an old one when the job reconnects).
   std::atomic<const ShmSlot*> gate_{nullptr};
   std::atomic<bool> attention_{false};  // messages wait in the inbox
   std::atomic<bool> running_{false};    // holds its turn (last Go not yet followed by a Stop)
-  bool slice_end_sent_ = false;         // guarded by mu_
+  bool slice_end_sent_ MSCHED_GUARDED_BY(mu_) = false;
 
-  // Guarded by the Runtime's lock.
-  std::vector<ByteRange> last_working_set_;
-  uint64_t loaded_bytes_ = 0, load_ns_ = 0;
+  std::vector<ByteRange> last_working_set_ MSCHED_GUARDED_BY(rt_.mu());
+  uint64_t loaded_bytes_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
+  uint64_t load_ns_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
   std::atomic<uint64_t> allocated_{0};
 };
 

@@ -20,7 +20,7 @@ PredictedRegion Region(CUdeviceptr p, size_t bytes, AccessMode mode) {
 // Makes a device-side operation's ranges resident before it is queued.
 void BeforeDeviceOp(Runtime& rt, std::initializer_list<PredictedRegion> regions, CUstream stream) {
   if (!rt.predicting()) return;
-  std::lock_guard<std::mutex> lock(rt.mu());
+  MutexLock lock(&rt.mu());
   rt.counters().copies_predicted->Add();
   PrepareResidency(rt, std::vector<PredictedRegion>(regions), stream);
 }
@@ -28,7 +28,7 @@ void BeforeDeviceOp(Runtime& rt, std::initializer_list<PredictedRegion> regions,
 // True when both ends of a unified-addressing copy are GPU memory msched
 // knows (so the copy runs on the device).
 bool DeviceToDevice(Runtime& rt, CUdeviceptr dst, CUdeviceptr src) {
-  std::lock_guard<std::mutex> lock(rt.mu());
+  MutexLock lock(&rt.mu());
   return rt.allocs().Find(dst) != nullptr && rt.allocs().Find(src) != nullptr;
 }
 

@@ -29,7 +29,8 @@ KernelInfo ResolveKernel(CUfunction f, const TemplateStore& templates);
 
 class KernelCache {
  public:
-  // nullptr when `f` was never resolved.
+  // nullptr when `f` was never resolved. Entries are never removed or moved:
+  // a KernelInfo* stays valid for the life of the process.
   const KernelInfo* Find(CUfunction f) const {
     auto it = by_handle_.find(f);
     return it == by_handle_.end() ? nullptr : it->second.get();

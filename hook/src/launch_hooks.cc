@@ -9,6 +9,7 @@
 // In profile mode the launch runs under the profile recorder instead. With a
 // coordinator, every launch first passes the job's gate (coord_client.h).
 #include <chrono>
+#include <cstdint>
 
 #include "coord_client.h"
 #include "hook_guard.h"
@@ -34,18 +35,33 @@ struct LaunchSite {
   void** extra;
 };
 
+// The kernel behind handle `f`. The cache never drops or moves an entry, so
+// each thread keeps the handles it launched last (direct-mapped) and finds
+// them again without the Runtime's lock.
 const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
+  struct Recent {
+    CUfunction f = nullptr;
+    const KernelInfo* k = nullptr;
+  };
+  static thread_local Recent recent[16];
+  Recent& r = recent[(reinterpret_cast<uintptr_t>(f) >> 4) & 15];
+  if (r.f == f && r.k != nullptr) return r.k;
+  const KernelInfo* k = nullptr;
   {
-    std::lock_guard<std::mutex> lock(rt.mu());
-    if (const KernelInfo* k = rt.kernels().Find(f)) return k;
+    MutexLock lock(&rt.mu());
+    k = rt.kernels().Find(f);
   }
-  KernelInfo info = ResolveKernel(f, rt.templates());  // asks the driver: outside the lock
-  if (info.tmpl == nullptr && rt.predicting()) {
-    LogOnce("unpredicted:" + info.name, spdlog::level::info,
-            "kernel '" + info.name + "' is not predicted (" + info.why_unpredicted + ")");
+  if (k == nullptr) {
+    KernelInfo info = ResolveKernel(f, rt.templates());  // asks the driver: outside the lock
+    if (info.tmpl == nullptr && rt.predicting()) {
+      LogOnce("unpredicted:" + info.name, spdlog::level::info,
+              "kernel '" + info.name + "' is not predicted (" + info.why_unpredicted + ")");
+    }
+    MutexLock lock(&rt.mu());
+    k = rt.kernels().Insert(f, std::move(info));
   }
-  std::lock_guard<std::mutex> lock(rt.mu());
-  return rt.kernels().Insert(f, std::move(info));
+  r = {f, k};
+  return k;
 }
 
 // The launch's arguments in whichever form they came; an empty view when the
@@ -59,6 +75,19 @@ ArgView Arguments(const KernelInfo& k, const LaunchSite& s) {
   return {};
 }
 
+// The working set each launching thread predicts, reused across its
+// launches so that, once grown, predicting allocates nothing. Per thread, so
+// template evaluation needs no lock (destroyed at thread exit).
+Prediction& ThreadPrediction() {
+  static thread_local Prediction pred;
+  return pred;
+}
+
+// Template evaluation reads only the template (immutable: Runtime::
+// templates()) and this launch's arguments, so it runs outside the
+// Runtime's lock; only what reads or changes shared state (the allocation
+// map, the memory manager) runs under it, and only when there is something
+// to make resident.
 void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   HookCounters& c = rt.counters();
   c.launches_total->Add();
@@ -71,22 +100,25 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     c.launches_in_capture->Add();
     return;
   }
-  std::lock_guard<std::mutex> lock(rt.mu());
-  Prediction& pred = rt.scratch();
+  Prediction& pred = ThreadPrediction();
   pred.Clear();
   const ArgView args = Arguments(*k, s);
   const PredictionSource source =
       ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
-  PredictLaunch(source, k->tmpl, args, s.dims, rt.allocs(), &pred);
   switch (source) {
     case PredictionSource::kTemplate:
+      if (k->tmpl != nullptr) EvaluateTemplate(*k->tmpl, args, s.dims, &pred);
       c.launches_predicted->Add();
       c.eval_failures->Add(pred.failed_regions());
       break;
     case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
     case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
-  PrepareResidency(rt, pred.regions(), s.stream);
+  if (source == PredictionSource::kWholeAllocations || !pred.regions().empty()) {
+    MutexLock lock(&rt.mu());
+    if (source == PredictionSource::kWholeAllocations) PredictAllocations(args, rt.allocs(), &pred);
+    PrepareResidency(rt, pred.regions(), s.stream);
+  }
   if (timed) {
     c.hook_latency_ns->Record(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));

@@ -10,6 +10,9 @@
 #include <mutex>
 #include <set>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
+
 #include "cuda_device_ops.h"
 #include "cupti_faults.h"
 #include "driver_functions.h"
@@ -32,13 +35,13 @@ struct ProfileRecorder::State {
   std::once_flag opened;
   int fd = -1;                      // -1: not recording
   CuptiFaults* cupti = nullptr;
-  std::mutex launch_mu;             // serialises profiled launches
-  std::mutex io_mu;                 // one line at a time; taken last
-  uint64_t seq = 0;                 // guarded by launch_mu
-  std::set<std::string> noted;      // guarded by launch_mu
+  Mutex launch_mu;                                     // serialises profiled launches
+  Mutex io_mu MSCHED_ACQUIRED_AFTER(launch_mu);        // one line at a time; taken last
+  uint64_t seq MSCHED_GUARDED_BY(launch_mu) = 0;
+  std::set<std::string> noted MSCHED_GUARDED_BY(launch_mu);
 
-  void Write(const std::string& line) {
-    std::lock_guard<std::mutex> lock(io_mu);
+  void Write(const std::string& line) MSCHED_EXCLUDES(io_mu) {
+    MutexLock lock(&io_mu);
     std::string text = line + "\n";
     for (size_t done = 0; done < text.size();) {
       const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -99,7 +102,7 @@ void ProfileRecorder::Free(uint64_t base) { s_->Write(TraceFreeLine(base)); }
 CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const ArgView& args, const LaunchDims& dims,
                                  const std::function<CUresult()>& launch) {
   State& s = *s_;
-  std::lock_guard<std::mutex> serial(s.launch_mu);
+  MutexLock serial(&s.launch_mu);
   if (!kernel.layout_known || args.layout() == nullptr) {
     if (s.noted.insert(kernel.name).second) {
       s.Write(TraceNoteLine("kernel '" + kernel.name +
@@ -115,7 +118,7 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
     // Everything managed goes to the host, so the kernel's first touches fault.
     std::vector<ByteRange> managed;
     {
-      std::lock_guard<std::mutex> lock(rt.mu());
+      MutexLock lock(&rt.mu());
       for (const auto& [base, a] : rt.allocs().all()) {
         if (a.kind == AllocKind::kManaged) managed.push_back(a.range());
       }

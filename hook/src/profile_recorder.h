@@ -32,7 +32,8 @@ class ProfileRecorder {
   // path. The trace opens on the first event (the driver is loaded by then).
   static ProfileRecorder* Get(Runtime& rt);
 
-  // REQUIRES: rt.mu() (the allocation map's order is the trace's order).
+  // Called with the Runtime's lock held (the allocation map's order is the
+  // trace's order); the lock is not named here, as these take no Runtime.
   void Alloc(uint64_t base, uint64_t size);
   void Free(uint64_t base);
 

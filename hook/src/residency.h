@@ -11,17 +11,20 @@
 #include <functional>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "entry_table.h"
 #include "runtime.h"
 
 namespace msched::hook {
 
-void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream);
+void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream)
+    MSCHED_REQUIRES(rt.mu());
 
 // Carries out `move` (one of JobMemory's moves, given the operations to act
 // through) on the calling thread's context and counts what it did; nothing
 // moves when there is no context. Not for the launch path (it allocates).
-MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move);
+// `move` runs with the lock held: annotate the lambda MSCHED_REQUIRES(rt.mu()).
+MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) MSCHED_REQUIRES(rt.mu());
 
 // The stream a call really uses: handle 0 on a per-thread (_ptsz/_ptds)
 // entry point is the per-thread default stream.

@@ -140,7 +140,7 @@ std::string Runtime::StatsJson() {
   j["pid"] = getpid();
   j["mode"] = ModeName(config().mode);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const JobBudget& b = job_.budget();
     j["memory"] = {{"budget", b.Total()},
                    {"budget_configured", b.configured},

@@ -4,14 +4,15 @@
 // switch to pass-through taken on any internal failure. Created on first use, which
 // never calls into CUDA; never destroyed (threads may call the driver while
 // the process exits).
-// Thread-safe: counters are atomic; the state under "Guarded by mu()" is
-// externally synchronized by mu().
+// Thread-safe: counters are atomic; the templates are immutable once
+// constructed; the state under "Guarded by mu()" is externally synchronized
+// by mu(), and clang's -Wthread-safety checks every access to it.
 #pragma once
 
 #include <cuda.h>
 
 #include <atomic>
-#include <mutex>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -20,7 +21,9 @@
 #include "kernel_cache.h"
 #include "model/job_memory.h"
 #include "msched/config.h"
+#include "base/mutex.h"
 #include "base/stats.h"
+#include "base/thread_annotations.h"
 #include "model/template_eval.h"
 #include "model/template_store.h"
 
@@ -79,31 +82,41 @@ class Runtime {
 
   StatsRegistry& stats() { return stats_; }
   HookCounters& counters() { return c_; }
-  std::string StatsJson();
+  std::string StatsJson() MSCHED_EXCLUDES(mu_);
 
   std::atomic<int> capturing{0};  // streams now capturing: inject nothing
 
-  // ---- Guarded by mu() -----------------------------------------------------
-  std::mutex& mu() { return mu_; }
-  AllocationMap& allocs() { return allocs_; }
-  JobMemory& job() { return job_; }
-  MemoryManager& memory() { return job_.manager(); }
+  // Loaded by the constructor and never changed: read without the lock (the
+  // launch path resolves kernels against it outside mu()).
   const TemplateStore& templates() const { return templates_; }
-  KernelCache& kernels() { return kernels_; }
-  Prediction& scratch() { return scratch_; }
-  uint64_t NextSeq() { return ++seq_; }
-  uint64_t seq() const { return seq_; }
+
+  // ---- Guarded by mu() -----------------------------------------------------
+  // The accessors below hand out references: the caller holds mu() for as
+  // long as it uses them.
+  Mutex& mu() MSCHED_RETURN_CAPABILITY(mu_) { return mu_; }
+  AllocationMap& allocs() MSCHED_REQUIRES(mu_) { return allocs_; }
+  JobMemory& job() MSCHED_REQUIRES(mu_) { return job_; }
+  MemoryManager& memory() MSCHED_REQUIRES(mu_) { return job_.manager(); }
+  KernelCache& kernels() MSCHED_REQUIRES(mu_) { return kernels_; }
+  uint64_t NextSeq() MSCHED_REQUIRES(mu_) { return ++seq_; }
+  uint64_t seq() const MSCHED_REQUIRES(mu_) { return seq_; }
   // Asks the driver for the device's memory, once a context exists to
   // answer, for the budget's fallback (JobBudget::device). Called by the
   // paths that plan or report memory, before they do.
-  void LearnDeviceMemory();
+  void LearnDeviceMemory() MSCHED_REQUIRES(mu_);
   // Memory msched cannot manage (VMM, IPC) came or went: it counts against
   // the budget (JobBudget::pinned).
-  void AddPinned(int64_t delta);
+  void AddPinned(int64_t delta) MSCHED_REQUIRES(mu_);
   // Streams that ran launches since everything was last known complete.
-  std::set<CUstream> streams_since_sync;
+  std::set<CUstream> streams_since_sync MSCHED_GUARDED_BY(mu_);
   // Frees of converted stream-ordered allocations, waiting for their stream.
-  std::vector<std::pair<CUevent, CUdeviceptr>> deferred_frees;
+  std::vector<std::pair<CUevent, CUdeviceptr>> deferred_frees MSCHED_GUARDED_BY(mu_);
+  // Converted stream-ordered allocations, whose frees must wait for the stream.
+  std::set<CUdeviceptr> stream_ordered MSCHED_GUARDED_BY(mu_);
+  // Sizes of the physical allocations (cuMemCreate) counted as pinned.
+  std::map<CUmemGenericAllocationHandle, size_t> physical_sizes MSCHED_GUARDED_BY(mu_);
+  // Streams now capturing (`capturing` holds their count for lock-free reads).
+  std::set<CUstream> capturing_streams MSCHED_GUARDED_BY(mu_);
 
  private:
   Runtime();
@@ -112,13 +125,12 @@ class Runtime {
   std::atomic<bool> passthrough_{false};
   StatsRegistry stats_;
   HookCounters c_{};
-  std::mutex mu_;
-  AllocationMap allocs_;
-  JobMemory job_;
-  TemplateStore templates_;
-  KernelCache kernels_;
-  Prediction scratch_;
-  uint64_t seq_ = 0;
+  TemplateStore templates_;  // immutable after the constructor
+  Mutex mu_;
+  AllocationMap allocs_ MSCHED_GUARDED_BY(mu_);
+  JobMemory job_ MSCHED_GUARDED_BY(mu_);
+  KernelCache kernels_ MSCHED_GUARDED_BY(mu_);
+  uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
 };
 
 // Marks this thread as inside a hook, so that a driver that calls back into

@@ -3,31 +3,24 @@
 // evicted without waiting for them) and completes deferred frees. Capture
 // begin/end track whether any stream is capturing: while one is, msched
 // injects no prefetch or event, which would invalidate the capture.
-#include <set>
-
 #include "hook_guard.h"
 #include "hooks.h"
 
 namespace msched::hook {
 
-void CompleteDeferredFrees(Runtime& rt);  // alloc_hooks.cc
+void CompleteDeferredFrees(Runtime& rt) MSCHED_REQUIRES(rt.mu());  // alloc_hooks.cc
 
 namespace {
 
 // `stream` null: the whole context is known to be idle.
 void AfterSync(Runtime& rt, CUstream stream, bool whole_context) {
-  std::lock_guard<std::mutex> lock(rt.mu());
+  MutexLock lock(&rt.mu());
   auto& used = rt.streams_since_sync;
   const bool everything = whole_context || used.empty() || (used.size() == 1 && *used.begin() == stream);
   if (!everything) return;
   rt.memory().MarkCompleted(rt.seq());
   used.clear();
   CompleteDeferredFrees(rt);
-}
-
-std::set<CUstream>& Capturing() {
-  static auto* s = new std::set<CUstream>;
-  return *s;
 }
 
 }  // namespace
@@ -73,9 +66,9 @@ CUresult Hook_cuStreamBeginCapture(Entry e, CUstream stream, CUstreamCaptureMode
   const CUresult r = c.real(stream, mode);
   if (c.rt && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuStreamBeginCapture", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      Capturing().insert(stream);
-      c.rt->capturing.store(static_cast<int>(Capturing().size()));
+      MutexLock lock(&c.rt->mu());
+      c.rt->capturing_streams.insert(stream);
+      c.rt->capturing.store(static_cast<int>(c.rt->capturing_streams.size()));
     });
   }
   return r;
@@ -89,9 +82,9 @@ CUresult Hook_cuStreamEndCapture(Entry e, CUstream stream, CUgraph* graph) {
   // with an error), except when the stream was not capturing at all.
   if (c.rt && r != CUDA_ERROR_ILLEGAL_STATE) {
     Safely(*c.rt, "cuStreamEndCapture", [&] {
-      std::lock_guard<std::mutex> lock(c.rt->mu());
-      Capturing().erase(stream);
-      c.rt->capturing.store(static_cast<int>(Capturing().size()));
+      MutexLock lock(&c.rt->mu());
+      c.rt->capturing_streams.erase(stream);
+      c.rt->capturing.store(static_cast<int>(c.rt->capturing_streams.size()));
     });
   }
   return r;

@@ -61,7 +61,7 @@ uint64_t Histogram::Percentile(double p) const {
 }
 
 Counter* StatsRegistry::GetCounter(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = counters_.find(name);
   if (it != counters_.end()) return it->second;
   Counter* c = &counter_storage_.emplace_back();
@@ -70,7 +70,7 @@ Counter* StatsRegistry::GetCounter(std::string_view name) {
 }
 
 Histogram* StatsRegistry::GetHistogram(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = histograms_.find(name);
   if (it != histograms_.end()) return it->second;
   Histogram* h = &histogram_storage_.emplace_back();
@@ -79,7 +79,7 @@ Histogram* StatsRegistry::GetHistogram(std::string_view name) {
 }
 
 uint64_t StatsRegistry::CounterValue(std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = counters_.find(name);
   return it == counters_.end() ? 0 : it->second->value();
 }
@@ -102,7 +102,7 @@ void Put(nlohmann::json& root, const std::string& name, nlohmann::json value) {
 }  // namespace
 
 std::string StatsRegistry::ToJson() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   nlohmann::json root = nlohmann::json::object();
   for (const auto& [name, c] : counters_) Put(root, name, c->value());
   for (const auto& [name, h] : histograms_) {

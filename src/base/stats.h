@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace msched {
 
@@ -66,18 +68,18 @@ class StatsRegistry {
   StatsRegistry(const StatsRegistry&) = delete;
   StatsRegistry& operator=(const StatsRegistry&) = delete;
 
-  Counter* GetCounter(std::string_view name);
-  Histogram* GetHistogram(std::string_view name);
+  Counter* GetCounter(std::string_view name) MSCHED_EXCLUDES(mu_);
+  Histogram* GetHistogram(std::string_view name) MSCHED_EXCLUDES(mu_);
   // Counters as numbers; histograms as {count, mean, p50, p99, max}.
-  std::string ToJson() const;
-  uint64_t CounterValue(std::string_view name) const;  // 0 if unregistered
+  std::string ToJson() const MSCHED_EXCLUDES(mu_);
+  uint64_t CounterValue(std::string_view name) const MSCHED_EXCLUDES(mu_);  // 0 if unregistered
 
  private:
-  mutable std::mutex mu_;
-  std::deque<Counter> counter_storage_;
-  std::deque<Histogram> histogram_storage_;
-  std::map<std::string, Counter*, std::less<>> counters_;
-  std::map<std::string, Histogram*, std::less<>> histograms_;
+  mutable Mutex mu_;
+  std::deque<Counter> counter_storage_ MSCHED_GUARDED_BY(mu_);
+  std::deque<Histogram> histogram_storage_ MSCHED_GUARDED_BY(mu_);
+  std::map<std::string, Counter*, std::less<>> counters_ MSCHED_GUARDED_BY(mu_);
+  std::map<std::string, Histogram*, std::less<>> histograms_ MSCHED_GUARDED_BY(mu_);
 };
 
 }  // namespace msched

@@ -28,18 +28,4 @@ PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_tem
   return has_template ? PredictionSource::kTemplate : PredictionSource::kNone;
 }
 
-void PredictLaunch(PredictionSource source, const KernelTemplate* tmpl, const ArgView& args, const LaunchDims& dims,
-                   const AllocationMap& allocs, Prediction* out) {
-  switch (source) {
-    case PredictionSource::kTemplate:
-      if (tmpl != nullptr) EvaluateTemplate(*tmpl, args, dims, out);
-      break;
-    case PredictionSource::kWholeAllocations:
-      PredictAllocations(args, allocs, out);
-      break;
-    case PredictionSource::kNone:
-      break;
-  }
-}
-
 }  // namespace msched

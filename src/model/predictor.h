@@ -1,6 +1,6 @@
 // Predicting one launch's working set: choosing how (ChoosePrediction), then
-// from its template when there is one (template_eval.h does the
-// evaluation), or at allocation granularity (every managed allocation an
+// from its template when there is one (EvaluateTemplate in template_eval.h,
+// which needs no lock), or at allocation granularity (every managed allocation an
 // argument word points into, the MSched paper's naive baseline). Runs on the
 // launch hot path; allocates nothing once `out` has grown. Thread-safe on
 // distinct outputs; the AllocationMap must not change meanwhile.
@@ -31,9 +31,5 @@ enum class PredictionSource : uint8_t {
 // without a template under MSCHED_UNKNOWN=alloc; else its template if it has
 // one; nothing when its arguments cannot be read (layout unknown).
 PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable);
-
-// Appends the prediction `source` gives (`tmpl` is used by kTemplate only).
-void PredictLaunch(PredictionSource source, const KernelTemplate* tmpl, const ArgView& args, const LaunchDims& dims,
-                   const AllocationMap& allocs, Prediction* out);
 
 }  // namespace msched

@@ -21,8 +21,21 @@ msched_dlsym_entry_225:
         jne     1f
         movq    msched_real_dlsym(%rip), %rax
         testq   %rax, %rax
+        jnz     2f
+        /* Before libmsched's constructor has run (another library's
+         * constructor can run first): find glibc's dlsym now, keeping the
+         * arguments, then tail-jump as usual. Two pushes and 8 bytes keep
+         * the stack 16-byte aligned at the call. */
+        pushq   %rdi
+        pushq   %rsi
+        subq    $8, %rsp
+        call    msched_resolve_real_dlsym
+        addq    $8, %rsp
+        popq    %rsi
+        popq    %rdi
+        testq   %rax, %rax
         jz      1f
-        jmp     *%rax
+2:      jmp     *%rax
 1:      jmp     msched_dlsym_impl
         .size   msched_dlsym_entry_234, . - msched_dlsym_entry_234
         .size   msched_dlsym_entry_225, . - msched_dlsym_entry_225

@@ -96,3 +96,11 @@ bool InsideRealDriver(const void* address) {
 }
 
 }  // namespace msched::hook
+
+// The dlsym entry stub (dlsym_entry.S) calls this for an RTLD_NEXT lookup
+// made before libmsched's constructor ran, so that the lookup is forwarded
+// to glibc's dlsym with its caller's return address, as every later one is.
+extern "C" __attribute__((visibility("hidden"))) void* msched_resolve_real_dlsym() {
+  if (msched_real_dlsym == nullptr) msched::hook::ResolveRealDlsym();
+  return reinterpret_cast<void*>(msched_real_dlsym);
+}

@@ -54,6 +54,19 @@ std::string Workload(const std::string& name) { return std::string(WORKLOADS_DIR
 using testsupport::Checksums;
 uint64_t U(const json& j, std::initializer_list<const char*> path) { return testsupport::JsonU64(j, path); }
 
+// Another interposer preloaded beside libmsched resolves the next getppid
+// with dlsym(RTLD_NEXT) in its constructor, which runs before libmsched's:
+// the answer must be libc's, whatever the order, not its own wrapper (on
+// which it would recurse forever).
+TEST(HookProcessTest, AnotherInterposersNextLookupIsAnsweredForItsCaller) {
+  for (const std::string& preload : {std::string(LIBMSCHED) + ":" + NEXT_INTERPOSER,
+                                     std::string(NEXT_INTERPOSER) + ":" + LIBMSCHED}) {
+    const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"LD_PRELOAD", preload}});
+    EXPECT_EQ(r.status, 0) << preload << ": " << r.err;
+    EXPECT_NE(r.err.find("next: libc\n"), std::string::npos) << preload << ": " << r.err;
+  }
+}
+
 TEST(HookProcessTest, ProgramLinkedWithLibcudaIsIntercepted) {
   const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz, MSCHED_FUZZ=ON, clang) in
-# build-fuzz/ and runs each for SECONDS over its seeds, one after another.
-#   scripts/fuzz.sh [--fresh] SECONDS [TARGET...]
-#   scripts/fuzz.sh 3600 templates trace   # a campaign: an hour each
-#   scripts/fuzz.sh --fresh 15             # scripts/test.sh's short run
+# build-fuzz/ and runs each for SECONDS (or RUNS inputs) over its seeds, one
+# after another.
+#   scripts/fuzz.sh [--fresh] [--seed S] SECONDS|--runs RUNS [TARGET...]
+#   scripts/fuzz.sh 3600 templates trace             # a campaign: an hour each
+#   scripts/fuzz.sh --fresh --seed 1 --runs 20000    # scripts/test.sh's short run
+# Campaigns (by time, a new seed each) are where new bugs are found; each
+# finding goes into the committed seeds once fixed, so every run replays it.
+# The test command's run is a fixed number of inputs from a fixed seed: a
+# regression check over the seeds plus a little fuzzing, the same length on
+# any machine (libFuzzer is not bit-for-bit repeatable even so).
 # TARGET is a name under tests/fuzz/corpus (default: all). What a run
 # finds is kept in build-fuzz/corpus/TARGET and grows over runs; --fresh
 # starts from the committed seeds alone and keeps nothing. A crash, a leak,
@@ -12,10 +18,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fresh=0
-if [ "${1:-}" = "--fresh" ]; then fresh=1; shift; fi
-seconds=${1:?usage: scripts/fuzz.sh [--fresh] SECONDS [TARGET...]}
-shift
+usage="usage: scripts/fuzz.sh [--fresh] [--seed S] SECONDS|--runs RUNS [TARGET...]"
+fresh=0 seed="" runs=""
+while (($#)); do
+  case "$1" in
+    --fresh) fresh=1; shift ;;
+    --seed) seed=${2:?$usage}; shift 2 ;;
+    --runs) runs=${2:?$usage}; shift 2 ;;
+    *) break ;;
+  esac
+done
+if [ -n "$runs" ]; then
+  limit=(-runs="$runs") what="$runs inputs"
+else
+  seconds=${1:?$usage}
+  shift
+  limit=(-max_total_time="$seconds") what="${seconds}s"
+fi
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   for d in tests/fuzz/corpus/*/; do targets+=("$(basename "$d")"); done
@@ -51,7 +70,7 @@ for t in "${targets[@]}"; do
   dict=$(dict_of "$t")
   log="build-fuzz/logs/$t.log"
   rc=0
-  "build-fuzz/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "build-fuzz/fuzz/fuzz_$t" "${limit[@]}" ${seed:+-seed="$seed"} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts" ${dict:+-dict="$dict"} "$work" "$seeds" </dev/null >"$log" 2>&1 || rc=$?
   ((fresh)) && rm -rf "$work"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -60,7 +79,7 @@ for t in "${targets[@]}"; do
     grep -E "ERROR: |runtime error:|SUMMARY:|Test unit written to|^    #[0-9]+ " "$log" | head -25 | sed 's/^/    /'
     failed+=("$t")
   else
-    echo "fuzz_$t: ${execs:-?} executions in ${seconds}s"
+    echo "fuzz_$t: ${execs:-?} executions (${what})"
   fi
 done
 if ((${#failed[@]})); then

@@ -3,8 +3,10 @@
 # hook, programs; warnings as errors), a clang build with -Wthread-safety
 # (build-tsa/: lock contracts; nothing run), then the driver-free core and its
 # tests again under AddressSanitizer and UBSan and then under
-# ThreadSanitizer, and a short run of each fuzz target (FUZZ_SECONDS each,
-# 15 by default; build-fuzz/, clang). Exits non-zero on any failure.
+# ThreadSanitizer, and a short run of each fuzz target over its seeds
+# (FUZZ_RUNS inputs each, 20000 by default, seed 1; build-fuzz/, clang;
+# campaigns: scripts/fuzz.sh).
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -29,8 +31,8 @@ cmake -S . -B build-asan -DMSCHED_SANITIZE=ON -DMSCHED_WERROR=ON >/dev/null
 cmake --build build-asan -j "$jobs" >/dev/null
 (cd build-asan && ctest --output-on-failure -j "$jobs")
 
-echo "== fuzz targets, ${FUZZ_SECONDS:-15} s each (build-fuzz/, clang)"
-scripts/fuzz.sh --fresh "${FUZZ_SECONDS:-15}"
+echo "== fuzz targets, ${FUZZ_RUNS:-20000} inputs each from a fixed seed (build-fuzz/, clang)"
+scripts/fuzz.sh --fresh --seed 1 --runs "${FUZZ_RUNS:-20000}"
 
 # The driver-free core and its tests (the coordinator's server and its
 # threads, the scheduler, the statistics) under ThreadSanitizer. A report

@@ -45,6 +45,12 @@ uint64_t U64(const json& j, const char* key) {
   return it->get<uint64_t>();
 }
 
+// An optional unsigned field. Never json::value<unsigned>: it would convert a
+// float such as 1e300 to an integer, which is undefined.
+uint64_t OptionalU64(const json& j, const char* key, uint64_t absent) {
+  return j.contains(key) ? U64(j, key) : absent;
+}
+
 void Dim3(const json& j, const char* key, uint32_t out[3]) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_array() || it->size() != 3) throw std::runtime_error(std::string("'") + key + "' must be [x, y, z]");
@@ -81,7 +87,7 @@ TraceLaunch ParseLaunch(const json& j) {
   }
   Dim3(j, "grid", l.dims.grid);
   Dim3(j, "block", l.dims.block);
-  l.dims.shared_mem = static_cast<uint32_t>(j.value("smem", 0u));
+  l.dims.shared_mem = static_cast<uint32_t>(OptionalU64(j, "smem", 0));
   for (const json& t : j.at("touched")) {
     if (!t.is_array() || t.size() != 3 || !t[0].is_number_unsigned() || !t[1].is_number_unsigned() ||
         !t[2].is_number_unsigned() || t[1].get<uint64_t>() <= t[0].get<uint64_t>() || t[2].get<int>() < 1 ||
@@ -90,7 +96,7 @@ TraceLaunch ParseLaunch(const json& j) {
     }
     l.touched.push_back({{t[0].get<uint64_t>(), t[1].get<uint64_t>()}, static_cast<AccessMode>(t[2].get<int>())});
   }
-  l.latency_ns = j.value("latency_ns", uint64_t{0});
+  l.latency_ns = OptionalU64(j, "latency_ns", 0);
   return l;
 }
 
@@ -142,7 +148,7 @@ TraceReadResult ReadTrace(const std::string& path) {
           return out;
         }
         out.trace.source = j.value("source", std::string("unknown"));
-        out.trace.precision = std::max<uint64_t>(1, j.value("precision", uint64_t{1}));
+        out.trace.precision = std::max<uint64_t>(1, OptionalU64(j, "precision", 1));
         header = true;
       } else if (type == "alloc") {
         out.trace.allocs.push_back({true, U64(j, "base"), U64(j, "size")});

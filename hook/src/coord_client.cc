@@ -32,12 +32,6 @@ std::string ProgramName() {
   return name.empty() ? "job" : name.substr(0, proto::kMaxName);
 }
 
-uint64_t Bytes(const std::vector<ByteRange>& ranges) {
-  uint64_t total = 0;
-  for (const ByteRange& r : ranges) total += r.size();
-  return total;
-}
-
 }  // namespace
 
 std::atomic<CoordClient*> CoordClient::active_{nullptr};
@@ -329,7 +323,7 @@ void CoordClient::OnStop(const proto::Stop& stop) {
     mm.MarkCompleted(rt_.seq());
     std::vector<ByteRange> used = mm.TakeWorkingSet();
     if (!used.empty()) last_working_set_ = std::move(used);
-    reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : Bytes(last_working_set_);
+    reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : TotalBytes(last_working_set_);
     // Evict what the next slice needs last: its own working set comes back
     // first. The transfers overlap the incoming job's loads.
     mm.SetFuture({last_working_set_});

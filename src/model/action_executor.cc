@@ -25,13 +25,8 @@ Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceO
   if (!actions.load.empty()) note(ops.StreamAfterTransfers(stream));
   if (!failed.empty()) manager.Invalidate(failed);
   if (moved != nullptr) {
-    auto bytes = [](const std::vector<ByteRange>& rs) {
-      uint64_t n = 0;
-      for (const ByteRange& r : rs) n += r.size();
-      return n;
-    };
-    moved->evicted = bytes(actions.evict) - bytes(failed.evict);
-    moved->loaded = bytes(actions.load) - bytes(failed.load);
+    moved->evicted = TotalBytes(actions.evict) - TotalBytes(failed.evict);
+    moved->loaded = TotalBytes(actions.load) - TotalBytes(failed.load);
   }
   return first_error;
 }

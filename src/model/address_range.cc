@@ -71,10 +71,12 @@ uint64_t RangeSet::OverlapBytes(const RangeSet& other) const {
   return total;
 }
 
-uint64_t RangeSet::TotalBytes() const {
+uint64_t TotalBytes(const std::vector<ByteRange>& ranges) {
   uint64_t total = 0;
-  for (const ByteRange& r : ranges_) total += r.size();
+  for (const ByteRange& r : ranges) total += r.size();
   return total;
 }
+
+uint64_t RangeSet::TotalBytes() const { return msched::TotalBytes(ranges_); }
 
 }  // namespace msched

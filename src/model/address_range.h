@@ -44,6 +44,9 @@ struct ChunkSpan {
 };
 inline ChunkSpan ChunksOf(const ByteRange& r) { return {ChunkOf(r.begin), ChunkOf(r.end - 1)}; }
 
+// The sum of the ranges' sizes (overlaps counted twice).
+uint64_t TotalBytes(const std::vector<ByteRange>& ranges);
+
 // RangeSet: a set of addresses kept as sorted, disjoint, non-adjacent ranges.
 // Invariant: ranges()[i].end < ranges()[i+1].begin, and no range is empty.
 class RangeSet {

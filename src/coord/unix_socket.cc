@@ -25,6 +25,22 @@ Result<sockaddr_un> Address(const std::string& path) {
   return addr;
 }
 
+// Whether `dir` (with `st` from stat or lstat) may hold this user's
+// coordinator socket: a directory owned by this user or root that no one
+// else may write unless it is sticky. Both ends apply it: the coordinator
+// before it listens, a job before it connects.
+Status TrustDirectory(const std::string& dir, const struct stat& st) {
+  const uid_t me = geteuid();
+  if (!S_ISDIR(st.st_mode)) return Status::PermissionDenied(dir + " is not a directory (a symlink?); refusing it");
+  if (st.st_uid != me && st.st_uid != 0) {
+    return Status::PermissionDenied(dir + " belongs to uid " + std::to_string(st.st_uid) + "; refusing it");
+  }
+  if (st.st_uid == me && me != 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+    return Status::PermissionDenied(dir + " is writable by others; refusing it");
+  }
+  return Status::Ok();
+}
+
 Status CheckDirectory(const std::string& dir) {
   const uid_t me = geteuid();
   struct stat st;
@@ -35,14 +51,7 @@ Status CheckDirectory(const std::string& dir) {
     }
     if (lstat(dir.c_str(), &st) != 0) return Status::IoError(Errno("cannot inspect " + dir));
   }
-  if (!S_ISDIR(st.st_mode)) return Status::PermissionDenied(dir + " is not a directory (a symlink?); refusing it");
-  if (st.st_uid != me && st.st_uid != 0) {
-    return Status::PermissionDenied(dir + " belongs to uid " + std::to_string(st.st_uid) + "; refusing it");
-  }
-  if (st.st_uid == me && me != 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-    return Status::PermissionDenied(dir + " is writable by others; refusing it");
-  }
-  return Status::Ok();
+  return TrustDirectory(dir, st);
 }
 
 }  // namespace
@@ -95,15 +104,10 @@ Result<int> ConnectToCoordinator(const std::string& path) {
   const uid_t me = ::geteuid();
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  // The same rule the coordinator applies to its own directory (CheckDirectory).
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) {
-    const bool mine = st.st_uid == me;
-    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
-    if ((!mine && st.st_uid != 0) || (mine && me != 0 && others_write)) {
-      return Status::PermissionDenied("the coordinator socket's directory " + dir + " belongs to uid " +
-                                      std::to_string(st.st_uid) + (others_write ? " and others may write it" : "") +
-                                      "; not trusting a coordinator there");
+    if (Status s = TrustDirectory(dir, st); !s.ok()) {
+      return Status::PermissionDenied("not trusting a coordinator at " + path + ": " + s.message());
     }
   }
   Result<int> fd = ConnectUnix(path);

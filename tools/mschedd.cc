@@ -67,14 +67,6 @@ bool ParseRatio(const std::string& text, double* out, double lo, double hi) {
   return true;
 }
 
-bool ParseInteger(const std::string& text, long* out, long lo, long hi) {
-  long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 // Every connection holds a descriptor: take the most the hard limit allows,
 // so that a shared coordinator is not the first to run out.
 void RaiseDescriptorLimit() {
@@ -148,13 +140,13 @@ int Main(int argc, char** argv) {
       if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
       o.hello_timeout_ms = ns / 1000000;
     } else if (a == "--max-jobs-per-user") {
-      long n = 0;
-      if (!ParseInteger(v, &n, 1, kShmSlots)) return bad("an integer from 1 to 256");
-      o.max_jobs_per_user = static_cast<uint32_t>(n);
+      Result<int64_t> n = ParseInteger(v, 1, kShmSlots);
+      if (!n.ok()) return bad("an integer from 1 to 256");
+      o.max_jobs_per_user = static_cast<uint32_t>(*n);
     } else if (a == "--max-guest-priority") {
-      long n = 0;
-      if (!ParseInteger(v, &n, kMinPriority, kMaxPriority)) return bad("an integer from -100 to 100");
-      o.max_guest_priority = static_cast<int>(n);
+      Result<int64_t> n = ParseInteger(v, kMinPriority, kMaxPriority);
+      if (!n.ok()) return bad("an integer from -100 to 100");
+      o.max_guest_priority = static_cast<int>(*n);
     } else {
       std::cerr << "mschedd: unknown option " << a << "\n" << kUsage;
       return 2;

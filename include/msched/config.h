@@ -87,6 +87,8 @@ std::string DefaultSocketPath();
 Result<uint64_t> ParseBytes(std::string_view text);
 // "250ms", "2s", "100us", "500ns", "1.5s", "2min"; a unit is required.
 Result<uint64_t> ParseDurationNs(std::string_view text);
+// A decimal integer from `lo` to `hi`, nothing before or after it.
+Result<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi);
 // "8.0 GiB", "512.0 MiB", "4.0 KiB", "17 B": for messages and reports.
 std::string FormatBytes(uint64_t bytes);
 

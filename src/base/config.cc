@@ -144,11 +144,9 @@ const VarSpec kVars[] = {
      [](std::string_view v, Config* c) { return PickEnum(v, kClasses, &c->job_class); }},
     {{"MSCHED_PRIORITY", "an integer from -100 to 100", "0", "higher runs first and may preempt"},
      [](std::string_view v, Config* c) {
-       v = Trim(v);
-       int p = 0;
-       auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), p);
-       if (ec != std::errc() || ptr != v.data() + v.size() || p < kMinPriority || p > kMaxPriority) return false;
-       c->priority = p;
+       Result<int64_t> p = ParseInteger(Trim(v), kMinPriority, kMaxPriority);
+       if (!p.ok()) return false;
+       c->priority = static_cast<int>(*p);
        return true;
      }},
     {{"MSCHED_JOB_NAME", "any text", "the program name", "how the job shows in msched status"},
@@ -246,6 +244,16 @@ Result<uint64_t> ParseBytes(std::string_view text) {
   }
   return Status::InvalidArgument("'" + std::string(text) + "': unknown size unit '" + unit +
                                  "' (use B, K, M, G, T, KiB..TiB or KB..TB)");
+}
+
+Result<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) {
+    return Status::InvalidArgument("'" + std::string(text) + "' is not an integer from " + std::to_string(lo) +
+                                   " to " + std::to_string(hi));
+  }
+  return v;
 }
 
 Result<uint64_t> ParseDurationNs(std::string_view text) {

@@ -46,6 +46,14 @@ TEST(ParseDurationTest, NeedsAUnit) {
   EXPECT_FALSE(ParseDurationNs("5 fortnights").ok());
 }
 
+TEST(ParseIntegerTest, TakesOnlyAWholeIntegerWithinItsBounds) {
+  EXPECT_EQ(*ParseInteger("-100", -100, 100), -100);
+  EXPECT_EQ(*ParseInteger("256", 1, 256), 256);
+  for (const char* bad : {"", "101", "-101", "1.5", "12x", " 5", "+5", "99999999999999999999"}) {
+    EXPECT_FALSE(ParseInteger(bad, -100, 100).ok()) << bad;
+  }
+}
+
 TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   ConfigParse p = Parse({});
   EXPECT_TRUE(p.errors.empty());

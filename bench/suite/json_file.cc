@@ -6,7 +6,7 @@ namespace msched {
 
 nlohmann::json ReadJsonFile(const std::string& path, std::string* error) {
   std::string text;
-  if (!ReadRegularFile(path, kMaxConfigFileBytes, &text, error) || !CheckJsonDepth(text, kMaxJsonDepth, error)) {
+  if (!ReadJsonFileText(path, kMaxConfigFileBytes, &text, error)) {
     *error = path + ": " + *error;
     return nlohmann::json(nlohmann::json::value_t::discarded);
   }

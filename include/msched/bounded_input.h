@@ -12,8 +12,9 @@
 //
 // Example:
 //   std::string text, error;
-//   if (!ReadRegularFile(path, kMaxTemplatesFileBytes, &text, &error) ||
-//       !CheckJsonDepth(text, kMaxJsonDepth, &error)) return Status::InvalidArgument(path + ": " + error);
+//   if (!ReadJsonFileText(path, kMaxConfigFileBytes, &text, &error)) {
+//     return Status::InvalidArgument(path + ": " + error);
+//   }
 #pragma once
 
 #include <fcntl.h>
@@ -116,6 +117,14 @@ inline constexpr size_t kMaxJsonDepth = 64;
     }
   }
   return true;
+}
+
+// The text of a JSON input file of msched's own formats: a regular file of
+// at most `max_bytes` that nests no deeper than kMaxJsonDepth, ready for a
+// parser. False with the reason in *error (without the path) otherwise.
+[[nodiscard]] inline bool ReadJsonFileText(const std::string& path, uint64_t max_bytes, std::string* out,
+                                           std::string* error) {
+  return ReadRegularFile(path, max_bytes, out, error) && CheckJsonDepth(*out, kMaxJsonDepth, error);
 }
 
 }  // namespace msched

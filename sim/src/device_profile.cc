@@ -115,8 +115,8 @@ bool LoadDeviceProfile(const std::string& name_or_path, DeviceProfile* out, std:
     }
   }
   std::string text;
-  if (!msched::ReadRegularFile(path, msched::kMaxConfigFileBytes, &text, error) ||
-      !msched::CheckJsonDepth(text, msched::kMaxJsonDepth, error) || !ParseDeviceProfile(text, out, error)) {
+  if (!msched::ReadJsonFileText(path, msched::kMaxConfigFileBytes, &text, error) ||
+      !ParseDeviceProfile(text, out, error)) {
     *error = "device profile " + path + ": " + *error;
     return false;
   }

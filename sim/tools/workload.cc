@@ -37,8 +37,7 @@ class VarContext : public ExprContext {
 // prefixes the reason (LoadWorkload names the workload file itself).
 std::string ReadFile(const std::string& path, const std::string& what) {
   std::string text, error;
-  if (!msched::ReadRegularFile(path, msched::kMaxConfigFileBytes, &text, &error) ||
-      !msched::CheckJsonDepth(text, msched::kMaxJsonDepth, &error)) {
+  if (!msched::ReadJsonFileText(path, msched::kMaxConfigFileBytes, &text, &error)) {
     throw ParseError{what + error};
   }
   return text;

@@ -14,6 +14,16 @@ Status Check(CUresult r, const char* what) {
   return Status::Unavailable(std::string(what) + " failed with CUresult " + std::to_string(r));
 }
 
+// Makes `waiter` wait for the work queued so far on `signaller`, through `ev`.
+Status WaitFor(CUstream waiter, CUstream signaller, CUevent ev) {
+  const DriverFunctions& real = RealDriver();
+  if (!real.cuEventRecord || !real.cuStreamWaitEvent) {
+    return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
+  }
+  MSCHED_RETURN_IF_ERROR(Check(real.cuEventRecord(ev, signaller), "cuEventRecord"));
+  return Check(real.cuStreamWaitEvent(waiter, ev, 0), "cuStreamWaitEvent");
+}
+
 }  // namespace
 
 struct CudaDeviceOps::PerContext {
@@ -53,21 +63,11 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
 }
 
 Status CudaDeviceOps::TransfersAfter(StreamHandle stream) {
-  const DriverFunctions& real = RealDriver();
-  if (!real.cuEventRecord || !real.cuStreamWaitEvent) {
-    return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
-  }
-  MSCHED_RETURN_IF_ERROR(Check(real.cuEventRecord(c_->queued, reinterpret_cast<CUstream>(stream)), "cuEventRecord"));
-  return Check(real.cuStreamWaitEvent(c_->transfer, c_->queued, 0), "cuStreamWaitEvent");
+  return WaitFor(c_->transfer, reinterpret_cast<CUstream>(stream), c_->queued);
 }
 
 Status CudaDeviceOps::StreamAfterTransfers(StreamHandle stream) {
-  const DriverFunctions& real = RealDriver();
-  if (!real.cuEventRecord || !real.cuStreamWaitEvent) {
-    return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
-  }
-  MSCHED_RETURN_IF_ERROR(Check(real.cuEventRecord(c_->ready, c_->transfer), "cuEventRecord"));
-  return Check(real.cuStreamWaitEvent(reinterpret_cast<CUstream>(stream), c_->ready, 0), "cuStreamWaitEvent");
+  return WaitFor(reinterpret_cast<CUstream>(stream), c_->transfer, c_->ready);
 }
 
 Status CudaDeviceOps::SynchronizeTransfers() {

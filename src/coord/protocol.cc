@@ -169,10 +169,10 @@ std::string SanitizeName(std::string_view name) {
   for (size_t i = 0; i < name.size();) {
     const size_t n = Utf8Length(name, i);
     const bool keep = n > 0 && !IsControl(static_cast<unsigned char>(name[i]));
-    const size_t take = keep ? n : 1;
-    if (out.size() + (keep ? n : 1) > kMaxName) break;
+    const size_t take = keep ? n : 1;  // bytes read, and bytes written ('?' for one bad byte)
+    if (out.size() + take > kMaxName) break;
     if (keep) {
-      out.append(name.substr(i, n));
+      out.append(name.substr(i, take));
     } else {
       out.push_back('?');
     }

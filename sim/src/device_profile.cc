@@ -76,7 +76,6 @@ bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::s
       Number(doc, "fault_control_us", true, 0, 1e6, &p.fault_control_us, error) &&
       Number(doc, "fault_min_transfer_us", false, 0, 1e6, &p.fault_min_transfer_us, error) &&
       Number(doc, "fault_batch_size", false, 1, 65536, &batch, error) &&
-      Number(doc, "fault_batch_us", false, 0, 1e6, &p.fault_batch_us, error) &&
       Number(doc, "prefetch_call_us", false, 0, 1e6, &p.prefetch_call_us, error) &&
       Number(doc, "kernel_launch_us", false, 0, 1e6, &p.kernel_launch_us, error) &&
       Number(doc, "launch_api_us", false, 0, 1e6, &p.launch_api_us, error) &&

@@ -17,10 +17,9 @@ struct DeviceProfile {
   double tflops = 0;           // compute rate, for kernel cost
   double h2d_gbps = 0;         // copy engine, host to device
   double d2h_gbps = 0;         // copy engine, device to host
-  double fault_control_us = 0; // control-plane cost of one serviced fault
-  double fault_min_transfer_us = 0;  // floor on one fault's data transfer
-  uint32_t fault_batch_size = 256;   // faults serviced per batch
-  double fault_batch_us = 0;         // fixed cost per batch (replay)
+  double fault_control_us = 0; // control-plane round trip of one fault batch (one lone fault: one batch)
+  double fault_min_transfer_us = 0;  // floor on one batch's data transfer
+  uint32_t fault_batch_size = 256;   // fault entries (4 KiB pages) serviced per batch
   double prefetch_call_us = 0;       // device-side setup of one prefetch call
   double kernel_launch_us = 0;       // fixed device-side cost of a kernel
   double launch_api_us = 0;          // host cost of a launch call

@@ -31,8 +31,10 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
   if ((dst_dev && p.FindAlloc(dst, n) == nullptr) || (src_dev && p.FindAlloc(src, n) == nullptr)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   const msim::DeviceProfile& prof = p.dev->profile();
+  // The model sees each operation before the host memory it stands for
+  // changes: first-touch detection must not mistake the copy for a host
+  // write.
   if (dir == Dir::kDtoD) {
     const std::vector<TouchedRange> ranges = {{src, src + n, 1}, {dst, dst + n, 2}};
     if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(2 * n, prof.hbm_gbps))) return CUDA_ERROR_INVALID_VALUE;
@@ -40,8 +42,11 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
   } else if (dir == Dir::kHtoH) {
     p.OpEnd(s, p.OpStart(s));
   } else {
+    std::vector<msim::ChunkTouch> written;  // managed units a host-to-device copy writes
+    if (dir == Dir::kHtoD && !p.Touches({TouchedRange{dst, dst + n, 2}}, &written)) return CUDA_ERROR_INVALID_VALUE;
     const uint64_t start = p.OpStart(s);
     DeviceLock dl(p.dev);
+    msim::HostWrote(*p.dev, written);
     uint64_t& engine = dir == Dir::kHtoD ? p.dev->h2d_free() : p.dev->d2h_free();
     const uint64_t begin = std::max(start, engine);
     engine = begin + msim::TransferNs(n, dir == Dir::kHtoD ? prof.h2d_gbps : prof.d2h_gbps);
@@ -49,6 +54,7 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
     (dir == Dir::kHtoD ? p.counters.memcpy_h2d_bytes : p.counters.memcpy_d2h_bytes) += n;
     p.PublishClock();
   }
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   if (sync) p.AdvanceTo(s->ready);
   return CUDA_SUCCESS;
 }
@@ -82,12 +88,12 @@ CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz,
     const uint64_t bytes = count * sizeof(T);
     if (bytes == 0) return CUDA_SUCCESS;
     if (p.FindAlloc(dst, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    T* out = reinterpret_cast<T*>(dst);
-    for (size_t i = 0; i < count; ++i) out[i] = value;
     const std::vector<TouchedRange> ranges = {{dst, dst + bytes, 2}};
     if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
       return CUDA_ERROR_INVALID_VALUE;
     }
+    T* out = reinterpret_cast<T*>(dst);  // after the model saw the op: see Copy
+    for (size_t i = 0; i < count; ++i) out[i] = value;
     if (sync) p.AdvanceTo(s->ready);
     return CUDA_SUCCESS;
   }, entry);

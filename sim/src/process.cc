@@ -47,6 +47,19 @@ uint64_t EnvBytes(const char* name) {
   return n;
 }
 
+// The process's rank among those sharing the device, for the order of calls
+// at equal virtual times: MSIM_RANK, else the pid.
+uint64_t Rank() {
+  const char* v = std::getenv("MSIM_RANK");
+  if (v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const unsigned long long r = std::strtoull(v, &end, 10);
+    if (*end == '\0' && v[0] != '-') return r;
+    ReportError(std::string("MSIM_RANK='") + v + "' must be a non-negative integer; ranking by pid instead");
+  }
+  return static_cast<uint64_t>(getpid());
+}
+
 void DoInit() {
   auto* p = new Process();  // never destroyed: threads may call the driver during exit
   RegisterBuiltinHostKernels();
@@ -59,7 +72,7 @@ void DoInit() {
     return;
   }
   const char* name = std::getenv("MSIM_DEVICE");
-  p->dev = SharedDevice::Attach(name ? name : "", profile, EnvBytes("MSIM_HBM_BYTES"), &error);
+  p->dev = SharedDevice::Attach(name ? name : "", profile, EnvBytes("MSIM_HBM_BYTES"), Rank(), &error);
   if (p->dev == nullptr) {
     ReportError(error);
     g_init_result = CUDA_ERROR_NO_DEVICE;
@@ -181,8 +194,13 @@ bool Process::Touches(const std::vector<TouchedRange>& ranges, std::vector<Chunk
           const uint32_t u0 = static_cast<uint32_t>((q - a.base - block * kChunk) / kUnit);
           const uint32_t u1 = static_cast<uint32_t>((block_end - 1 - a.base - block * kChunk) / kUnit);
           const uint32_t units = (u1 - u0 == 31) ? ~0u : ((1u << (u1 - u0 + 1)) - 1) << u0;
-          if (!out->empty() && out->back().idx == a.chunks[block]) out->back().units |= units;
-          else out->push_back({a.chunks[block], units});
+          const uint32_t written = (r.mode & 2) ? units : 0;
+          if (!out->empty() && out->back().idx == a.chunks[block]) {
+            out->back().units |= units;
+            out->back().written |= written;
+          } else {
+            out->push_back({a.chunks[block], units, written});
+          }
           q = block_end;
         }
       }
@@ -208,6 +226,8 @@ std::string Process::StatsJson() {
   j["bytes"]["d2d_memcpy"] = c.memcpy_d2d_bytes;
   j["bytes"]["remote"] = c.remote_bytes;
   j["bytes"]["discarded"] = c.discarded_bytes;
+  j["bytes"]["first_touch"] = c.first_touch_bytes;
+  j["collapses"] = c.collapses;
   j["evictions"] = c.evictions;
   j["prefetch_calls"] = c.prefetch_calls;
   j["peak_used_bytes"] = c.peak_used;

@@ -21,7 +21,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 4;
+inline constexpr uint32_t kLayoutVersion = 5;
 
 struct DeviceHeader {
   uint64_t magic;
@@ -109,7 +109,7 @@ bool ProcessStopped(pid_t pid) {
 }
 
 SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
-                                   std::string* error) {
+                                   uint64_t rank, std::string* error) {
   const uint64_t chunks = MaxChunks();
   void* mem = MAP_FAILED;
   if (name.empty()) {
@@ -172,7 +172,7 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
   for (int i = 0; i < kMaxProcs; ++i) {
     ProcSlot& p = d->h_->procs[i];
     if (!p.in_use) {
-      p = ProcSlot{getpid(), 1, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0};
+      p = ProcSlot{getpid(), 1, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0};
       d->slot_ = i;
       break;
     }
@@ -234,7 +234,7 @@ uint32_t SharedDevice::AllocChunk(uint64_t va, uint32_t valid_mask) {
   } else {
     return kNone;
   }
-  chunks_[idx] = ChunkRec{va, 0, 0, slot_, valid_mask, 0, 0, kNone, kNone, kNone, 0};
+  chunks_[idx] = ChunkRec{va, 0, 0, slot_, valid_mask, 0, 0, 0, 0, kNone, kNone, kNone, 0};
   return idx;
 }
 
@@ -368,6 +368,8 @@ void SharedDevice::Repair() {
     c.flags &= ~kInLru;
     c.lru_prev = c.lru_next = kNone;
     c.resident_mask &= c.valid_mask;
+    c.host_mask &= c.valid_mask;
+    c.known_mask |= c.resident_mask | c.host_mask;
     if (c.owner >= 0 && c.resident_mask) {
       resident.push_back(i);
       used += std::popcount(c.resident_mask) * kUnit;
@@ -421,6 +423,7 @@ void SharedDevice::SetBlocked(bool blocked) {
 void SharedDevice::WaitForTurn(uint64_t t) {
   if (slot_ < 0) return;
   const uint64_t start = MonotonicNs();
+  const ProcSlot& me = h_->procs[slot_];
   for (int spins = 0;; ++spins) {
     const uint64_t now = MonotonicNs();
     bool behind = false;
@@ -435,7 +438,8 @@ void SharedDevice::WaitForTurn(uint64_t t) {
       }
       const bool idle = __atomic_load_n(&q.in_call, __ATOMIC_RELAXED) == 0 &&
                         now - __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED) > kIdleMs * 1000000;
-      behind = !idle && q_time < t;
+      const bool first = q_time < t || (q_time == t && (q.rank < me.rank || (q.rank == me.rank && i < slot_)));
+      behind = !idle && first;
       // One that holds us back for long may have died or been stopped (a
       // debugger, SIGSTOP) inside a call: no one to wait for. A dead one's
       // slot is reclaimed later, under the lock.

@@ -30,12 +30,21 @@ inline constexpr uint32_t kMaxReleases = 8192;
 
 enum ChunkFlags : uint32_t {
   kInLru = 1u << 0,
-  kReadMostly = 1u << 1,  // read-duplicated: eviction needs no copy back
+  kReadMostly = 1u << 1,  // read duplication: migrating in leaves the host copy valid
   kRemoteHost = 1u << 2,  // preferred location host or accessed-by: GPU reads it in place
 };
 
-// One 2 MiB block of one process's managed allocation.
-// Invariant: kInLru is set iff resident_mask != 0; resident_mask ⊆ valid_mask.
+// One 2 MiB block of one process's managed allocation. Per 64 KiB unit:
+//   resident  the device holds a copy;
+//   host      the host holds a valid copy (both: a read duplicate, which
+//             eviction drops without copying back);
+//   known     the model tracks the unit. An unknown unit was never written
+//             through the driver; whether the host wrote it with plain
+//             stores is learnt once, when the device first needs it. A known
+//             unit with neither copy holds nothing (never written, or
+//             discarded): the device populates it without a transfer.
+// Invariants: kInLru is set iff resident_mask != 0; resident_mask,
+// host_mask ⊆ valid_mask; resident_mask | host_mask ⊆ known_mask.
 struct ChunkRec {
   uint64_t va;            // block base in the owner's address space
   uint64_t migrated_at;   // virtual time of the last migration in (LRU order)
@@ -43,6 +52,8 @@ struct ChunkRec {
   int32_t owner;          // process slot, -1 when the record is free
   uint32_t valid_mask;    // 64 KiB units inside the allocation
   uint32_t resident_mask; // units resident in HBM
+  uint32_t host_mask;     // units with a valid host copy
+  uint32_t known_mask;    // units whose contents the model tracks
   uint32_t flags;
   uint32_t lru_prev;
   uint32_t lru_next;
@@ -53,6 +64,7 @@ struct ChunkRec {
 struct ProcSlot {
   int32_t pid;
   uint32_t in_use;
+  uint64_t rank;          // tie-break between processes at equal virtual times
   uint64_t start_ticks;   // /proc/<pid>/stat start time: tells a reused pid apart
   uint64_t device_bytes;  // HBM held by its non-managed allocations
   uint64_t host_time;     // its virtual clock (written by its owner only)
@@ -74,9 +86,10 @@ class SharedDevice {
   // Attaches to the device `name` (creating it with `profile` if it does not
   // exist), or makes a private one when `name` is empty. `hbm_override` > 0
   // replaces the profile's capacity of a newly created device. Claims a
-  // process slot. Returns nullptr and sets *error on failure. Takes the lock.
+  // process slot ranked `rank` (WaitForTurn). Returns nullptr and sets
+  // *error on failure. Takes the lock.
   static SharedDevice* Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
-                              std::string* error);
+                              uint64_t rank, std::string* error);
 
   void Lock();
   void Unlock();
@@ -125,8 +138,11 @@ class SharedDevice {
 
   // Lockstep across processes (no lock needed). Before a driver call at
   // virtual time `t`, waits in real time until no other active process is
-  // behind t, so that processes sharing the device interleave in virtual
-  // time order, as on a time-sliced GPU, whatever their real-time speed.
+  // behind t (or at t with a lower rank), so that processes sharing the
+  // device interleave in virtual time order, as on a time-sliced GPU,
+  // whatever their real-time speed, and calls at equal times go in a fixed
+  // order: MSIM_RANK when set (launchers number their processes), else the
+  // pid.
   // Blocked processes and ones idle for kIdleMs of real time do not hold
   // others back; a wait never exceeds kMaxWaitMs. kIdleMs is long enough
   // that a process the OS has merely descheduled on a loaded machine is not

@@ -1,5 +1,7 @@
 #include "uvm_model.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -7,23 +9,28 @@ namespace msim {
 namespace {
 
 constexpr uint64_t kNoRoom = UINT64_MAX;
+constexpr uint32_t kPagesPerUnit = kUnit / kPage;  // fault entries of a densely touched big page
 
-// Evicts a whole chunk at time t: a D2H copy of its resident units, after
-// which its space frees. Read-duplicated chunks have a valid host copy and
-// free at once.
+uint64_t Bytes(uint32_t units) { return std::popcount(units) * kUnit; }
+
+// Evicts a whole chunk at time t. Units with a valid host copy (read
+// duplicates) are dropped at once; the others are copied back on the D2H
+// engine, after which their space frees.
 void EvictChunk(SharedDevice& d, uint32_t idx, uint64_t t, UvmCounters* c) {
   ChunkRec& ch = d.chunk(idx);
-  const uint64_t bytes = std::popcount(ch.resident_mask) * kUnit;
+  const uint32_t resident = ch.resident_mask;
+  const uint64_t dirty = Bytes(resident & ~ch.host_mask);
   ++c->evictions;
-  if (ch.flags & kReadMostly) {
-    d.DropResident(idx, ch.resident_mask, 0);
+  ch.host_mask |= resident;
+  if (dirty == 0) {
+    d.DropResident(idx, resident, 0);
     return;
   }
   const uint64_t start = std::max(t, d.d2h_free());
-  const uint64_t end = start + TransferNs(bytes, d.profile().d2h_gbps);
+  const uint64_t end = start + TransferNs(dirty, d.profile().d2h_gbps);
   d.d2h_free() = end;
-  d.DropResident(idx, ch.resident_mask, std::max<uint64_t>(end, 1));
-  c->evict_d2h_bytes += bytes;
+  d.DropResident(idx, resident, std::max<uint64_t>(end, 1));
+  c->evict_d2h_bytes += dirty;
 }
 
 // Makes `bytes` of HBM free, evicting least recently migrated chunks (never
@@ -46,20 +53,148 @@ uint64_t MakeRoom(SharedDevice& d, uint64_t bytes, uint64_t t, uint32_t exclude,
   return t;
 }
 
-// The density prefetcher: once unit `u` is brought in, fill every enclosing
+// The density prefetcher: once `units` are brought in, fill every enclosing
 // aligned subregion (2, 4, 8, 16, 32 units) that is then more than 51%
-// resident. Streaming through a block thus faults at units 0, 1, 2, 4, 8
-// and 16: six faults per 2 MiB. Returns the extra units to bring in.
-uint32_t DensityPrefetch(uint32_t resident, uint32_t valid, uint32_t u) {
-  uint32_t add = 0;
+// resident. Streaming through a block one big page at a time thus faults at
+// units 0, 1, 2, 4, 8 and 16. Returns the extra units to bring in.
+uint32_t DensityPrefetch(uint32_t resident, uint32_t valid, uint32_t units) {
+  uint32_t have = resident | units;
   for (uint32_t width = 2; width <= kUnitsPerChunk; width *= 2) {
-    const uint32_t first = u / width * width;
-    const uint32_t node = (width == 32 ? ~0u : ((1u << width) - 1) << first) & valid;
-    const uint32_t have = resident | (1u << u) | add;
-    if (std::popcount(have & node) * 100 > 51 * std::popcount(node)) add |= node & ~have;
+    for (uint32_t first = 0; first < kUnitsPerChunk; first += width) {
+      const uint32_t node = (width == 32 ? ~0u : ((1u << width) - 1) << first) & valid;
+      if ((units & node) == 0) continue;  // only the subregions around what faulted
+      if (std::popcount(have & node) * 100 > 51 * std::popcount(node)) have |= node;
+    }
   }
-  return add;
+  return have & ~(resident | units);
 }
+
+// Learns, once per unit, whether the host wrote `units` of chunk `ch` with
+// plain stores, which the simulator cannot see: such a unit's pages are
+// mapped in the owner's memory (mincore). Must run in the owning process,
+// as every path that populates units does (kernels and prefetches touch only
+// their own allocations). When the kernel cannot say, the host is assumed
+// to hold data (a transfer: the costlier guess).
+void LearnHostWrites(ChunkRec& ch, uint32_t units) {
+  const uint32_t unknown = units & ch.valid_mask & ~ch.known_mask;
+  if (unknown == 0) return;
+  unsigned char vec[kChunk / kPage];
+  if (mincore(reinterpret_cast<void*>(ch.va), kChunk, vec) != 0) {
+    ch.host_mask |= unknown;
+  } else {
+    for (uint32_t rest = unknown; rest; rest &= rest - 1) {
+      const uint32_t u = std::countr_zero(rest);
+      for (uint32_t pg = u * kPagesPerUnit; pg < (u + 1) * kPagesPerUnit; ++pg) {
+        if (vec[pg] & 1) {
+          ch.host_mask |= 1u << u;
+          break;
+        }
+      }
+    }
+  }
+  ch.known_mask |= unknown;
+}
+
+// Brings `units` (not resident) of chunk `idx` in from time `begin`: the ones
+// with a host copy are copied (the returned copy bytes), the others are
+// zero-filled (the returned fill bytes). A read-mostly chunk keeps its host
+// copies; otherwise migrating moves them.
+struct Populated {
+  uint64_t copy_bytes = 0;
+  uint64_t fill_bytes = 0;
+};
+Populated Populate(SharedDevice& d, uint32_t idx, uint32_t units, uint64_t begin) {
+  ChunkRec& ch = d.chunk(idx);
+  LearnHostWrites(ch, units);
+  Populated p{Bytes(units & ch.host_mask), Bytes(units & ~ch.host_mask)};
+  if (!(ch.flags & kReadMostly)) ch.host_mask &= ~units;
+  d.AddResident(idx, units, begin, begin);
+  return p;
+}
+
+// Faults of one kernel, serviced a batch at a time. A batch holds up to
+// fault_batch_size fault entries; every warp stalled on one waits for the
+// whole batch: its evictions, one control-plane round trip, and its copies
+// and zero fills.
+class FaultBatcher {
+ public:
+  FaultBatcher(SharedDevice& d, uint64_t start, UvmCounters* c, KernelMemory* m)
+      : d_(d), p_(d.profile()), start_(start), c_(c), m_(m) {
+    capacity_ = std::max<uint32_t>(1, p_.fault_batch_size / kPagesPerUnit);
+  }
+
+  // Queues the faulting units of chunk `idx`; `collapse`: resident read
+  // duplicates being written (a fault without data movement).
+  void Add(uint32_t idx, uint32_t units, bool collapse) {
+    while (units) {
+      uint32_t take = 0;
+      for (uint32_t i = 0; i < capacity_ - queued_ && units; ++i) {
+        const uint32_t bit = units & -units;
+        take |= bit;
+        units &= ~bit;
+      }
+      pending_.push_back({idx, take, collapse});
+      queued_ += std::popcount(take);
+      if (queued_ == capacity_) Flush();
+    }
+  }
+
+  void Flush() {
+    if (pending_.empty()) return;
+    const uint64_t now = start_ + m_->stall_ns;
+    uint64_t ready = now, copy = 0, fill = 0;
+    for (const Entry& e : pending_) {
+      ChunkRec& ch = d_.chunk(e.idx);
+      c_->faults += std::popcount(e.units) * kPagesPerUnit;
+      if (e.collapse) {
+        ch.host_mask &= ~e.units;
+        c_->collapses += std::popcount(e.units);
+        continue;
+      }
+      const uint32_t missing = e.units & ~ch.resident_mask;  // an earlier batch may have prefetched some
+      if (missing == 0) continue;
+      const uint32_t bring = missing | DensityPrefetch(ch.resident_mask, ch.valid_mask, missing);
+      const uint64_t room = MakeRoom(d_, Bytes(bring), now, e.idx, c_);
+      if (room == kNoRoom) {  // nothing evictable: serve the rest remotely
+        m_->remote_ns += TransferNs(Bytes(missing), p_.h2d_gbps);
+        c_->remote_bytes += Bytes(missing);
+        continue;
+      }
+      ready = std::max(ready, room);
+      const Populated pop = Populate(d_, e.idx, bring, room);
+      copy += pop.copy_bytes;
+      fill += pop.fill_bytes;
+      brought_.push_back(e.idx);
+    }
+    uint64_t move = TransferNs(copy, p_.h2d_gbps) + TransferNs(fill, p_.hbm_gbps);
+    if (copy) move = std::max(move, UsToNs(p_.fault_min_transfer_us));
+    const uint64_t done = ready + UsToNs(p_.fault_control_us) + move;
+    for (uint32_t idx : brought_) d_.chunk(idx).ready_at = std::max(d_.chunk(idx).ready_at, done);
+    m_->stall_ns += done - now;
+    c_->fault_h2d_bytes += copy;
+    c_->first_touch_bytes += fill;
+    ++c_->fault_batches;
+    pending_.clear();
+    brought_.clear();
+    queued_ = 0;
+  }
+
+ private:
+  struct Entry {
+    uint32_t idx;
+    uint32_t units;
+    bool collapse;
+  };
+  SharedDevice& d_;
+  const DeviceProfile& p_;
+  const uint64_t start_;
+  UvmCounters* const c_;
+  KernelMemory* const m_;
+  uint32_t capacity_;  // units per batch
+  uint32_t queued_ = 0;
+  std::vector<Entry> pending_;
+  std::vector<uint32_t> brought_;
+};
 
 }  // namespace
 
@@ -67,45 +202,30 @@ KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& tou
                              UvmCounters* c) {
   const DeviceProfile& p = d.profile();
   KernelMemory m;
-  uint64_t faults = 0;
+  FaultBatcher faults(d, start, c, &m);
   for (const ChunkTouch& t : touches) {
     ChunkRec& ch = d.chunk(t.idx);
     const uint32_t touched = t.units & ch.valid_mask;
     if (touched & ch.resident_mask) m.wait_until = std::max(m.wait_until, ch.ready_at);
-    uint32_t missing = touched & ~ch.resident_mask;
+    const uint32_t missing = touched & ~ch.resident_mask;
     if (missing == 0) continue;
     if (ch.flags & kRemoteHost) {  // mapped for remote access: read over the link, no fault
-      const uint64_t bytes = std::popcount(missing) * kUnit;
-      m.remote_ns += TransferNs(bytes, p.h2d_gbps);
-      c->remote_bytes += bytes;
+      m.remote_ns += TransferNs(Bytes(missing), p.h2d_gbps);
+      c->remote_bytes += Bytes(missing);
       continue;
     }
-    while (missing) {
-      const uint32_t u = std::countr_zero(missing);
-      const uint32_t bring = (1u << u) | DensityPrefetch(ch.resident_mask, ch.valid_mask, u);
-      const uint64_t bytes = std::popcount(bring) * kUnit;
-      const uint64_t now = start + m.stall_ns;
-      const uint64_t room = MakeRoom(d, bytes, now, t.idx, c);
-      if (room == kNoRoom) {  // nothing evictable: serve the rest remotely
-        const uint64_t rest = std::popcount(missing) * kUnit;
-        m.remote_ns += TransferNs(rest, p.h2d_gbps);
-        c->remote_bytes += rest;
-        break;
-      }
-      const uint64_t transfer = std::max(TransferNs(bytes, p.h2d_gbps), UsToNs(p.fault_min_transfer_us));
-      m.stall_ns += (room - now) + UsToNs(p.fault_control_us) + transfer;
-      d.AddResident(t.idx, bring, room, room + transfer);
-      ++faults;
-      c->fault_h2d_bytes += bytes;
-      missing &= ~ch.resident_mask;
-    }
+    faults.Add(t.idx, missing, false);
   }
-  if (faults) {
-    const uint64_t batches = (faults + p.fault_batch_size - 1) / p.fault_batch_size;
-    m.stall_ns += batches * UsToNs(p.fault_batch_us);
-    c->faults += faults;
-    c->fault_batches += batches;
+  faults.Flush();
+  // Writes land in the device copies: read duplicates collapse (a fault
+  // each, no transfer) and no written unit keeps a valid host copy.
+  for (const ChunkTouch& t : touches) {
+    ChunkRec& ch = d.chunk(t.idx);
+    const uint32_t written = t.written & ch.resident_mask;
+    const uint32_t duplicated = written & ch.host_mask;
+    if (duplicated) faults.Add(t.idx, duplicated, true);
   }
+  faults.Flush();
   c->fault_stall_ns += m.stall_ns;
   return m;
 }
@@ -114,6 +234,7 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
   const DeviceProfile& p = d.profile();
   const uint64_t issued = t0 + UsToNs(p.prefetch_call_us);
   uint64_t cursor = std::max(t0, d.h2d_free()) + UsToNs(p.prefetch_call_us);
+  uint64_t fill_cursor = issued;  // zero fills run one after another on the device
   uint64_t done = cursor;
   for (const ChunkTouch& t : touches) {
     ChunkRec& ch = d.chunk(t.idx);
@@ -122,18 +243,22 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
       done = std::max(done, ch.ready_at);
       continue;
     }
-    const uint64_t bytes = std::popcount(bring) * kUnit;
     // Victims are evicted from the moment the request is issued, back to back
     // on the D2H engine; each chunk's H2D waits only for its own space. The
-    // two directions of the link thus overlap (a pipelined swap).
-    const uint64_t room = MakeRoom(d, bytes, issued, t.idx, c);
+    // two directions of the link thus overlap (a pipelined swap). Zero fills
+    // use no link: they wait only for their space.
+    const uint64_t room = MakeRoom(d, Bytes(bring), issued, t.idx, c);
     if (room == kNoRoom) continue;  // HBM full of unevictable memory: stays on the host
     const uint64_t begin = std::max(cursor, room);
-    const uint64_t end = begin + TransferNs(bytes, p.h2d_gbps);
-    d.AddResident(t.idx, bring, begin, end);
-    cursor = end;
+    const Populated pop = Populate(d, t.idx, bring, begin);
+    const uint64_t copied = pop.copy_bytes ? begin + TransferNs(pop.copy_bytes, p.h2d_gbps) : begin;
+    if (pop.copy_bytes) cursor = copied;
+    if (pop.fill_bytes) fill_cursor = std::max(fill_cursor, room) + TransferNs(pop.fill_bytes, p.hbm_gbps);
+    const uint64_t end = std::max(copied, pop.fill_bytes ? fill_cursor : begin);
+    ch.ready_at = std::max(ch.ready_at, end);
     done = std::max(done, end);
-    c->prefetch_h2d_bytes += bytes;
+    c->prefetch_h2d_bytes += pop.copy_bytes;
+    c->first_touch_bytes += pop.fill_bytes;
   }
   d.h2d_free() = std::max(d.h2d_free(), cursor);
   return done;
@@ -146,14 +271,15 @@ uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches,
     ChunkRec& ch = d.chunk(t.idx);
     const uint32_t out = t.units & ch.resident_mask;
     if (out == 0) continue;
-    const uint64_t bytes = std::popcount(out) * kUnit;
-    if (ch.flags & kReadMostly) {
+    const uint64_t dirty = Bytes(out & ~ch.host_mask);
+    ch.host_mask |= out;
+    if (dirty == 0) {  // read duplicates: the host copies are valid
       d.DropResident(t.idx, out, 0);
       continue;
     }
-    cursor = std::max(cursor, ch.ready_at) + TransferNs(bytes, p.d2h_gbps);
+    cursor = std::max(cursor, ch.ready_at) + TransferNs(dirty, p.d2h_gbps);
     d.DropResident(t.idx, out, cursor);
-    c->prefetch_d2h_bytes += bytes;
+    c->prefetch_d2h_bytes += dirty;
   }
   d.d2h_free() = std::max(d.d2h_free(), cursor);
   return cursor;
@@ -169,10 +295,21 @@ uint64_t Discard(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64
   for (const ChunkTouch& t : touches) {
     ChunkRec& ch = d.chunk(t.idx);
     const uint32_t out = t.units & ch.resident_mask;
-    c->discarded_bytes += std::popcount(out) * kUnit;
+    c->discarded_bytes += Bytes(out);
     d.DropResident(t.idx, out, 0);
+    ch.host_mask &= ~t.units;
+    ch.known_mask |= t.units & ch.valid_mask;
   }
   return t0 + UsToNs(d.profile().api_call_us);
+}
+
+void HostWrote(SharedDevice& d, const std::vector<ChunkTouch>& touches) {
+  for (const ChunkTouch& t : touches) {
+    ChunkRec& ch = d.chunk(t.idx);
+    const uint32_t units = t.units & ch.valid_mask;
+    ch.host_mask = (ch.host_mask & ~(units & ch.resident_mask)) | (units & ~ch.resident_mask);
+    ch.known_mask |= units;
+  }
 }
 
 }  // namespace msim

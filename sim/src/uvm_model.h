@@ -1,11 +1,20 @@
 // The unified-memory driver's behaviour on the modelled device, after the
 // stock nvidia-uvm (see docs/simulator.md):
-//  - a GPU touch of a non-resident page faults; one serviced fault migrates
-//    its 64 KiB big page, and the density prefetcher then fills any 2^k-unit
-//    subregion of the 2 MiB block that is more than 51% resident;
-//  - faults cost a control-plane time each plus their transfer, in batches;
+//  - a GPU touch of a non-resident page faults; faults are serviced in
+//    batches of up to fault_batch_size fault entries (a densely touched
+//    64 KiB big page holds 16 of them), each batch costing one control-plane
+//    round trip plus its transfers; a serviced fault migrates its big page,
+//    and the density prefetcher then fills any 2^k-unit subregion of the
+//    2 MiB block that is more than 51% resident;
+//  - a page with no valid copy anywhere (never written, or discarded) is
+//    populated where it is needed, zero-filled at HBM speed, with no
+//    transfer; host writes make host copies;
+//  - read-mostly pages are duplicated: migrating in keeps the host copy,
+//    eviction drops the device copy without a transfer, and a GPU write
+//    collapses the copies (a fault, no transfer);
 //  - when HBM is full the least recently *migrated* 2 MiB chunk is evicted
-//    whole, copied back on the device-to-host engine before its space frees;
+//    whole: its pages without a valid host copy are copied back on the
+//    device-to-host engine before its space frees;
 //  - prefetches move ranges in bulk on the copy engines (full duplex).
 // All functions REQUIRE the SharedDevice lock. Used by sim/ only.
 #pragma once
@@ -30,12 +39,16 @@ struct UvmCounters {
   uint64_t remote_bytes = 0;         // read in place over the link, unmigrated
   uint64_t fault_stall_ns = 0;
   uint64_t discarded_bytes = 0;
+  uint64_t first_touch_bytes = 0;    // populated on the device with no transfer
+  uint64_t collapses = 0;            // read duplicates a GPU write collapsed (units)
 };
 
-// The 64 KiB units of one chunk a single operation touches.
+// The 64 KiB units of one chunk a single operation touches, and those of
+// them it writes.
 struct ChunkTouch {
   uint32_t idx;
   uint32_t units;
+  uint32_t written;
 };
 
 // What servicing a kernel's accesses costs it.
@@ -64,5 +77,10 @@ std::optional<uint64_t> MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint6
 // Drops the given units without copying them back (their contents become
 // undefined). Returns the time it takes effect.
 uint64_t Discard(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c);
+
+// Records a host-side write (a copy from host memory) into the given units:
+// it lands in the device copy where the unit is resident (and collapses a
+// read duplicate), in the host copy otherwise.
+void HostWrote(SharedDevice& d, const std::vector<ChunkTouch>& touches);
 
 }  // namespace msim

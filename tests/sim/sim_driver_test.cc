@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -17,7 +18,12 @@ namespace {
 // rtx5080-pcie5 numbers, as in templates/devices/rtx5080-pcie5.json.
 constexpr double kFaultControlNs = 30440;
 constexpr double kLinkBytesPerNs = 41.7;
+constexpr double kHbmBytesPerNs = 960;
 constexpr double kPrefetchCallNs = 10000;
+// A batch holds 256 fault entries: 16 densely touched 64 KiB big pages.
+constexpr uint64_t kBatchBytes = 1 * kMiB;
+// Fault entries of densely touching `bytes` (one per 4 KiB page).
+constexpr uint64_t FaultEntries(uint64_t bytes) { return bytes / 4096; }
 
 class SimDriverTest : public ::testing::Test {
  protected:
@@ -29,6 +35,7 @@ class SimDriverTest : public ::testing::Test {
     ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
     ASSERT_EQ(cuModuleLoadData(&module_, kTestModule), CUDA_SUCCESS);
     ASSERT_EQ(cuModuleGetFunction(&touch_, module_, "touch"), CUDA_SUCCESS);
+    ASSERT_EQ(cuModuleGetFunction(&scribble_, module_, "scribble"), CUDA_SUCCESS);
     ASSERT_EQ(cuModuleGetFunction(&spin_, module_, "spin"), CUDA_SUCCESS);
     ASSERT_EQ(cuModuleGetFunction(&vadd_, module_, "vadd"), CUDA_SUCCESS);
   }
@@ -47,9 +54,23 @@ class SimDriverTest : public ::testing::Test {
     allocs_.push_back(p);
     return p;
   }
+  // Managed memory the host has written: moving it to the device is a copy.
+  CUdeviceptr HostWritten(uint64_t bytes) {
+    CUdeviceptr p = Managed(bytes);
+    std::vector<uint8_t> data(bytes, 0x5A);
+    EXPECT_EQ(cuMemcpyHtoD(p, data.data(), bytes), CUDA_SUCCESS);
+    return p;
+  }
+  static uint64_t Delta(const nlohmann::json& after, const nlohmann::json& before) {
+    return after.get<uint64_t>() - before.get<uint64_t>();
+  }
   void Touch(CUdeviceptr p, uint64_t bytes, CUstream s = nullptr) {
     void* params[] = {&p, &bytes};
     ASSERT_EQ(cuLaunchKernel(touch_, 1, 1, 1, 32, 1, 1, 0, s, params, nullptr), CUDA_SUCCESS);
+  }
+  void Scribble(CUdeviceptr p, uint64_t bytes) {
+    void* params[] = {&p, &bytes};
+    ASSERT_EQ(cuLaunchKernel(scribble_, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
   }
   void Spin(CUdeviceptr p, uint64_t flops, CUstream s) {
     void* params[] = {&p, &flops};
@@ -71,13 +92,13 @@ class SimDriverTest : public ::testing::Test {
 
   static CUcontext ctx_;
   static CUmodule module_;
-  static CUfunction touch_, spin_, vadd_;
+  static CUfunction touch_, scribble_, spin_, vadd_;
   std::vector<CUdeviceptr> allocs_;
 };
 
 CUcontext SimDriverTest::ctx_;
 CUmodule SimDriverTest::module_;
-CUfunction SimDriverTest::touch_, SimDriverTest::spin_, SimDriverTest::vadd_;
+CUfunction SimDriverTest::touch_, SimDriverTest::scribble_, SimDriverTest::spin_, SimDriverTest::vadd_;
 
 TEST_F(SimDriverTest, DeviceAllocationsFailWithOutOfMemoryWhenHbmIsFull) {
   CUdeviceptr a = 0, b = 0;
@@ -107,18 +128,19 @@ TEST_F(SimDriverTest, DeviceAllocationEvictsManagedMemoryButNeverDeviceMemory) {
   CU_ASSERT(cuMemFree(d));
 }
 
-TEST_F(SimDriverTest, StreamingFaultsSixTimesPerChunkAtTheProfilesCost) {
+TEST_F(SimDriverTest, FaultsAreServicedInBatchesAtTheProfilesCost) {
+  CUdeviceptr m = HostWritten(4 * kMiB);
   const auto before = Stats();
-  CUdeviceptr m = Managed(4 * kMiB);
   const uint64_t elapsed = Timed([&] { Touch(m, 4 * kMiB); });
   const auto after = Stats();
-  // Per 2 MiB block: faults at 64 KiB units 0, 1, 2, 4, 8, 16; the density
-  // prefetcher fills the rest. Each fault costs its control time plus its
-  // transfer at link speed.
-  EXPECT_EQ(after["faults"].get<uint64_t>() - before["faults"].get<uint64_t>(), 12u);
-  EXPECT_EQ(after["fault_batches"].get<uint64_t>() - before["fault_batches"].get<uint64_t>(), 1u);
-  EXPECT_EQ(after["bytes"]["h2d"]["fault"].get<uint64_t>() - before["bytes"]["h2d"]["fault"].get<uint64_t>(), 4 * kMiB);
-  const double expected_stall = 12 * kFaultControlNs + 4.0 * kMiB / kLinkBytesPerNs;
+  // A dense sweep faults on every 4 KiB page; each batch of 256 entries (16
+  // big pages) costs one round trip plus its transfer at link speed. Half a
+  // block resident is not more than 51%, so the density prefetcher adds
+  // nothing: two batches per 2 MiB block.
+  EXPECT_EQ(Delta(after["faults"], before["faults"]), FaultEntries(4 * kMiB));
+  EXPECT_EQ(Delta(after["fault_batches"], before["fault_batches"]), 4 * kMiB / kBatchBytes);
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["fault"], before["bytes"]["h2d"]["fault"]), 4 * kMiB);
+  const double expected_stall = 4 * kFaultControlNs + 4.0 * kMiB / kLinkBytesPerNs;
   const double stall = after["fault_stall_ns"].get<double>() - before["fault_stall_ns"].get<double>();
   EXPECT_NEAR(stall, expected_stall, expected_stall * 0.01);
   EXPECT_GT(elapsed, static_cast<uint64_t>(expected_stall));
@@ -126,6 +148,50 @@ TEST_F(SimDriverTest, StreamingFaultsSixTimesPerChunkAtTheProfilesCost) {
   Touch(m, 4 * kMiB);
   CU_ASSERT(cuCtxSynchronize());
   EXPECT_EQ(Stats()["faults"], after["faults"]);
+}
+
+TEST_F(SimDriverTest, FirstTouchPopulatesTheDeviceWithoutATransfer) {
+  // Faulting in memory nothing wrote costs the batches' round trips but no
+  // transfer.
+  CUdeviceptr faulted = Managed(4 * kMiB);
+  auto before = Stats();
+  Touch(faulted, 4 * kMiB);
+  CU_ASSERT(cuCtxSynchronize());
+  auto after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["fault"], before["bytes"]["h2d"]["fault"]), 0u);
+  EXPECT_EQ(Delta(after["bytes"]["first_touch"], before["bytes"]["first_touch"]), 4 * kMiB);
+  const double stall = 4 * kFaultControlNs + 4.0 * kMiB / kHbmBytesPerNs;
+  EXPECT_NEAR(after["fault_stall_ns"].get<double>() - before["fault_stall_ns"].get<double>(), stall, stall * 0.01);
+  CU_ASSERT(cuMemFree(faulted));
+  allocs_.erase(std::find(allocs_.begin(), allocs_.end(), faulted));
+  // Prefetching memory nothing wrote zero-fills it on the device at HBM
+  // speed, block after block.
+  CUdeviceptr fresh = Managed(32 * kMiB);
+  before = Stats();
+  const uint64_t prefetch = Timed([&] { Prefetch(fresh, 32 * kMiB, true); });
+  after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["prefetch"], before["bytes"]["h2d"]["prefetch"]), 0u);
+  EXPECT_EQ(Delta(after["bytes"]["first_touch"], before["bytes"]["first_touch"]), 32 * kMiB);
+  const double expected = kPrefetchCallNs + 32.0 * kMiB / kHbmBytesPerNs;
+  EXPECT_NEAR(static_cast<double>(prefetch), expected, expected * 0.02);
+  // Plain host stores make host copies (the simulator learns of them from
+  // the host's page tables): only the big pages written are copied.
+  Prefetch(fresh, 32 * kMiB, false);
+  CUdeviceptr stored = Managed(2 * kMiB);
+  std::memset(reinterpret_cast<void*>(stored + 64 * 1024), 1, 100);  // inside big page 1
+  before = Stats();
+  Prefetch(stored, 2 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["prefetch"], before["bytes"]["h2d"]["prefetch"]), 64 * 1024u);
+  EXPECT_EQ(Delta(after["bytes"]["first_touch"], before["bytes"]["first_touch"]), 2 * kMiB - 64 * 1024);
+  // Once evicted, populated memory has a host copy and comes back by copy.
+  Prefetch(stored, 2 * kMiB, false);
+  before = Stats();
+  Prefetch(fresh, 32 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["prefetch"], before["bytes"]["h2d"]["prefetch"]), 32 * kMiB);
 }
 
 TEST_F(SimDriverTest, EvictsLeastRecentlyMigratedChunksNotLeastRecentlyUsed) {
@@ -138,17 +204,17 @@ TEST_F(SimDriverTest, EvictsLeastRecentlyMigratedChunksNotLeastRecentlyUsed) {
   Touch(c, 32 * kMiB);  // needs 32 MiB: evicts a's 16 chunks
   CU_ASSERT(cuCtxSynchronize());
   const auto s1 = Stats();
-  EXPECT_EQ(s1["faults"].get<uint64_t>() - f0, 96u);
+  EXPECT_EQ(s1["faults"].get<uint64_t>() - f0, FaultEntries(32 * kMiB));
   Touch(b, 32 * kMiB);  // still resident
   CU_ASSERT(cuCtxSynchronize());
   EXPECT_EQ(Stats()["faults"], s1["faults"]);
   Touch(a, 32 * kMiB);  // was evicted
   CU_ASSERT(cuCtxSynchronize());
-  EXPECT_EQ(Stats()["faults"].get<uint64_t>() - s1["faults"].get<uint64_t>(), 96u);
+  EXPECT_EQ(Stats()["faults"].get<uint64_t>() - s1["faults"].get<uint64_t>(), FaultEntries(32 * kMiB));
 }
 
 TEST_F(SimDriverTest, PrefetchMovesRangesInBulkAtCopyEngineBandwidth) {
-  CUdeviceptr m = Managed(32 * kMiB);
+  CUdeviceptr m = HostWritten(32 * kMiB);
   const uint64_t f0 = Stats()["faults"];
   const uint64_t elapsed = Timed([&] { Prefetch(m, 32 * kMiB, true); });
   const double expected = kPrefetchCallNs + 32.0 * kMiB / kLinkBytesPerNs;
@@ -160,11 +226,11 @@ TEST_F(SimDriverTest, PrefetchMovesRangesInBulkAtCopyEngineBandwidth) {
   Prefetch(m, 32 * kMiB, false);
   Touch(m, 2 * kMiB);
   CU_ASSERT(cuCtxSynchronize());
-  EXPECT_EQ(Stats()["faults"].get<uint64_t>() - f0, 6u);
+  EXPECT_EQ(Stats()["faults"].get<uint64_t>() - f0, FaultEntries(2 * kMiB));
 }
 
 TEST_F(SimDriverTest, PrefetchOverlapsComputeOnAnotherStream) {
-  CUdeviceptr m = Managed(32 * kMiB), small = Managed(4096);
+  CUdeviceptr m = HostWritten(32 * kMiB), small = Managed(4096);
   Prefetch(small, 4096, true);
   CUstream s0, s1;
   CU_ASSERT(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
@@ -183,7 +249,7 @@ TEST_F(SimDriverTest, PrefetchOverlapsComputeOnAnotherStream) {
 }
 
 TEST_F(SimDriverTest, SwapUsesBothLinkDirectionsAtOnce) {
-  CUdeviceptr a = Managed(32 * kMiB), b = Managed(32 * kMiB), c = Managed(32 * kMiB);
+  CUdeviceptr a = Managed(32 * kMiB), b = Managed(32 * kMiB), c = HostWritten(32 * kMiB);
   Prefetch(a, 32 * kMiB, true);
   Prefetch(b, 32 * kMiB, true);
   const uint64_t one_way = Timed([] {}) + static_cast<uint64_t>(32.0 * kMiB / kLinkBytesPerNs);
@@ -195,19 +261,39 @@ TEST_F(SimDriverTest, SwapUsesBothLinkDirectionsAtOnce) {
   EXPECT_EQ(Stats()["bytes"]["d2h"]["eviction"].get<uint64_t>() % (2 * kMiB), 0u);
 }
 
-TEST_F(SimDriverTest, ReadMostlyChunksAreEvictedWithoutCopyBack) {
-  CUdeviceptr a = Managed(32 * kMiB), b = Managed(32 * kMiB), c = Managed(32 * kMiB);
+TEST_F(SimDriverTest, ReadMostlyMemoryIsDuplicatedUntilTheGpuWritesIt) {
+  CUdeviceptr a = HostWritten(32 * kMiB), b = Managed(32 * kMiB), c = Managed(32 * kMiB);
   CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0};
   CU_ASSERT(cuMemAdvise(a, 32 * kMiB, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
   int read_mostly = 0;
   CU_ASSERT(cuMemRangeGetAttribute(&read_mostly, sizeof read_mostly, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a, 32 * kMiB));
   EXPECT_EQ(read_mostly, 1);
+  // Prefetching copies it and the host keeps its copy: evicting it (to make
+  // room for c) drops the device copy with no transfer.
+  auto before = Stats();
   Prefetch(a, 32 * kMiB, true);
   Prefetch(b, 32 * kMiB, true);
-  const uint64_t d2h = Stats()["bytes"]["d2h"]["eviction"];
-  Prefetch(c, 32 * kMiB, true);  // evicts a, which has a valid host copy
+  Prefetch(c, 32 * kMiB, true);
   CU_ASSERT(cuCtxSynchronize());
-  EXPECT_EQ(Stats()["bytes"]["d2h"]["eviction"].get<uint64_t>(), d2h);
+  auto after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["prefetch"], before["bytes"]["h2d"]["prefetch"]), 32 * kMiB);
+  EXPECT_EQ(Delta(after["bytes"]["d2h"]["eviction"], before["bytes"]["d2h"]["eviction"]), 0u);
+  // Brought back, then written by the GPU: the copies collapse (a fault per
+  // page, no data moved), and evicting it now needs a copy back.
+  Prefetch(a, 32 * kMiB, true);  // evicts b (zero-filled, device-only: copied back)
+  CU_ASSERT(cuCtxSynchronize());
+  before = Stats();
+  Scribble(a, 32 * kMiB);
+  CU_ASSERT(cuCtxSynchronize());
+  after = Stats();
+  EXPECT_EQ(Delta(after["collapses"], before["collapses"]), 32 * kMiB / (64 * 1024));
+  EXPECT_EQ(Delta(after["faults"], before["faults"]), FaultEntries(32 * kMiB));
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["fault"], before["bytes"]["h2d"]["fault"]), 0u);
+  before = Stats();
+  Prefetch(b, 32 * kMiB, true);  // evicts c (device-only), then a (written: no valid host copy)
+  CU_ASSERT(cuCtxSynchronize());
+  after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["d2h"]["eviction"], before["bytes"]["d2h"]["eviction"]), 32 * kMiB);
 }
 
 TEST_F(SimDriverTest, PreferredHostLocationIsReadInPlaceWithoutFaults) {

@@ -28,9 +28,10 @@ inline constexpr uint64_t kMiB = 1ull << 20;
 inline constexpr uint64_t kDeviceBytes = 64 * kMiB;
 
 // Kernels for timing: `touch` reads p1 bytes at p0 (cost: those bytes at HBM
-// speed); `spin` touches one page and runs p1 flops.
+// speed), `scribble` writes them; `spin` touches one page and runs p1 flops.
 inline constexpr const char* kTestModule = R"({"format":"msim-module","version":1,"kernels":[
   {"name":"touch","params":[8,8],"accesses":[{"arg":"p0","mode":"read","extent":"p1"}],"cost":{"bytes":"p1"}},
+  {"name":"scribble","params":[8,8],"accesses":[{"arg":"p0","mode":"write","extent":"p1"}],"cost":{"bytes":"p1"}},
   {"name":"spin","params":[8,8],"accesses":[{"arg":"p0","mode":"read","extent":"4096"}],"cost":{"flops":"p1"}},
   {"name":"vadd","params":[8,8,8,8],"host":"vector_add_f32",
    "accesses":[{"arg":"p0","mode":"read","extent":"4*p3"},{"arg":"p1","mode":"read","extent":"4*p3"},

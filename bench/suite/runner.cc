@@ -111,6 +111,7 @@ class Stage {
              {"MSIM_DEVICE", device_},
              {"MSIM_PROFILE", o_.device_profile},
              {"MSIM_STATS", File(i, attempt, "sim.json")},
+             {"MSIM_RANK", std::to_string(i)},  // calls at equal virtual times go in job order
              {"LD_PRELOAD", paths_.libmsched},
              {"MSCHED_MODE", ModeFor(o_.policy)},
              {"MSCHED_STATS", File(i, attempt, "hook.json")},

@@ -11,78 +11,25 @@
 // Each must be within 1.5x of the paper's figure; the figures are printed
 // and recorded in docs/simulator.md.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "base/subprocess.h"
+#include "msim_run_jobs.h"
 
 namespace {
 
+using msim_test::Job;
+
 constexpr uint64_t kHbm = 16ull << 30;  // rtx5080-pcie5
 
-struct Job {
-  std::string workload;
-  std::vector<std::string> vars;  // NAME=VALUE
-};
-
-// Runs `jobs` on one fresh device (together, or one after another) and
-// returns the device time the last one ends.
-uint64_t Makespan(const std::vector<Job>& jobs, bool together, const std::string& tag) {
-  const std::string device = "calib" + std::to_string(getpid()) + tag;
-  std::vector<std::string> outputs;
-  uint64_t end = 0;
-  auto run = [&](const std::vector<size_t>& batch) {
-    std::vector<msched::Subprocess> procs;
-    for (size_t i : batch) {
-      outputs.push_back(testing::TempDir() + device + "_" + std::to_string(outputs.size()) + ".json");
-      std::vector<std::string> argv = {MSIM_RUN, std::string(WORKLOADS_DIR) + "/" + jobs[i].workload,
-                                       "--no-checksum", "--set", "INIT=0", "--set", "WARMUP=0",
-                                       "--json", outputs.back()};
-      if (together) argv.push_back("--managed");
-      for (const std::string& v : jobs[i].vars) argv.insert(argv.end(), {"--set", v});
-      msched::SpawnOptions opts;
-      opts.env = {{"MSIM_DEVICE", device}, {"MSIM_HOST_KERNELS", "off"}, {"MSIM_PROFILE", "rtx5080-pcie5"},
-                  {"MSIM_RANK", std::to_string(i)}};
-      opts.unset_env = {"MSIM_HBM_BYTES", "LD_PRELOAD"};
-      if (batch.size() > 1) opts.env["MSIM_START_BARRIER"] = std::to_string(batch.size());
-      else opts.unset_env.push_back("MSIM_START_BARRIER");
-      auto p = msched::Subprocess::Spawn(argv, opts);
-      EXPECT_TRUE(p.ok()) << p.status().ToString();
-      if (p.ok()) procs.push_back(std::move(*p));
-    }
-    for (size_t k = 0; k < procs.size(); ++k) {
-      EXPECT_EQ(procs[k].Wait(), 0);
-      const std::string& out = outputs[outputs.size() - procs.size() + k];
-      nlohmann::json j = nlohmann::json::parse(std::ifstream(out), nullptr, false);
-      if (j.is_discarded()) {
-        ADD_FAILURE() << "no result from " << out;
-        continue;
-      }
-      end = std::max(end, j["virtual_time_ns"].get<uint64_t>());
-    }
-  };
-  std::vector<size_t> all;
-  for (size_t i = 0; i < jobs.size(); ++i) all.push_back(i);
-  if (together) {
-    run(all);
-  } else {
-    for (size_t i : all) run({i});  // the device clock carries on from job to job
-  }
-  unlink(("/dev/shm/msim-" + device).c_str());
-  return end;
-}
-
 double Collapse(const std::vector<Job>& jobs, const std::string& name) {
-  const double um = static_cast<double>(Makespan(jobs, true, name + "um"));
-  const double alone = static_cast<double>(Makespan(jobs, false, name + "alone"));
-  return alone > 0 ? um / alone : 0;
+  const std::vector<uint64_t> um = msim_test::RunJobs(jobs, true, name + "um");
+  const std::vector<uint64_t> alone = msim_test::RunJobs(jobs, false, name + "alone");
+  const double last_alone = static_cast<double>(*std::max_element(alone.begin(), alone.end()));
+  return last_alone > 0 ? static_cast<double>(*std::max_element(um.begin(), um.end())) / last_alone : 0;
 }
 
 TEST(SimCalibrationTest, MicroBenchmarkCollapsesUnderDemandPagingAsMeasured) {

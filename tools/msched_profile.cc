@@ -4,7 +4,10 @@
 //       runs PROGRAM under libmsched in profile mode, then analyses the trace;
 //   msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]
 //       analyses traces saved earlier with --trace; several traces (runs of
-//       one program at different sizes) are fitted together.
+//       one program at different sizes) are fitted together;
+//   msched-profile check TEMPLATES TRACE [--report REPORT.md]
+//       measures how well templates (fitted at small sizes) predict what a
+//       traced run (at full size) touched.
 // The report (per-kernel template kind and held-out accuracy, in the form of
 // the MSched paper's Table 1) goes to stdout; messages to stderr.
 // Exit status: 0 done; 1 the program failed or nothing could be analysed
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "msched/bounded_input.h"
 #include "profile/profile_report.h"
 #include "base/subprocess.h"
 #include "tool_paths.h"
@@ -31,19 +35,28 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]\n"
-    "       msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]\n";
+    "       msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]\n"
+    "       msched-profile check TEMPLATES TRACE [--report REPORT.md]\n";
 
 struct Options {
   std::string out, trace, report;
   std::vector<std::string> more_traces;  // analyze mode: the traces after the first
   std::vector<std::string> program;      // record mode
   bool analyze_only = false;
+  std::string check_templates;           // check mode: the templates to check on `trace`
 };
 
 void Say(const std::string& message) { std::cerr << "msched-profile: " << message << "\n"; }
 
 bool ParseOptions(int argc, char** argv, Options* o) {
   int i = 1;
+  if (i < argc && std::string(argv[i]) == "check") {
+    if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-') return false;
+    o->check_templates = argv[2];
+    o->trace = argv[3];
+    if (argc == 6 && std::string(argv[4]) == "--report") o->report = argv[5];
+    return argc == 4 || !o->report.empty();
+  }
   if (i < argc && std::string(argv[i]) == "analyze") {
     o->analyze_only = true;
     if (++i >= argc || argv[i][0] == '-') return false;
@@ -160,12 +173,33 @@ int Analyse(const Options& o, bool program_failed) {
   return program_failed ? 1 : 0;
 }
 
+int Check(const Options& o) {
+  std::optional<Trace> trace = Load(o.trace, false);
+  if (!trace) return 1;
+  std::string text, error;
+  if (!ReadRegularFile(o.check_templates, kMaxTemplatesFileBytes, &text, &error)) {
+    Say(error);
+    return 1;
+  }
+  const TemplateLoadResult loaded = ParseTemplates(text, o.check_templates);
+  for (const TemplateProblem& p : loaded.problems) Say(p.ToString());
+  if (loaded.templates.kernels.empty()) {
+    Say(o.check_templates + " holds no usable template");
+    return 1;
+  }
+  const std::string report = FormatCheck(CheckTemplates(loaded.templates, *trace), *trace,
+                                         BaseName(o.check_templates), BaseName(o.trace));
+  std::cout << report;
+  return o.report.empty() || WriteFile(o.report, report) ? 0 : 1;
+}
+
 int Main(int argc, char** argv) {
   Options o;
   if (!ParseOptions(argc, argv, &o)) {
     std::cerr << kUsage;
     return 2;
   }
+  if (!o.check_templates.empty()) return Check(o);
   if (o.out.empty()) {
     o.out = (o.analyze_only ? BaseName(o.trace) : BaseName(o.program[0])) + ".templates.json";
   }

@@ -120,6 +120,56 @@ ProfileReport Analyze(const Trace& trace) {
   return report;
 }
 
+TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) {
+  TemplateCheck check;
+  std::map<std::pair<std::string, ParamLayout>, size_t> index;  // kernel -> entry in check.kernels
+  for (const Observation& o : Observe(trace)) {
+    auto key = std::make_pair(o.launch->kernel, o.launch->layout);
+    auto [it, fresh] = index.emplace(key, check.kernels.size());
+    const KernelTemplate* t = nullptr;
+    for (const KernelTemplate& k : templates.kernels) {
+      if (k.name == o.launch->kernel && k.layout == o.launch->layout) t = &k;
+    }
+    if (fresh) {
+      KernelReport k;
+      k.name = o.launch->kernel;
+      k.kind = t ? KindOf(*t) : "no template";
+      check.kernels.push_back(std::move(k));
+    }
+    KernelReport& k = check.kernels[it->second];
+    const Accuracy a = Compare(t ? Predict(*t, o) : RangeSet(), o.touched);
+    const Accuracy naive = Compare(o.naive, o.touched);
+    ++k.calls;
+    k.tmpl.Add(a);
+    k.naive.Add(naive);
+    check.total.Add(a);
+    check.naive_total.Add(naive);
+  }
+  return check;
+}
+
+std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::string& templates_name,
+                        const std::string& trace_name) {
+  std::string out = "# Templates checked on a run\n\n";
+  out += "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
+         std::to_string(trace.launches.size()) + " launches): every call, beside predicting whole allocations. "
+         "FN: touched but not predicted (each costs faults); FP: predicted but not touched (link bandwidth "
+         "and HBM wasted).\n\n";
+  out += "| kernel | template | calls | FN % bytes | FN % pages | FP % bytes | FP % pages | FN MB | FP MB | "
+         "whole-alloc FN % | whole-alloc FP % |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto row = [&](const std::string& name, const std::string& kind, const std::string& calls, const Accuracy& a,
+                 const Accuracy& n) {
+    char mb[64];
+    std::snprintf(mb, sizeof mb, "%.1f | %.1f", a.fn_bytes / 1e6, a.fp_bytes / 1e6);
+    out += "| " + name + " | " + kind + " | " + calls + " | " + Pct(a.FnBytesPct()) + " | " + Pct(a.FnPagesPct()) +
+           " | " + Pct(a.FpBytesPct()) + " | " + Pct(a.FpPagesPct()) + " | " + mb + " | " + Pct(n.FnBytesPct()) +
+           " | " + Pct(n.FpBytesPct()) + " |\n";
+  };
+  for (const KernelReport& k : c.kernels) row(k.name, k.kind, std::to_string(k.calls), k.tmpl, k.naive);
+  row("**all kernels**", "", "", c.total, c.naive_total);
+  return out;
+}
+
 std::string FormatReport(const ProfileReport& r, const Trace& trace, const std::string& trace_name) {
   std::string out = "# msched-profile report\n\n";
   out += "Trace: " + trace_name + " (" + trace.source + ", touched ranges known to " +

@@ -53,6 +53,19 @@ struct ProfileReport {
 
 ProfileReport Analyze(const Trace& trace);
 
+// The accuracy of given templates on every launch of a trace: templates
+// fitted from small profiling runs, checked on a run at full size, show
+// before a benchmark does whether they extrapolate. One entry per kernel
+// launched (a kernel without a template predicts nothing: all of what it
+// touched is a false negative), beside whole allocations.
+struct TemplateCheck {
+  std::vector<KernelReport> kernels;  // kind "no template" for kernels the file lacks
+  Accuracy total, naive_total;
+};
+TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace);
+std::string FormatCheck(const TemplateCheck& check, const Trace& trace, const std::string& templates_name,
+                        const std::string& trace_name);
+
 // The report as Markdown: the per-kernel table, totals, unpredictable
 // kernels with their reasons, and what the trace's precision means.
 std::string FormatReport(const ProfileReport& report, const Trace& trace, const std::string& trace_name);

@@ -114,5 +114,36 @@ TEST(FormatReportTest, ACoarseTraceSaysWhatItsPrecisionMeans) {
   EXPECT_NE(text.find("rounded out to 65536 bytes"), std::string::npos) << text;
 }
 
+// matvec(w, rows, cols) reads 4*rows*cols bytes at w. Profiled with rows
+// always 64, 4*rows*cols and 256*cols fit equally; only a run at full size
+// tells them apart.
+Trace MatvecTrace(const std::vector<std::pair<uint64_t, uint64_t>>& shapes, const std::string& other) {
+  TraceBuilder b;
+  b.Alloc(kA, kSize).Alloc(kB, kSize);
+  for (const auto& [rows, cols] : shapes) b.Launch("matvec", {kA, rows, cols}, {Read(kA, kA + 4 * rows * cols)});
+  b.Launch(other, {kB}, {Write(kB, kB + 4096)});
+  return b.trace();
+}
+
+TEST(CheckTemplatesTest, TemplatesFittedOnDegenerateSizesShowTheirMissesAtFullSize) {
+  const Trace full = MatvecTrace({{4096, 512}, {4096, 1024}}, "only_at_full_size");
+  const TemplateFile degenerate =
+      Analyze(MatvecTrace({{64, 256}, {64, 384}, {64, 512}, {64, 640}}, "small_only")).templates;
+  const TemplateCheck bad = CheckTemplates(degenerate, full);
+  ASSERT_EQ(bad.kernels.size(), 2u);
+  EXPECT_EQ(bad.kernels[0].name, "matvec");
+  EXPECT_EQ(bad.kernels[0].calls, 2u);
+  EXPECT_NEAR(bad.kernels[0].tmpl.FnBytesPct(), 100.0 * (1 - 64.0 / 4096), 0.01);
+  EXPECT_EQ(bad.kernels[1].kind, "no template");
+  EXPECT_DOUBLE_EQ(bad.kernels[1].tmpl.FnBytesPct(), 100.0);
+  const TemplateFile varied =
+      Analyze(MatvecTrace({{64, 256}, {96, 256}, {64, 512}, {80, 384}}, "small_only")).templates;
+  const TemplateCheck good = CheckTemplates(varied, full);
+  EXPECT_EQ(good.kernels[0].tmpl.fn_bytes, 0u);
+  EXPECT_EQ(good.kernels[0].tmpl.fp_bytes, 0u);
+  const std::string text = FormatCheck(bad, full, "small.templates.json", "full.jsonl");
+  EXPECT_NE(text.find("| matvec | T2 | 2 | 98.44 |"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace msched

@@ -7,6 +7,7 @@
 //           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
 //           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
 //           [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]
+//           [--trace FILE] [--trace-max SIZE]
 //
 // Log lines go to stderr (or --log), never stdout. SIGINT and SIGTERM stop
 // it cleanly (the socket and shared memory are removed). Exit status: 0 on
@@ -38,8 +39,11 @@ constexpr char kUsage[] =
     "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
     "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n"
     "               [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]\n"
+    "               [--trace FILE] [--trace-max SIZE]\n"
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
-    "(default 64) and priorities up to --max-guest-priority (default 0).\n";
+    "(default 64) and priorities up to --max-guest-priority (default 0).\n"
+    "--trace writes the timeline (Chrome trace format: open it at ui.perfetto.dev or chrome://tracing), at\n"
+    "most --trace-max bytes (default 256MiB); see docs/tracing.md.\n";
 
 CoordServer* g_server = nullptr;
 
@@ -136,6 +140,10 @@ int Main(int argc, char** argv) {
       o.idle_exit_ms = ns / 1000000;
     } else if (a == "--log") {
       log_path = v;
+    } else if (a == "--trace") {
+      o.trace_path = v;
+    } else if (a == "--trace-max") {
+      if (!bytes(&o.trace_max_bytes) || o.trace_max_bytes < 4096) return bad("a size of at least 4KiB, such as 64MiB");
     } else if (a == "--hello-timeout") {
       if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
       o.hello_timeout_ms = ns / 1000000;

@@ -2,8 +2,8 @@
 // reads as well in a terminal), notes on where the time went wherever msched
 // falls short of 90% of the ideal or of the paper, a CSV of every run, a
 // gnuplot chart of throughput against footprint per policy, and the headline
-// table with the paper's figures beside ours. Pure formatting, apart from
-// WritePlot, which runs gnuplot.
+// table with the paper's figures beside ours (the Gantt plot is gantt.h's).
+// Pure formatting, apart from WritePlot and RunGnuplot, which run gnuplot.
 #pragma once
 
 #include <string>
@@ -28,5 +28,9 @@ std::string Csv(const std::vector<ScenarioResult>& results);
 // policy and one for the ideal) with gnuplot, keeping the data and script
 // beside it. Scenarios with fewer than two points have nothing to draw: OK.
 Status WritePlot(const ScenarioResult& r, const std::string& dir);
+
+// Runs gnuplot on the script `<dir>/<name>.gp`, keeping its complaints in
+// `<dir>/<name>.gnuplot.err` when it fails.
+Status RunGnuplot(const std::string& dir, const std::string& name);
 
 }  // namespace msched::bench

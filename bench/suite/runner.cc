@@ -13,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/chrome_trace.h"
 #include "coord/coord_server.h"
+#include "msched/trace_layout.h"
 #include "suite/json_file.h"
 #include "base/subprocess.h"
 #include "tool_paths.h"
@@ -75,6 +77,7 @@ class Stage {
     device_ = "bench" + id;
     fs::create_directories(dir_);
     ::chmod(dir_.c_str(), 0700);
+    if (!o_.trace_path.empty()) fs::create_directories(JobTraceDir());
   }
   ~Stage() {
     if (server_) {
@@ -92,6 +95,7 @@ class Stage {
     so.policy.hbm_bytes = o_.hbm_bytes;
     so.policy.oversubscribe = o_.oversubscribe;
     so.policy.fixed_slice_ns = o_.fixed_slice_ns;
+    if (!o_.trace_path.empty()) so.trace_path = CoordTracePath();
     Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(so);
     if (!s.ok()) return s.status();
     server_ = std::move(*s);
@@ -99,6 +103,43 @@ class Stage {
     return Status::Ok();
   }
   uint64_t switches() const { return server_ ? server_->switches() : 0; }
+
+  // One attempt of a job, as the runner saw it (for the timeline of runs
+  // without a coordinator).
+  struct Attempt {
+    int64_t pid;
+    std::string label;
+    uint64_t started_ns, finished_ns;
+  };
+  // Stops the coordinator (closing its timeline) and merges the run's
+  // timeline into RunOptions::trace_path.
+  Status WriteTrace(const std::vector<Attempt>& attempts) {
+    if (server_) {
+      server_->Shutdown();
+      thread_.join();
+      server_.reset();
+    }
+    std::vector<std::string> inputs;
+    if (fs::exists(CoordTracePath())) inputs.push_back(CoordTracePath());
+    if (!attempts.empty()) {
+      const std::string runner = dir_ + "/runner.trace.json";
+      Result<std::unique_ptr<trace::Writer>> w = trace::Writer::Create(runner, kMaxTraceBytes);
+      if (!w.ok()) return w.status();
+      for (const Attempt& a : attempts) {
+        (*w)->Write(trace::ProcessName(a.pid, a.label));
+        (*w)->Write(trace::ThreadName(a.pid, trace::kJobStateTid, "state (msched bench: first launch to end)"));
+        if (a.finished_ns > a.started_ns) {
+          (*w)->Write({'X', trace::kRunning, "job", a.started_ns, a.finished_ns - a.started_ns, a.pid,
+                       trace::kJobStateTid, nullptr});
+        }
+      }
+      if (Status s = (*w)->Close(); !s.ok()) return s;
+      inputs.push_back(runner);
+    }
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(JobTraceDir(), ec)) inputs.push_back(entry.path().string());
+    return trace::MergeTraceFiles(inputs, o_.trace_path, kMaxTraceBytes);
+  }
 
   // Starts attempt `attempt` of job `i`; `barrier` > 1 makes it start with that many others.
   Result<Subprocess> Spawn(const JobSpec& job, size_t i, int attempt, size_t barrier) const {
@@ -120,6 +161,7 @@ class Stage {
              {"MSCHED_COORD", Coordinated(o_.policy) ? "required" : "off"},
              {"MSCHED_SOCKET", dir_ + "/coord.sock"},
              {"MSCHED_PRIORITY", std::to_string(job.priority)}};
+    if (!o_.trace_path.empty()) s.env["MSCHED_TRACE"] = JobTraceDir();
     if (o_.hbm_bytes > 0) s.env["MSIM_HBM_BYTES"] = std::to_string(o_.hbm_bytes);
     if (!o_.host_kernels) s.env["MSIM_HOST_KERNELS"] = "off";
     if (barrier > 1) s.env["MSIM_START_BARRIER"] = std::to_string(barrier);
@@ -127,6 +169,7 @@ class Stage {
     if (job.job_class != JobClass::kUnset) s.env["MSCHED_CLASS"] = JobClassName(job.job_class);
     if (o_.policy == Policy::kMschedLru) s.env["MSCHED_EVICTION"] = "lru";
     s.unset_env = {"MSCHED_GPU_MEMORY", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_UNKNOWN"};
+    if (o_.trace_path.empty()) s.unset_env.push_back("MSCHED_TRACE");
     if (s.env["MSCHED_TEMPLATES"].empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
     s.stdout_path = File(i, attempt, "out");
     s.stderr_path = File(i, attempt, "err");
@@ -161,9 +204,13 @@ class Stage {
   }
 
  private:
+  static constexpr uint64_t kMaxTraceBytes = uint64_t{256} << 20;
+
   std::string File(size_t i, int attempt, const char* ext) const {
     return dir_ + "/job" + std::to_string(i) + "_" + std::to_string(attempt) + "." + ext;
   }
+  std::string CoordTracePath() const { return dir_ + "/coord.trace.json"; }
+  std::string JobTraceDir() const { return dir_ + "/traces"; }
 
   const RunOptions& o_;
   const BenchPaths& paths_;
@@ -228,6 +275,7 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
   std::deque<std::pair<size_t, int>> queue;  // (job, attempt)
   for (size_t i = 0; i < jobs.size(); ++i) queue.push_back({i, 0});
   std::vector<Running> running;
+  std::vector<Stage::Attempt> attempts;  // for the timeline, when no coordinator draws one
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
   while (!queue.empty() || !running.empty()) {
     while (!queue.empty() && running.size() < slots) {
@@ -257,6 +305,9 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
       JobOutcome& j = out.jobs[it->job];
       const int ooms_before = j.ooms;
       stage.Collect(it->job, it->attempt, status, &j);
+      if (!Coordinated(o.policy)) {
+        attempts.push_back({it->process.pid(), jobs[it->job].label, j.started_ns, j.finished_ns});
+      }
       if (status != 0 && j.ooms > ooms_before && o.policy == Policy::kFifo && it->attempt + 1 < o.max_attempts) {
         queue.push_back({it->job, it->attempt + 1});  // resubmitted, as a user or a cluster would
       }
@@ -266,6 +317,9 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
   }
   for (const JobOutcome& j : out.jobs) out.makespan_ns = std::max(out.makespan_ns, j.finished_ns);
   out.switches = stage.switches();
+  if (!o.trace_path.empty()) {
+    if (Status s = stage.WriteTrace(attempts); !s.ok()) out.trace_error = s.message();
+  }
   return out;
 }
 

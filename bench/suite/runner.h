@@ -16,6 +16,9 @@
 //                          finishes, as a retry with the GPU to itself would)
 // Jobs submitted together start together (the simulator's start barrier), so
 // their device clocks begin at the same instant.
+// With a trace path, the run's timeline goes there (docs/tracing.md): the
+// coordinator's, the jobs' own (MSCHED_TRACE), and for runs without a
+// coordinator each job's span from its first launch to its end, merged.
 // Thread-compatible. Used by msched bench and the coordinator's process tests.
 #pragma once
 
@@ -69,6 +72,7 @@ struct RunOptions {
   int max_attempts = 3;          // fifo: resubmissions after running out of memory
   uint64_t timeout_ms = 600000;  // per run, real time
   std::string templates;         // MSCHED_TEMPLATES for the jobs ("": none)
+  std::string trace_path;        // where the run's timeline goes ("": none)
 };
 
 struct JobOutcome {
@@ -92,6 +96,7 @@ struct RunOutcome {
   uint64_t makespan_ns = 0;      // the last job's end
   uint64_t switches = 0;         // coordinator switches (msched policies)
   std::string error;             // the run itself failed (not a job)
+  std::string trace_error;       // the timeline is missing or incomplete (the run may be fine)
 };
 
 // Runs `jobs` (submitted together, in this order) under `o`.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -66,6 +67,16 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) 
 const PolicyResult* PointResult::Find(Policy p) const {
   for (const PolicyResult& r : policies) {
     if (r.variant.policy == p && r.variant.fixed_slice_ns == 0) return &r;
+  }
+  return nullptr;
+}
+
+const PolicyResult* PointResult::Baseline() const {
+  for (Policy p : {Policy::kExclusive, Policy::kFifo}) {
+    if (const PolicyResult* r = Find(p)) return r;
+  }
+  for (const PolicyResult& r : policies) {
+    if (&r != Find(Policy::kMsched)) return &r;
   }
   return nullptr;
 }
@@ -164,13 +175,19 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
     Result<uint64_t> parsed = ParseBytes(hbm_text);
     if (parsed.ok()) hbm = *parsed;
   }
-  for (int percent : o.quick ? s.points_quick : s.points_full) {
+  const std::vector<int>& percents = o.quick ? s.points_quick : s.points_full;
+  for (int percent : percents) {
     PointResult pr;
     pr.point = Expand(s, percent, hbm, o.quick);
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
       const auto it = templates.find(TemplatesKey(s.jobs[pr.point.kinds[i]]));
       if (it != templates.end()) pr.point.jobs[i].templates = it->second;
     }
+    // The report's Gantt plot draws two of the last point's runs (msched's
+    // and PointResult::Baseline), so that point is always traced.
+    const std::string trace_dir = !o.trace_dir.empty()         ? o.trace_dir
+                                  : percent == percents.back() ? o.work_dir + "/traces"
+                                                               : "";
     for (const PolicyVariant& v : s.policies) {
       RunOptions ro;
       ro.policy = v.policy;
@@ -179,10 +196,17 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
       ro.host_kernels = o.quick;
       ro.oversubscribe = s.oversubscribe;
       ro.fixed_slice_ns = v.fixed_slice_ns;
+      if (!trace_dir.empty()) {
+        std::filesystem::create_directories(trace_dir);
+        ro.trace_path = trace_dir + "/" + s.name + "-" + std::to_string(percent) + "-" + v.name + ".json";
+      }
       const auto start = std::chrono::steady_clock::now();
       RunOutcome run = RunJobs(pr.point.jobs, ro, paths);
       const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       pr.policies.push_back(Derive(v, std::move(run), pr.point));
+      PolicyResult& done = pr.policies.back();
+      if (!done.run.trace_error.empty() && o.progress) o.progress("timeline: " + done.run.trace_error);
+      if (!ro.trace_path.empty() && std::filesystem::exists(ro.trace_path)) done.trace = ro.trace_path;
       if (o.progress) {
         o.progress(s.name + " " + std::to_string(percent) + "% " + v.name + ": " +
                    Fixed(pr.policies.back().seconds * 1e3, 1) + " ms simulated, " + Fixed(real_s, 1) + " s real");
@@ -205,8 +229,13 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
       }
       pr.compute_ns += least;
     }
+    // A lower bound for any policy on one GPU: every job's kernels run (on
+    // one device, one after another), and the bytes that cannot all stay in
+    // HBM cross the link at least once (in whichever direction is faster),
+    // at best entirely under those kernels.
     pr.excess_bytes = pr.point.footprint > hbm ? pr.point.footprint - hbm : 0;
-    pr.ideal_ns = pr.compute_ns + static_cast<uint64_t>(static_cast<double>(pr.excess_bytes) / device.h2d_gbps);
+    pr.ideal_ns = std::max(pr.compute_ns, static_cast<uint64_t>(static_cast<double>(pr.excess_bytes) /
+                                                                std::max(device.h2d_gbps, device.d2h_gbps)));
     out.points.push_back(std::move(pr));
   }
   return out;

@@ -30,6 +30,9 @@ struct SuiteOptions {
   std::string device_profile = "rtx5080-pcie5";
   bool quick = false;
   std::string work_dir;  // profiles and traces are kept here
+  // Where every run's timeline goes ("": only the runs the report's Gantt
+  // plot draws are traced, into work_dir/traces).
+  std::string trace_dir;
   std::function<void(const std::string&)> progress;  // one line per step
 };
 
@@ -41,6 +44,7 @@ struct PolicyResult {
   double throughput = 0;      // work units per second
   uint64_t faults = 0, h2d_bytes = 0, d2h_bytes = 0, prefetch_bytes = 0;
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
+  std::string trace;          // the run's timeline ("": not traced)
   bool ok() const { return problem.empty(); }
 };
 
@@ -53,6 +57,9 @@ struct PointResult {
   // a GPU that runs one kernel at a time and must swap what does not fit.
   uint64_t compute_ns = 0, excess_bytes = 0, ideal_ns = 0;
   const PolicyResult* Find(Policy p) const;
+  // The run the Gantt plot sets beside msched's: exclusive, else fifo, else
+  // the first policy that is not msched's.
+  const PolicyResult* Baseline() const;
 };
 
 struct ScenarioResult {

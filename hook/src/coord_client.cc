@@ -10,6 +10,7 @@
 #include "device_clock.h"
 #include "driver_functions.h"
 #include "entry_table.h"
+#include "job_trace.h"
 #include "log.h"
 #include "residency.h"
 #include "coord/unix_socket.h"
@@ -302,6 +303,8 @@ void CoordClient::OnGo(const proto::Go& go) {
       const MoveOutcome out = MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Reload(last_working_set_, ops); });
       loaded_bytes_ = out.loaded;
       load_ns_ = DeviceNow() - t0;
+      JobTrace* trace = JobTrace::Active();
+      if (trace != nullptr && out.loaded > 0) trace->SwapIn(t0, load_ns_, out.loaded);
       rt_.counters().coord_loaded_bytes->Add(out.loaded);
     }
   }
@@ -327,7 +330,10 @@ void CoordClient::OnStop(const proto::Stop& stop) {
     // Evict what the next slice needs last: its own working set comes back
     // first. The transfers overlap the incoming job's loads.
     mm.SetFuture({last_working_set_});
-    MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Evict(stop.evict_bytes, ops); });
+    const MoveOutcome out = MoveMemory(
+        rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Evict(stop.evict_bytes, ops); });
+    JobTrace* trace = JobTrace::Active();
+    if (trace != nullptr && out.evicted > 0) trace->SwapOut(reply.now_ns, out.evicted);
     reply.resident = mm.resident_bytes();
     reply.loaded = loaded_bytes_;
     reply.load_ns = load_ns_;

@@ -25,7 +25,8 @@ namespace msched::hook {
   X(msimGetTime)                \
   X(msimSetBlocked)             \
   X(msimAdvanceTo)              \
-  X(msimLastLaunchAccesses)
+  X(msimLastLaunchAccesses)     \
+  X(msimStatsJson)
 
 struct DriverFunctions {
 #define MSCHED_DRIVER_FUNCTION(sym, base, ver, pfn) pfn sym = nullptr;

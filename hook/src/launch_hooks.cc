@@ -14,6 +14,7 @@
 #include "coord_client.h"
 #include "hook_guard.h"
 #include "hooks.h"
+#include "job_trace.h"
 #include "model/predictor.h"
 #include "profile_recorder.h"
 #include "residency.h"
@@ -91,11 +92,16 @@ Prediction& ThreadPrediction() {
 void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   HookCounters& c = rt.counters();
   c.launches_total->Add();
-  if (!rt.predicting()) return;
+  JobTrace* trace = JobTrace::Sampled();  // null unless the timeline samples this launch
+  if (!rt.predicting()) {
+    if (trace != nullptr) trace->Launch(nullptr);
+    return;
+  }
   static thread_local uint32_t launches = 0;
   const bool timed = (++launches & 15) == 0;  // sample the hook's own latency
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const KernelInfo* k = Kernel(rt, s.f);
+  if (trace != nullptr) trace->Launch(&k->name);
   if (rt.capturing.load(std::memory_order_relaxed) > 0) {
     c.launches_in_capture->Add();
     return;

@@ -1,6 +1,7 @@
 #include "residency.h"
 
 #include "cuda_device_ops.h"
+#include "job_trace.h"
 #include "log.h"
 
 namespace msched::hook {
@@ -51,7 +52,10 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
   if (rt.job().budget().Total() == 0) return;  // no context yet to ask: nothing can be planned
   rt.streams_since_sync.insert(stream);
   CurrentContextOps ops;
-  Count(rt, rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops));
+  const MoveOutcome out = rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops);
+  Count(rt, out);
+  JobTrace* trace = JobTrace::Active();
+  if (trace != nullptr && (out.loaded > 0 || out.evicted > 0)) trace->Prefetch(out.loaded, out.evicted);
 }
 
 MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) {

@@ -11,6 +11,7 @@
 
 #include "driver_functions.h"
 #include "hook_config.h"
+#include "job_trace.h"
 #include "log.h"
 
 namespace msched::hook {
@@ -98,6 +99,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   job_.SetConfigured(config().gpu_memory.value_or(0));
   if (config().mode != Mode::kOff) LoadTemplates();
   if (!config().stats_path.empty()) std::atexit(WriteStatsAtExit);
+  JobTrace::Start(config(), c_);
   LogInfo("msched {} mode, {} templates", ModeName(config().mode), templates_.size());
 }
 

@@ -54,6 +54,7 @@ struct Config {
   int priority = 0;                         // higher runs first
   std::string job_name;
   std::string profile_trace;                // profile mode: where the trace goes
+  std::string trace_dir;                    // empty: no timeline of this job
 };
 
 // One rejected value.

@@ -158,6 +158,9 @@ const VarSpec kVars[] = {
      }},
     {{"MSCHED_PROFILE_TRACE", "a file path", "(set by msched-profile)", "profile mode: where the launch trace goes"},
      [](std::string_view v, Config* c) { return SetPath(v, &c->profile_trace); }},
+    {{"MSCHED_TRACE", "a directory", "(none)",
+      "write this job's side of the timeline at exit as DIR/job-<pid>.json (docs/tracing.md)"},
+     [](std::string_view v, Config* c) { return SetPath(v, &c->trace_dir); }},
 };
 
 }  // namespace

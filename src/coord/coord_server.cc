@@ -58,22 +58,42 @@ Result<std::unique_ptr<CoordServer>> CoordServer::Start(ServerOptions options) {
   ::epoll_ctl(ep, EPOLL_CTL_ADD, *listen_fd, &ev);
   ev.data.fd = wake;
   ::epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev);
-  return std::unique_ptr<CoordServer>(new CoordServer(std::move(options), *listen_fd, wake, ep, std::move(*shm)));
+  // Only now that this coordinator owns the socket: a second one started by
+  // mistake must not truncate the first one's timeline.
+  std::unique_ptr<CoordTrace> trace;
+  if (!options.trace_path.empty()) {
+    Result<std::unique_ptr<trace::Writer>> writer = trace::Writer::Create(options.trace_path, options.trace_max_bytes);
+    if (!writer.ok()) {
+      ::close(ep);
+      ::close(wake);
+      ::close(*listen_fd);
+      ::unlink(options.socket_path.c_str());
+      return writer.status();
+    }
+    trace = std::make_unique<CoordTrace>(std::move(*writer));
+  }
+  return std::unique_ptr<CoordServer>(
+      new CoordServer(std::move(options), *listen_fd, wake, ep, std::move(*shm), std::move(trace)));
 }
 
-CoordServer::CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm)
+CoordServer::CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm,
+                         std::unique_ptr<CoordTrace> trace)
     : options_(std::move(options)),
       listen_fd_(listen_fd),
       wake_fd_(wake_fd),
       epoll_fd_(epoll_fd),
       shm_(std::move(shm)),
       scheduler_(options_.policy),
+      trace_(std::move(trace)),
       idle_since_ms_(NowMs()),
       own_uid_(static_cast<uint32_t>(::geteuid())) {
   Log("coordinator listening at " + options_.socket_path);
 }
 
 CoordServer::~CoordServer() {
+  if (trace_) {
+    if (Status s = trace_->Close(scheduler_); !s.ok()) Log(s.message());
+  }
   for (auto& [fd, c] : conns_) ::close(fd);
   ::close(listen_fd_);
   ::close(wake_fd_);
@@ -105,6 +125,7 @@ void CoordServer::Run() {
     }
     Watchdog();
     ExpireConnections();
+    if (trace_) trace_->Flush();
     if (!fd_of_job_.empty()) idle_since_ms_ = NowMs();
     if (options_.idle_exit_ms > 0 && fd_of_job_.empty() && NowMs() - idle_since_ms_ >= options_.idle_exit_ms) {
       Log("no jobs for " + std::to_string(options_.idle_exit_ms / 1000) + " s; exiting");
@@ -218,6 +239,7 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
   } else if (auto* stopped = std::get_if<proto::Stopped>(&m)) {
+    if (trace_) trace_->Stopped(scheduler_, c.job, *stopped);
     Apply(scheduler_.Stopped(c.job, *stopped));
   } else if (auto* bye = std::get_if<proto::Goodbye>(&m)) {
     Apply(scheduler_.Exited(c.job, bye->now_ns));
@@ -321,6 +343,7 @@ void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
 }
 
 void CoordServer::Apply(const Commands& commands) {
+  if (trace_) trace_->Sent(scheduler_, commands);
   for (const Command& cmd : commands) {
     auto it = fd_of_job_.find(cmd.job);
     if (it == fd_of_job_.end()) continue;
@@ -352,6 +375,7 @@ void CoordServer::SyncSlots() {
     s.slice_end_ns.store(run ? end : 0, std::memory_order_relaxed);
     s.may_run.store(run ? 1 : 0, std::memory_order_release);
   }
+  if (trace_) trace_->Sync(scheduler_);
 }
 
 void CoordServer::Watchdog() {

@@ -18,6 +18,8 @@
 //     finish any frame it starts within the same time, and at the
 //     descriptor limit it stops accepting until a connection closes
 //     instead of spinning.
+//   - With `trace_path`, it writes its timeline there (coord_trace.h),
+//     flushed every tick and never larger than `trace_max_bytes`.
 //   - A watchdog passes over a job that leaves a slice end or a stop
 //     unanswered for `answer_timeout_ms` of real time, so a hung job never
 //     stalls the others.
@@ -33,6 +35,7 @@
 #include <string>
 
 #include "coord/coord_shm.h"
+#include "coord/coord_trace.h"
 #include "msched/status.h"
 #include "coord/scheduler.h"
 #include "coord/unix_socket.h"
@@ -47,6 +50,8 @@ struct ServerOptions {
   uint64_t hello_timeout_ms = 5000;
   uint32_t max_jobs_per_user = 64;  // guests only
   int max_guest_priority = 0;
+  std::string trace_path;                       // empty: no timeline
+  uint64_t trace_max_bytes = uint64_t{256} << 20;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -66,7 +71,8 @@ class CoordServer {
 
  private:
   struct Conn;
-  CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm);
+  CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm,
+              std::unique_ptr<CoordTrace> trace);
   void Accept();
   void OnReadable(int fd);
   void Close(int fd, const std::string& why);
@@ -90,6 +96,7 @@ class CoordServer {
   int epoll_fd_;
   CoordShm shm_;
   Scheduler scheduler_;
+  std::unique_ptr<CoordTrace> trace_;  // null: no timeline
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::map<uint64_t, int> fd_of_job_;
   std::map<uint64_t, uint32_t> slot_of_job_;

@@ -5,7 +5,7 @@
 //   msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]
 //       analyses traces saved earlier with --trace; several traces (runs of
 //       one program at different sizes) are fitted together;
-//   msched-profile check TEMPLATES TRACE [--report REPORT.md]
+//   msched-profile check TEMPLATES TRACE [--report REPORT.md] [--json OUT.json]
 //       measures how well templates (fitted at small sizes) predict what a
 //       traced run (at full size) touched.
 // The report (per-kernel template kind and held-out accuracy, in the form of
@@ -36,7 +36,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]\n"
     "       msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]\n"
-    "       msched-profile check TEMPLATES TRACE [--report REPORT.md]\n";
+    "       msched-profile check TEMPLATES TRACE [--report REPORT.md] [--json OUT.json]\n";
 
 struct Options {
   std::string out, trace, report;
@@ -44,6 +44,7 @@ struct Options {
   std::vector<std::string> program;      // record mode
   bool analyze_only = false;
   std::string check_templates;           // check mode: the templates to check on `trace`
+  std::string check_json;                // check mode: the figures as JSON
 };
 
 void Say(const std::string& message) { std::cerr << "msched-profile: " << message << "\n"; }
@@ -54,8 +55,13 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-') return false;
     o->check_templates = argv[2];
     o->trace = argv[3];
-    if (argc == 6 && std::string(argv[4]) == "--report") o->report = argv[5];
-    return argc == 4 || !o->report.empty();
+    for (i = 4; i + 1 < argc; i += 2) {
+      const std::string a = argv[i];
+      if (a == "--report") o->report = argv[i + 1];
+      else if (a == "--json") o->check_json = argv[i + 1];
+      else return false;
+    }
+    return i == argc;
   }
   if (i < argc && std::string(argv[i]) == "analyze") {
     o->analyze_only = true;
@@ -187,10 +193,11 @@ int Check(const Options& o) {
     Say(o.check_templates + " holds no usable template");
     return 1;
   }
-  const std::string report = FormatCheck(CheckTemplates(loaded.templates, *trace), *trace,
-                                         BaseName(o.check_templates), BaseName(o.trace));
+  const TemplateCheck check = CheckTemplates(loaded.templates, *trace);
+  const std::string report = FormatCheck(check, *trace, BaseName(o.check_templates), BaseName(o.trace));
   std::cout << report;
-  return o.report.empty() || WriteFile(o.report, report) ? 0 : 1;
+  if (!o.report.empty() && !WriteFile(o.report, report)) return 1;
+  return o.check_json.empty() || WriteFile(o.check_json, CheckJson(check)) ? 0 : 1;
 }
 
 int Main(int argc, char** argv) {

@@ -103,7 +103,8 @@ std::string Method(const DeviceFacts& d, bool quick) {
     << "Ideal = the longer of all jobs' kernel work back to back and the bytes beyond HBM crossing the link "
     << "once at its faster direction's speed (transfers wholly hidden under kernels): no policy on one GPU can "
     << "finish sooner. "
-    << "x um = um's time / the policy's time, same jobs, same run of the suite.";
+    << "x um = um's time / the policy's time, same jobs, same run of the suite; x exclusive likewise with "
+    << "exclusive's (above 1: faster than running the jobs one at a time).";
   return m.str();
 }
 

@@ -47,10 +47,14 @@ double TokensPerSecond(const PolicyResult& r, const Point& p) {
   return tokens > 0 && end > 0 ? static_cast<double>(tokens) / (static_cast<double>(end) / 1e9) : 0;
 }
 
-double Speedup(const PolicyResult& r, const PointResult& pr) {
-  const PolicyResult* um = pr.Find(Policy::kUm);
-  return um != nullptr && um->ok() && r.ok() && r.seconds > 0 ? um->seconds / r.seconds : 0;
+// `base`'s time over r's at the same point: how many times faster r ran (0
+// when either failed or `base` did not run there).
+double Speedup(const PolicyResult& r, const PointResult& pr, Policy base = Policy::kUm) {
+  const PolicyResult* b = pr.Find(base);
+  return b != nullptr && b->ok() && r.ok() && r.seconds > 0 ? b->seconds / r.seconds : 0;
 }
+
+std::string Times(double x) { return x > 0 ? Num(x, 2) + "x" : "-"; }
 
 double OfIdeal(const PolicyResult& r, const PointResult& pr) {
   return r.ok() && r.run.makespan_ns > 0 ? static_cast<double>(pr.ideal_ns) / static_cast<double>(r.run.makespan_ns) : 0;
@@ -73,9 +77,9 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
   const Scenario& s = *r.scenario;
   std::ostringstream out;
   const bool llm = !r.points.empty() && TokensPerSecond(r.points[0].policies[0], r.points[0].point) > 0;
-  out << "| footprint | policy | time ms | throughput | x um | % of ideal | faults | H2D MB | D2H MB |"
+  out << "| footprint | policy | time ms | throughput | x um | x exclusive | % of ideal | faults | H2D MB | D2H MB |"
       << (llm ? " tokens/s |" : "") << " paper x um | status |\n";
-  out << "|---|---|---:|---:|---:|---:|---:|---:|---:|" << (llm ? "---:|" : "") << "---:|---|\n";
+  out << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" << (llm ? "---:|" : "") << "---:|---|\n";
   std::vector<std::string> notes;
   for (const PointResult& pr : r.points) {
     const double work = static_cast<double>(pr.point.total_work());
@@ -84,8 +88,9 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
       const auto paper = s.paper_speedup.find(pr.point.percent);
       const bool is_msched = p.variant.name == "msched";
       out << "| " << Footprint(pr.point) << " | " << p.variant.name << " | " << Num(p.seconds * 1e3, 1) << " | "
-          << Num(p.throughput, 2) << " " << Unit(pr.point) << "/s | " << (speedup > 0 ? Num(speedup, 2) + "x" : "-")
-          << " | " << (ideal > 0 ? Num(100 * ideal, 1) : "-") << " | " << p.faults << " | " << Mb(p.h2d_bytes)
+          << Num(p.throughput, 2) << " " << Unit(pr.point) << "/s | " << Times(speedup) << " | "
+          << Times(Speedup(p, pr, Policy::kExclusive)) << " | " << (ideal > 0 ? Num(100 * ideal, 1) : "-") << " | "
+          << p.faults << " | " << Mb(p.h2d_bytes)
           << " | " << Mb(p.d2h_bytes) << " |" << (llm ? " " + Num(TokensPerSecond(p, pr.point), 1) + " |" : "")
           << " " << (is_msched && paper != s.paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
           << (p.ok() ? "ok" : p.problem) << " |\n";
@@ -98,7 +103,7 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
     }
     out << "| " << Footprint(pr.point) << " | **ideal** | " << Num(Ms(pr.ideal_ns), 1) << " | "
         << Num(pr.ideal_ns > 0 ? work / (static_cast<double>(pr.ideal_ns) / 1e9) : 0, 2) << " " << Unit(pr.point)
-        << "/s | | 100.0 | | | |" << (llm ? " |" : "") << " | the longer of kernels " << Num(Ms(pr.compute_ns), 1)
+        << "/s | | | 100.0 | | | |" << (llm ? " |" : "") << " | the longer of kernels " << Num(Ms(pr.compute_ns), 1)
         << " ms and " << Mb(pr.excess_bytes) << " MB beyond HBM at "
         << Num(std::max(device.h2d_gbps, device.d2h_gbps), 1) << " GB/s |\n";
   }
@@ -136,17 +141,40 @@ std::string AdmissionSection(const ScenarioResult& r) {
 
 }  // namespace
 
+// How the templates extrapolate: fitted at profiling sizes, checked on one
+// work unit of each job at the first point's size.
+std::string TemplateSection(const ScenarioResult& r) {
+  if (r.template_accuracy.empty()) return "";
+  std::ostringstream out;
+  out << "\nTemplates at size (one work unit of each job traced at the first point's size, checked with "
+      << "`msched-profile check`; missed bytes fault, extra bytes waste the link):\n\n"
+      << "| job | workload | touched MB | missed % of touched | extra % of predicted |\n|---|---|---:|---:|---:|\n";
+  auto pct = [](uint64_t part, uint64_t whole) { return whole ? Num(100.0 * part / whole, 2) : std::string("-"); };
+  for (const TemplateAccuracy& a : r.template_accuracy) {
+    out << "| " << a.label << " | " << a.workload << " | ";
+    if (!a.error.empty()) {
+      out << a.error << " | | |\n";
+      continue;
+    }
+    out << Mb(a.touched_bytes) << " | " << pct(a.fn_bytes, a.touched_bytes) << " | "
+        << pct(a.fp_bytes, a.predicted_bytes) << " |\n";
+  }
+  return out.str();
+}
+
 std::string ScenarioSection(const ScenarioResult& r, const DeviceFacts& device) {
   const Scenario& s = *r.scenario;
   std::string out = "### " + s.title + "\n\n" + s.description + "\n\n";
   out += s.admission ? AdmissionSection(r) : SweepSection(r, device);
+  out += TemplateSection(r);
   if (!s.paper_note.empty()) out += "\nPaper: " + s.paper_note + ".\n";
   return out;
 }
 
 std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
   std::ostringstream out;
-  out << "| scenario | footprint | msched x um | paper x um | msched % of ideal |\n|---|---|---:|---:|---:|\n";
+  out << "| scenario | footprint | msched x um | paper x um | msched x exclusive | msched % of ideal |\n"
+      << "|---|---|---:|---:|---:|---:|\n";
   for (const ScenarioResult& r : results) {
     if (!r.scenario->headline) continue;
     for (const PointResult& pr : r.points) {
@@ -157,7 +185,7 @@ std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
       out << "| " << r.scenario->name << " | " << Footprint(pr.point) << " | "
           << (speedup > 0 ? Num(speedup, 2) + "x" : ms->ok() ? "-" : "failed") << " | "
           << (paper != r.scenario->paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
-          << Num(100 * OfIdeal(*ms, pr), 1) << " |\n";
+          << Times(Speedup(*ms, pr, Policy::kExclusive)) << " | " << Num(100 * OfIdeal(*ms, pr), 1) << " |\n";
     }
   }
   return out.str();
@@ -166,7 +194,7 @@ std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
 std::string Csv(const std::vector<ScenarioResult>& results) {
   std::ostringstream out;
   out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
-         "fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
+         "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
          "coordinator_wait_ns,switches,ooms\n";
   for (const ScenarioResult& r : results) {
     for (const PointResult& pr : r.points) {
@@ -176,7 +204,8 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
         for (const JobOutcome& j : p.run.jobs) ooms += j.ooms;
         out << r.scenario->name << "," << pr.point.percent << "," << pr.point.footprint << "," << pr.point.hbm_bytes
             << "," << p.variant.name << "," << (p.ok() ? 1 : 0) << "," << p.run.makespan_ns << "," << work << ","
-            << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << "," << Num(OfIdeal(p, pr), 4) << ","
+            << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << "," << Num(Speedup(p, pr, Policy::kExclusive), 4)
+            << "," << Num(OfIdeal(p, pr), 4) << ","
             << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
             << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << ooms
             << "\n";

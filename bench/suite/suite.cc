@@ -164,6 +164,57 @@ Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<co
   return out;
 }
 
+// Traces one work unit of `job` at its size in the point (all memory managed,
+// so that any size runs) and checks its templates on what it touched.
+TemplateAccuracy CheckAtSize(const JobSpec& job, const ScenarioJob& kind, uint64_t hbm, const BenchPaths& paths,
+                             const SuiteOptions& o, const std::string& stem) {
+  TemplateAccuracy a;
+  a.label = kind.label;
+  a.workload = job.workload;
+  const std::string trace = stem + ".jsonl";
+  std::vector<std::string> argv = {paths.msched_profile, "--trace", trace, "-o", stem + ".unused.json", "--",
+                                   paths.msim_run, paths.workloads_dir + "/" + job.workload, "--managed",
+                                   "--no-checksum"};
+  std::map<std::string, int64_t> vars = job.vars;
+  vars[kind.work_var] = 1;
+  for (const auto& [k, v] : vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
+  SpawnOptions so;
+  so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
+            {"MSIM_DEVICE", "benchcheck" + std::to_string(getpid())}, {"MSIM_HOST_KERNELS", "off"},
+            {"MSIM_HBM_BYTES", std::to_string(hbm)}};
+  so.stdout_path = stem + ".log";
+  so.stderr_path = stem + ".err";
+  Result<Subprocess> p = Subprocess::Spawn(argv, so);
+  if (!p.ok() || p->Wait() != 0) {
+    a.error = "the traced run failed (see " + so.stderr_path + ")";
+    return a;
+  }
+  a.table = stem + ".md";
+  const std::string json_path = stem + ".json";
+  SpawnOptions quiet;
+  quiet.stdout_path = "/dev/null";
+  quiet.stderr_path = stem + ".check.err";
+  Result<Subprocess> c = Subprocess::Spawn(
+      {paths.msched_profile, "check", job.templates, trace, "--report", a.table, "--json", json_path}, quiet);
+  if (!c.ok() || c->Wait() != 0) {
+    a.error = "msched-profile check failed (see " + stem + ".check.err)";
+    return a;
+  }
+  std::remove(trace.c_str());  // can be large; the table keeps what it showed
+  std::string error;
+  const nlohmann::json j = ReadJsonFile(json_path, &error);
+  if (!j.is_object() || !j.contains("total") || !j["total"].is_object()) {
+    a.error = "unreadable check result: " + (error.empty() ? json_path : error);
+    return a;
+  }
+  const nlohmann::json& t = j["total"];
+  a.touched_bytes = t.value("touched_bytes", uint64_t{0});
+  a.predicted_bytes = t.value("predicted_bytes", uint64_t{0});
+  a.fn_bytes = t.value("fn_bytes", uint64_t{0});
+  a.fp_bytes = t.value("fp_bytes", uint64_t{0});
+  return a;
+}
+
 ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
                            const std::map<std::string, std::string>& templates, const BenchPaths& paths,
                            const SuiteOptions& o) {
@@ -182,6 +233,15 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
       const auto it = templates.find(TemplatesKey(s.jobs[pr.point.kinds[i]]));
       if (it != templates.end()) pr.point.jobs[i].templates = it->second;
+    }
+    for (size_t kind = 0; percent == percents.front() && kind < s.jobs.size(); ++kind) {
+      for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
+        if (pr.point.kinds[i] != kind || pr.point.jobs[i].templates.empty()) continue;
+        if (o.progress) o.progress("checking " + s.jobs[kind].label + "'s templates at " + std::to_string(percent) + "%");
+        out.template_accuracy.push_back(CheckAtSize(pr.point.jobs[i], s.jobs[kind], hbm, paths, o,
+                                                    o.work_dir + "/check-" + s.name + "-" + s.jobs[kind].label));
+        break;
+      }
     }
     // The report's Gantt plot draws two of the last point's runs (msched's
     // and PointResult::Baseline), so that point is always traced.

@@ -51,10 +51,10 @@ struct PolicyResult {
 struct PointResult {
   Point point;
   std::vector<PolicyResult> policies;  // in the scenario's order
-  // The ideal: all jobs' kernel work back to back, plus the bytes beyond HBM
-  // brought in once over the host-to-device link (evictions go the other way
-  // at the same time: the link is full duplex). No policy can do better on
-  // a GPU that runs one kernel at a time and must swap what does not fit.
+  // The ideal: the longer of all jobs' kernel work back to back and the
+  // bytes beyond HBM crossing the link once (at best wholly under kernels).
+  // No policy can do better on a GPU that runs one kernel at a time and must
+  // move what does not fit.
   uint64_t compute_ns = 0, excess_bytes = 0, ideal_ns = 0;
   const PolicyResult* Find(Policy p) const;
   // The run the Gantt plot sets beside msched's: exclusive, else fifo, else
@@ -62,9 +62,20 @@ struct PointResult {
   const PolicyResult* Baseline() const;
 };
 
+// How a job's templates, fitted from small profiling runs, predict what it
+// touches at the scenario's first point: one work unit traced at that size
+// and checked with `msched-profile check`.
+struct TemplateAccuracy {
+  std::string label, workload;
+  uint64_t touched_bytes = 0, predicted_bytes = 0, fn_bytes = 0, fp_bytes = 0;
+  std::string table;  // msched-profile's per-kernel table (a file)
+  std::string error;  // why it could not be measured ("" when measured)
+};
+
 struct ScenarioResult {
   const Scenario* scenario = nullptr;
   std::vector<PointResult> points;
+  std::vector<TemplateAccuracy> template_accuracy;  // one per job kind with templates
 };
 
 // Profiles every workload `scenarios` use (runs at different sizes, fitted

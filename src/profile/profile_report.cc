@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "model/template_eval.h"
 #include "profile/template_fitter.h"
 
@@ -168,6 +170,26 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
   for (const KernelReport& k : c.kernels) row(k.name, k.kind, std::to_string(k.calls), k.tmpl, k.naive);
   row("**all kernels**", "", "", c.total, c.naive_total);
   return out;
+}
+
+std::string CheckJson(const TemplateCheck& c) {
+  auto figures = [](const Accuracy& a) {
+    return nlohmann::json{{"touched_bytes", a.touched_bytes},
+                          {"predicted_bytes", a.predicted_bytes},
+                          {"fn_bytes", a.fn_bytes},
+                          {"fp_bytes", a.fp_bytes}};
+  };
+  nlohmann::json j;
+  j["kernels"] = nlohmann::json::array();
+  for (const KernelReport& k : c.kernels) {
+    nlohmann::json e = figures(k.tmpl);
+    e["name"] = k.name;
+    e["template"] = k.kind;
+    e["calls"] = k.calls;
+    j["kernels"].push_back(std::move(e));
+  }
+  j["total"] = figures(c.total);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatReport(const ProfileReport& r, const Trace& trace, const std::string& trace_name) {

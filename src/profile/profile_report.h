@@ -65,6 +65,9 @@ struct TemplateCheck {
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace);
 std::string FormatCheck(const TemplateCheck& check, const Trace& trace, const std::string& templates_name,
                         const std::string& trace_name);
+// The same figures as JSON: {"kernels":[{"name","template","calls",
+// "touched_bytes","predicted_bytes","fn_bytes","fp_bytes"}...],"total":{...}}.
+std::string CheckJson(const TemplateCheck& check);
 
 // The report as Markdown: the per-kernel table, totals, unpredictable
 // kernels with their reasons, and what the trace's precision means.

@@ -129,7 +129,7 @@ int Main(int argc, char** argv) {
     } else if (a == "--min-slice") {
       if (!duration(&o.policy.min_slice_ns)) return bad("a duration such as 20ms");
     } else if (a == "--max-slice") {
-      if (!duration(&o.policy.max_slice_ns)) return bad("a duration such as 2s");
+      if (!duration(&o.policy.max_slice_ns)) return bad("a duration such as 10s");
     } else if (a == "--aging") {
       if (!duration(&o.policy.aging_ns) || o.policy.aging_ns == 0) return bad("a duration such as 1min");
     } else if (a == "--answer-timeout") {

@@ -60,9 +60,9 @@ struct SchedulerOptions {
   uint64_t host_bytes = UINT64_MAX;        // admitted footprints must fit host memory (evicted data lives there)
   double oversubscribe = 2.0;              // admitted footprints <= ratio x HBM, time-sliced as needed
   double usable_fraction = 0.95;           // of HBM, for working sets (contexts, fragmentation)
-  double swap_fraction = 0.1;              // slices last so that swapping takes at most this share
+  double swap_fraction = 0.03;             // slices last so that swapping takes at most this share
   uint64_t min_slice_ns = 20'000'000;      // 20 ms
-  uint64_t max_slice_ns = 2'000'000'000;   // 2 s
+  uint64_t max_slice_ns = 10'000'000'000;  // 10 s
   uint64_t fixed_slice_ns = 0;             // nonzero: every slice this long (no adaptation)
   uint64_t aging_ns = 60'000'000'000;      // a minute of waiting is worth one priority step
   uint64_t reserve_after_ns = 300'000'000'000;  // nobody passes a job that has waited 5 min

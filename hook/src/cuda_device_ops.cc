@@ -70,6 +70,16 @@ Status CudaDeviceOps::StreamAfterTransfers(StreamHandle stream) {
   return WaitFor(reinterpret_cast<CUstream>(stream), c_->transfer, c_->ready);
 }
 
+Status CudaDeviceOps::SetReadMostly(const ByteRange& r, bool on) {
+  auto advise = RealDriver().cuMemAdvise_v2;
+  if (!advise) return Status::Unavailable("the driver lacks cuMemAdvise_v2");
+  CUmemLocation loc{};  // ignored for read-mostly advice
+  loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  loc.id = c_->device;
+  return Check(advise(r.begin, r.size(), on ? CU_MEM_ADVISE_SET_READ_MOSTLY : CU_MEM_ADVISE_UNSET_READ_MOSTLY, loc),
+               "cuMemAdvise");
+}
+
 Status CudaDeviceOps::SynchronizeTransfers() {
   auto sync = RealDriver().cuStreamSynchronize;
   if (!sync) return Status::Unavailable("the driver lacks cuStreamSynchronize");

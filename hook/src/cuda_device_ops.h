@@ -21,6 +21,7 @@ class CudaDeviceOps : public DeviceOps {
   Status TransfersAfter(StreamHandle stream) override;
   Status StreamAfterTransfers(StreamHandle stream) override;
   Status SynchronizeTransfers() override;
+  Status SetReadMostly(const ByteRange& r, bool on) override;
 
   static StreamHandle Handle(CUstream s) { return reinterpret_cast<StreamHandle>(s); }
 

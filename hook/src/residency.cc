@@ -19,6 +19,9 @@ class CurrentContextOps : public DeviceOps {
     return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status();
   }
   Status SynchronizeTransfers() override { return Ops() ? ops_->SynchronizeTransfers() : ops_.status(); }
+  Status SetReadMostly(const ByteRange& r, bool on) override {
+    return Ops() ? ops_->SetReadMostly(r, on) : ops_.status();
+  }
 
  private:
   bool Ops() {

@@ -11,6 +11,11 @@ Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceO
     if (!s.ok() && first_error.ok()) first_error = s;
     return s.ok();
   };
+  // Advice first: a write must not land on a read duplicate, and loads made
+  // after the advice keep their host copies. Failed advice only costs the
+  // copies back it would have saved.
+  for (const ByteRange& r : actions.read_mostly_off) note(ops.SetReadMostly(r, false));
+  for (const ByteRange& r : actions.read_mostly_on) note(ops.SetReadMostly(r, true));
   if (actions.evict_after_queue && !note(ops.TransfersAfter(stream))) {
     // Evicting now could take memory from queued kernels: skip the evictions.
     failed.evict = actions.evict;

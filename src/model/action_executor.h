@@ -1,4 +1,5 @@
-// Carrying out a MemoryManager's plan through DeviceOps: evictions (ordered
+// Carrying out a MemoryManager's plan through DeviceOps: read-mostly advice,
+// evictions (ordered
 // after the launch stream's queued work when a victim may still be in use),
 // then loads in access order, then the launch stream waits for them. A
 // transfer that fails is undone in the manager's view, and the error is

@@ -28,6 +28,10 @@ class DeviceOps {
   virtual Status StreamAfterTransfers(StreamHandle stream) = 0;
   // Waits, on the host, until all queued transfers are complete.
   virtual Status SynchronizeTransfers() = 0;
+  // Advises `r` (a whole managed allocation) read-mostly, or no longer: a
+  // read-mostly page moved to the device keeps its host copy, so evicting it
+  // later moves nothing back.
+  virtual Status SetReadMostly(const ByteRange& r, bool on) = 0;
 };
 
 }  // namespace msched

@@ -164,7 +164,23 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
   for (const ByteRange& r : MergeAdjacent(load)) out->load.push_back(r);
 }
 
+void MemoryManager::NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out) {
+  for (const PredictedRegion& pr : regions) {
+    Alloc* a = Find(pr.range.begin);
+    if (a == nullptr) continue;
+    const ByteRange whole{a->base, a->base + a->size};
+    if (pr.mode != AccessMode::kRead) {
+      a->reads_since_write = 0;
+      if (a->read_mostly) a->read_mostly = false, out->read_mostly_off.push_back(whole);
+    } else if (!a->read_mostly && ++a->reads_since_write >= kReadsBeforeReadMostly) {
+      a->read_mostly = true;
+      out->read_mostly_on.push_back(whole);
+    }
+  }
+}
+
 void MemoryManager::PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out) {
+  NoteAccessModes(regions, out);
   latest_ = std::max(latest_, seq);
   ++epoch_;
   need_.clear();

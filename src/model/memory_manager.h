@@ -38,7 +38,12 @@ struct MemoryActions {
   uint64_t evict_bytes = 0;
   uint64_t load_bytes = 0;
   uint64_t unserved_bytes = 0;  // predicted but left to fault: over budget alone
-  bool empty() const { return evict.empty() && load.empty(); }
+  // Allocations to advise read-mostly (read by several launches since they
+  // were last written) or no longer (about to be written): applied first.
+  std::vector<ByteRange> read_mostly_on, read_mostly_off;
+  bool empty() const {
+    return evict.empty() && load.empty() && read_mostly_on.empty() && read_mostly_off.empty();
+  }
 };
 
 class MemoryManager {
@@ -106,7 +111,16 @@ class MemoryManager {
     uint64_t size;
     uint64_t serial;            // names the allocation in chunk ids
     std::vector<Chunk> chunks;  // chunk i covers [base + i*2MiB, ...) clipped to size
+    uint32_t reads_since_write = 0;  // launches that read it since one last wrote it
+    bool read_mostly = false;        // advised so
   };
+  // Launches that must read an allocation, with no write between, before it
+  // is advised read-mostly: weights (written once, then read every step)
+  // qualify; buffers written and read in turn do not, so advice seldom
+  // flips (each flip back collapses the duplicates).
+  static constexpr uint32_t kReadsBeforeReadMostly = 4;
+  // Tracks which allocations launches only read, asking for advice changes in `out`.
+  void NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out);
   struct ChunkRef {
     Alloc* alloc;
     size_t index;

@@ -24,6 +24,18 @@ TEST(ActionExecutorTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   EXPECT_EQ(ops.calls, (std::vector<std::string>{"after 7", "out 0", "in 4", "wait 7"}));
 }
 
+TEST(ActionExecutorTest, AdviceComesBeforeAnyTransfer) {
+  MemoryManager mm(4 * kMiB);
+  MemoryActions act;
+  act.read_mostly_off.push_back({2 * kMiB, 4 * kMiB});
+  act.read_mostly_on.push_back({8 * kMiB, 16 * kMiB});
+  act.evict.push_back({0, 2 * kMiB});
+  act.load.push_back({4 * kMiB, 6 * kMiB});
+  FakeDeviceOps ops;
+  ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"not read-mostly 2", "read-mostly 8", "out 0", "in 4", "wait 7"}));
+}
+
 TEST(ActionExecutorTest, CommonPathCallsNothing) {
   MemoryManager mm(4 * kMiB);
   FakeDeviceOps ops;

@@ -40,6 +40,25 @@ TEST_F(MemoryManagerTest, LoadsWhatIsMissingOnceAndNothingOnTheCommonPath) {
   EXPECT_TRUE(Access({{a_ + 4096, a_ + 8192}}).empty());
 }
 
+TEST_F(MemoryManagerTest, AllocationsOnlyReadAreAdvisedReadMostlyUntilALaunchWritesThem) {
+  const ByteRange a{a_, a_ + 8 * kMiB};
+  for (uint32_t i = 1; i < 4; ++i) EXPECT_TRUE(Access({{a_, a_ + kMiB}}).read_mostly_on.empty()) << i;
+  MemoryActions fourth = Access({{a_ + kMiB, a_ + 2 * kMiB}});
+  EXPECT_EQ(fourth.read_mostly_on, std::vector<ByteRange>{a}) << "four reads and no write: read-mostly";
+  EXPECT_TRUE(Access({{a_, a_ + kMiB}}).empty()) << "advised once";
+  MemoryActions write;
+  mm_.PlanAccess({{{a_, a_ + 4096}, AccessMode::kReadWrite}}, ++seq_, &write);
+  EXPECT_EQ(write.read_mostly_off, std::vector<ByteRange>{a}) << "a write takes the advice back first";
+  EXPECT_TRUE(write.read_mostly_on.empty());
+  // Written and read in turn (activations): never advised.
+  for (int i = 0; i < 10; ++i) {
+    MemoryActions r = Access({{b_, b_ + kMiB}});
+    MemoryActions w;
+    mm_.PlanAccess({{{b_, b_ + kMiB}, AccessMode::kWrite}}, ++seq_, &w);
+    EXPECT_TRUE(r.read_mostly_on.empty() && w.read_mostly_on.empty() && w.read_mostly_off.empty());
+  }
+}
+
 TEST_F(MemoryManagerTest, StaysWithinBudgetEvictingLeastRecentlyUsedWithoutAFuture) {
   Access({{a_, a_ + 8 * kMiB}});
   Access({{b_, b_ + 8 * kMiB}});

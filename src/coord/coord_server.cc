@@ -216,7 +216,6 @@ void CoordServer::Close(int fd, const std::string& why) {
     shm_.slot(s->second).job.store(0, std::memory_order_release);
     slot_of_job_.erase(s);
   }
-  SyncSlots();
 }
 
 void CoordServer::Handle(Conn& c, proto::Message m) {
@@ -246,7 +245,6 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   } else {
     return violation("a coordinator-to-job message sent by a job");
   }
-  SyncSlots();
 }
 
 void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
@@ -295,7 +293,6 @@ void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
   w.admitted = added != nullptr && added->state == JobState::kRunning;
   Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) + ") registered: " +
       FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
-  SyncSlots();
   if (!SendMessage(fd, w, shm_.reader_fd()).ok()) return Close(fd, "cannot write to it");
   Apply(commands);
 }
@@ -333,7 +330,6 @@ void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
       reply.text = "job " + std::to_string(m.job) + " " + verb;
       Log(reply.text + " by " + Who(c.peer.uid, c.peer.pid));
       Apply(*r);
-      SyncSlots();
     } else {
       reply.text = r.status().message();
     }
@@ -344,6 +340,10 @@ void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
 
 void CoordServer::Apply(const Commands& commands) {
   if (trace_) trace_->Sent(scheduler_, commands);
+  // The gates first: a job acts on its Go at once and launches only while
+  // its gate is open too; one it found still closed would cost it a recheck
+  // period (issue 11).
+  SyncSlots();
   for (const Command& cmd : commands) {
     auto it = fd_of_job_.find(cmd.job);
     if (it == fd_of_job_.end()) continue;
@@ -397,7 +397,6 @@ void CoordServer::Watchdog() {
         " has not answered for " + std::to_string((now - it->second) / 1000) + " s; passing it over");
     awaiting_since_ms_.erase(it);
     Apply(scheduler_.Unresponsive(id));
-    SyncSlots();
   }
 }
 

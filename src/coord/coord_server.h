@@ -79,6 +79,8 @@ class CoordServer {
   void Handle(Conn& c, proto::Message m);
   void HandleHello(Conn& c, const proto::Hello& hello);
   void HandleControl(Conn& c, const proto::Control& m);
+  // Publishes every job's gate for the scheduler's new state, then sends
+  // `commands`: whatever a job is told, its gate already agrees.
   void Apply(const Commands& commands);
   void SyncSlots();
   void Watchdog();

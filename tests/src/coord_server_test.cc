@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -228,6 +229,47 @@ TEST_F(CoordServerTest, WhenAJobDiesItsMemoryGoesToTheNext) {
   EXPECT_EQ(go.slice_end_ns, proto::kNever) << "alone now: no more turns";
   EXPECT_NE(log().find("is gone"), std::string::npos) << log();
   ::close(b);
+}
+
+TEST_F(CoordServerTest, AJobToldToGoFindsItsGateAlreadyOpen) {
+  // Issue 11: the coordinator sent Go before it opened the job's gate, so a
+  // job acting on its Go at once could find the gate closed (and the hook
+  // then waits a recheck period before it launches). A timeline makes each
+  // gate update slower, so the race, if any, is lost often.
+  Stop();
+  ServerOptions o;
+  o.trace_path = dir_ + "/timeline.json";
+  Start(/*answer_timeout_ms=*/10000, o);
+  int fds[2];
+  std::vector<CoordShm> shm;
+  uint32_t slots[2];
+  for (int i = 0; i < 2; ++i) {
+    fds[i] = Join(10 * kGiB, "job" + std::to_string(i));  // 20 GiB on 16: they take turns
+    const auto [w, shm_fd] = ExpectWelcome(fds[i]);
+    Result<CoordShm> mapped = CoordShm::OpenReadOnly(shm_fd);
+    ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+    shm.push_back(std::move(*mapped));
+    slots[i] = w.slot;
+  }
+  Expect<proto::Go>(fds[0]);
+  uint64_t now = 0;
+  int closed = 0;
+  constexpr int kSwitches = 200;
+  for (int i = 0, running = 0; i < kSwitches; ++i, running = 1 - running) {
+    ASSERT_TRUE(SendMessage(fds[running], proto::SliceEnd{now += 100'000'000}).ok());
+    Expect<proto::Stop>(fds[running]);
+    proto::Stopped s;
+    s.now_ns = now;
+    s.working_set = 10 * kGiB;
+    ASSERT_TRUE(SendMessage(fds[running], s).ok());
+    Expect<proto::Go>(fds[1 - running]);
+    closed += shm[1 - running].slot(slots[1 - running]).may_run.load(std::memory_order_acquire) == 0;
+  }
+  EXPECT_EQ(closed, 0) << "of " << kSwitches << " Go messages found their gate closed";
+  ::close(fds[0]);
+  ::close(fds[1]);
+  Stop();
+  ::unlink(o.trace_path.c_str());
 }
 
 TEST_F(CoordServerTest, MalformedMessagesAreRejectedAndTheRestGoOn) {

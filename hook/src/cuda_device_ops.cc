@@ -27,9 +27,11 @@ Status WaitFor(CUstream waiter, CUstream signaller, CUevent ev) {
 }  // namespace
 
 struct CudaDeviceOps::PerContext {
-  CUstream transfer = nullptr;
-  CUevent queued = nullptr;  // recorded on a launch stream, waited on by `transfer`
-  CUevent ready = nullptr;   // recorded on `transfer`, waited on by a launch stream
+  CUstream transfer = nullptr;  // loads
+  CUstream evict = nullptr;     // evictions
+  CUevent queued = nullptr;     // recorded on a launch stream, waited on by `evict`
+  CUevent ready = nullptr;      // recorded on `transfer`, waited on by a launch stream
+  CUevent evicted = nullptr;    // recorded on `evict`, waited on by `transfer`
   CUdevice device = 0;
 };
 
@@ -46,8 +48,10 @@ Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
     PerContext pc;
     MSCHED_RETURN_IF_ERROR(Check(real.cuCtxGetDevice(&pc.device), "cuCtxGetDevice"));
     MSCHED_RETURN_IF_ERROR(Check(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+    MSCHED_RETURN_IF_ERROR(Check(real.cuStreamCreate(&pc.evict, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
     MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.evicted, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     it = contexts->emplace(ctx, pc).first;
   }
   return CudaDeviceOps(&it->second);
@@ -59,12 +63,14 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
   CUmemLocation loc{};
   loc.type = to_device ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST;
   loc.id = to_device ? c_->device : 0;
-  return Check(prefetch(r.begin, r.size(), loc, 0, c_->transfer), "cuMemPrefetchAsync");
+  return Check(prefetch(r.begin, r.size(), loc, 0, to_device ? c_->transfer : c_->evict), "cuMemPrefetchAsync");
 }
 
 Status CudaDeviceOps::TransfersAfter(StreamHandle stream) {
-  return WaitFor(c_->transfer, reinterpret_cast<CUstream>(stream), c_->queued);
+  return WaitFor(c_->evict, reinterpret_cast<CUstream>(stream), c_->queued);
 }
+
+Status CudaDeviceOps::LoadsAfterEvictions() { return WaitFor(c_->transfer, c_->evict, c_->evicted); }
 
 Status CudaDeviceOps::StreamAfterTransfers(StreamHandle stream) {
   return WaitFor(reinterpret_cast<CUstream>(stream), c_->transfer, c_->ready);
@@ -83,6 +89,7 @@ Status CudaDeviceOps::SetReadMostly(const ByteRange& r, bool on) {
 Status CudaDeviceOps::SynchronizeTransfers() {
   auto sync = RealDriver().cuStreamSynchronize;
   if (!sync) return Status::Unavailable("the driver lacks cuStreamSynchronize");
+  MSCHED_RETURN_IF_ERROR(Check(sync(c_->evict), "cuStreamSynchronize"));
   return Check(sync(c_->transfer), "cuStreamSynchronize");
 }
 

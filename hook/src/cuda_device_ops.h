@@ -19,6 +19,7 @@ class CudaDeviceOps : public DeviceOps {
 
   Status Prefetch(const ByteRange& r, bool to_device) override;
   Status TransfersAfter(StreamHandle stream) override;
+  Status LoadsAfterEvictions() override;
   Status StreamAfterTransfers(StreamHandle stream) override;
   Status SynchronizeTransfers() override;
   Status SetReadMostly(const ByteRange& r, bool on) override;

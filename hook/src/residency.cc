@@ -15,6 +15,7 @@ class CurrentContextOps : public DeviceOps {
     return Ops() ? ops_->Prefetch(r, to_device) : ops_.status();
   }
   Status TransfersAfter(StreamHandle s) override { return Ops() ? ops_->TransfersAfter(s) : ops_.status(); }
+  Status LoadsAfterEvictions() override { return Ops() ? ops_->LoadsAfterEvictions() : ops_.status(); }
   Status StreamAfterTransfers(StreamHandle s) override {
     return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status();
   }

@@ -16,6 +16,9 @@ Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceO
   // copies back it would have saved.
   for (const ByteRange& r : actions.read_mostly_off) note(ops.SetReadMostly(r, false));
   for (const ByteRange& r : actions.read_mostly_on) note(ops.SetReadMostly(r, true));
+  // This plan's evictions and loads touch different chunks and may overlap;
+  // earlier plans' evictions must not overtake its loads.
+  if (!actions.load.empty()) note(ops.LoadsAfterEvictions());
   if (actions.evict_after_queue && !note(ops.TransfersAfter(stream))) {
     // Evicting now could take memory from queued kernels: skip the evictions.
     failed.evict = actions.evict;

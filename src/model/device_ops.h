@@ -18,13 +18,18 @@ class DeviceOps {
  public:
   virtual ~DeviceOps() = default;
   // Moves `r` (page-aligned, inside managed allocations) to the device or to
-  // host memory, in bulk, ordered on the manager's own transfer stream.
+  // host memory, in bulk. Loads and evictions go on two streams of the
+  // manager's own, so that the link's two directions work at once: an
+  // eviction's space frees while the next load is under way.
   virtual Status Prefetch(const ByteRange& r, bool to_device) = 0;
-  // Makes the transfer stream wait for the work queued so far on `stream`
+  // Makes the eviction stream wait for the work queued so far on `stream`
   // (so that evictions follow the kernels still using the victims).
   virtual Status TransfersAfter(StreamHandle stream) = 0;
-  // Makes `stream` wait for the transfers queued so far (so that a kernel
-  // starts after its data is in place).
+  // Makes loads queued from now on start after the evictions queued so far
+  // (a chunk evicted by one plan and loaded by a later one arrives last).
+  virtual Status LoadsAfterEvictions() = 0;
+  // Makes `stream` wait for the loads queued so far (so that a kernel starts
+  // after its data is in place).
   virtual Status StreamAfterTransfers(StreamHandle stream) = 0;
   // Waits, on the host, until all queued transfers are complete.
   virtual Status SynchronizeTransfers() = 0;

@@ -21,7 +21,7 @@ TEST(ActionExecutorTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
   ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"after 7", "out 0", "in 4", "wait 7"}));
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"loads after evictions", "after 7", "out 0", "in 4", "wait 7"}));
 }
 
 TEST(ActionExecutorTest, AdviceComesBeforeAnyTransfer) {
@@ -33,7 +33,8 @@ TEST(ActionExecutorTest, AdviceComesBeforeAnyTransfer) {
   act.load.push_back({4 * kMiB, 6 * kMiB});
   FakeDeviceOps ops;
   ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"not read-mostly 2", "read-mostly 8", "out 0", "in 4", "wait 7"}));
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"not read-mostly 2", "read-mostly 8", "loads after evictions", "out 0",
+                                                 "in 4", "wait 7"}));
 }
 
 TEST(ActionExecutorTest, CommonPathCallsNothing) {
@@ -49,7 +50,7 @@ TEST(ActionExecutorTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
   MemoryActions act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &act);
   FakeDeviceOps ops;
-  ops.fail_at = 1;
+  ops.fail_at = 2;  // the load (after "loads after evictions")
   EXPECT_FALSE(ExecuteActions(act, 1, ops, mm).ok());
   EXPECT_EQ(mm.resident_bytes(), 0u);
   MemoryActions again;
@@ -64,9 +65,9 @@ TEST(ActionExecutorTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
-  ops.fail_at = 1;  // TransfersAfter fails
+  ops.fail_at = 2;  // TransfersAfter fails
   EXPECT_FALSE(ExecuteActions(act, 3, ops, mm).ok());
-  EXPECT_EQ(ops.calls[1], "in 4") << "the eviction was skipped, the load still attempted";
+  EXPECT_EQ(ops.calls[2], "in 4") << "the eviction was skipped, the load still attempted";
   EXPECT_EQ(mm.resident_bytes(), 8 * kMiB) << "the victim is still known to be resident";
 }
 

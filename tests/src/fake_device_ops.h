@@ -1,5 +1,6 @@
 // A DeviceOps for tests: records every call as a short line ("in 4": a load
 // of the range that starts at 4 MiB, "out 0", "after S", "wait S", "sync",
+// "loads after evictions",
 // "read-mostly 4" / "not read-mostly 4": advice for the allocation at 4 MiB)
 // and fails call number `fail_at` (counting from 1) when it is set.
 // Confined to one thread.
@@ -19,6 +20,7 @@ class FakeDeviceOps : public DeviceOps {
   }
   Status TransfersAfter(StreamHandle s) override { return Record("after " + std::to_string(s)); }
   Status StreamAfterTransfers(StreamHandle s) override { return Record("wait " + std::to_string(s)); }
+  Status LoadsAfterEvictions() override { return Record("loads after evictions"); }
   Status SynchronizeTransfers() override { return Record("sync"); }
   Status SetReadMostly(const ByteRange& r, bool on) override {
     return Record((on ? "read-mostly " : "not read-mostly ") + std::to_string(r.begin >> 20));

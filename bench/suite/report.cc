@@ -93,7 +93,8 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
           << p.faults << " | " << Mb(p.h2d_bytes)
           << " | " << Mb(p.d2h_bytes) << " |" << (llm ? " " + Num(TokensPerSecond(p, pr.point), 1) + " |" : "")
           << " " << (is_msched && paper != s.paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
-          << (p.ok() ? "ok" : p.problem) << " |\n";
+          << (p.ok() ? "ok" : p.cannot_run ? "cannot run (a job is larger than HBM): " + p.problem : p.problem)
+          << " |\n";
       const bool short_of_paper = paper != s.paper_speedup.end() && speedup > 0 && speedup < paper->second;
       if (is_msched && p.ok() && (ideal < 0.9 || short_of_paper)) {
         notes.push_back("msched at " + std::to_string(pr.point.percent) + "%: " + Num(100 * ideal, 1) +
@@ -195,7 +196,7 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
   std::ostringstream out;
   out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
          "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
-         "coordinator_wait_ns,switches,ooms\n";
+         "coordinator_wait_ns,switches,ooms,status\n";
   for (const ScenarioResult& r : results) {
     for (const PointResult& pr : r.points) {
       const uint64_t work = pr.point.total_work();
@@ -208,7 +209,7 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
             << "," << Num(OfIdeal(p, pr), 4) << ","
             << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
             << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << ooms
-            << "\n";
+            << "," << (p.ok() ? "ok" : p.cannot_run ? "cannot_run" : "failed") << "\n";
       }
     }
   }

@@ -272,14 +272,21 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
                    Fixed(pr.policies.back().seconds * 1e3, 1) + " ms simulated, " + Fixed(real_s, 1) + " s real");
       }
     }
-    // The reference for results: a policy that runs every job in plain device
-    // memory (exclusive or off) when the scenario has one, else the first.
-    const PolicyResult* reference = &pr.policies.front();
+    // The reference for results: a policy that ran every job in plain device
+    // memory (exclusive or off) when the scenario has one that succeeded,
+    // else the first that succeeded.
+    const PolicyResult* reference = nullptr;
     for (const PolicyResult& r : pr.policies) {
-      if (r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff) reference = &r;
+      const bool plain = r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff;
+      if (Check(r.run, nullptr, pr.point).empty() && (reference == nullptr || plain)) reference = &r;
     }
+    uint64_t largest = 0;  // the largest job: plain device memory cannot run one beyond HBM
+    for (const JobSpec& j : pr.point.jobs) largest = std::max(largest, j.footprint);
     for (PolicyResult& r : pr.policies) {
-      r.problem = Check(r.run, o.quick ? &reference->run : nullptr, pr.point);
+      r.problem = Check(r.run, o.quick && reference != nullptr ? &reference->run : nullptr, pr.point);
+      const bool plain = r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff ||
+                         r.variant.policy == Policy::kFifo;
+      r.cannot_run = !r.ok() && plain && largest > hbm;
     }
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
       uint64_t least = 0;

@@ -45,6 +45,9 @@ struct PolicyResult {
   uint64_t faults = 0, h2d_bytes = 0, d2h_bytes = 0, prefetch_bytes = 0;
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
   std::string trace;          // the run's timeline ("": not traced)
+  // It failed as it must: a job is larger than HBM and the policy keeps jobs
+  // in plain device memory (what exclusive use of the GPU cannot do).
+  bool cannot_run = false;
   bool ok() const { return problem.empty(); }
 };
 

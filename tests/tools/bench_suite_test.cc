@@ -40,8 +40,8 @@ TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   std::vector<std::string> names;
   for (const b::Scenario& s : *all) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "ablation-prediction", "ablation-eviction",
-                                             "ablation-slice", "overhead", "admission"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
+                                             "ablation-eviction", "ablation-slice", "overhead", "admission"}));
   const b::Scenario& slice = Named(*all, "ablation-slice");
   EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
   ASSERT_EQ(slice.policies.size(), 2u);
@@ -99,7 +99,9 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("profiling"), std::string::npos) << "progress is shown";
   EXPECT_NE(r.out.find("Headline"), std::string::npos);
-  // Every (scenario, point, policy) has a row, and every row finished with correct results.
+  // Every (scenario, point, policy) has a row, and every row finished with
+  // correct results, except that exclusive use of the GPU cannot run a job
+  // larger than HBM (scenario E), and says so.
   msched::Result<std::vector<b::Scenario>> all = b::LoadScenarios(SCENARIOS_DIR);
   ASSERT_TRUE(all.ok());
   std::set<std::string> expected, seen;
@@ -117,7 +119,12 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
     for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
     ASSERT_GT(f.size(), 6u) << line;
     seen.insert(f[0] + "," + f[1] + "," + f[4]);
+    if (f[0].rfind("E", 0) == 0 && f[4] == "exclusive") {
+      EXPECT_EQ(f.back(), "cannot_run") << line;
+      continue;
+    }
     EXPECT_EQ(f[5], "1") << line;
+    EXPECT_EQ(f.back(), "ok") << line;
     EXPECT_NE(f[6], "0") << "a makespan was measured: " << line;
   }
   EXPECT_EQ(seen, expected);

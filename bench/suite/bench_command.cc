@@ -101,8 +101,8 @@ std::string Method(const DeviceFacts& d, bool quick) {
     << "before each kernel; msched = templates + OPT eviction + coordinator time slices; exclusive = one job at a "
     << "time in plain device memory; fifo = up to two at a time in submission order, a job that ran out of memory resubmitted last and then run alone. "
     << "Ideal = the longer of all jobs' kernel work back to back and the bytes beyond HBM crossing the link "
-    << "once at its faster direction's speed (transfers wholly hidden under kernels): no policy on one GPU can "
-    << "finish sooner. "
+    << "at its faster direction's speed (transfers wholly hidden under kernels), once, or once per work unit "
+    << "where every byte is used in every unit (E, E-train): no policy on one GPU can finish sooner. "
     << "x um = um's time / the policy's time, same jobs, same run of the suite; x exclusive likewise with "
     << "exclusive's (above 1: faster than running the jobs one at a time).";
   return m.str();

@@ -114,6 +114,10 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
   for (const json& p : j.at("policies")) s.policies.push_back(Variant(p));
   if (s.policies.empty()) throw Bad{"policies: at least one"};
   s.oversubscribe = j.value("oversubscribe", 4.0);
+  s.link_passes_per_unit = j.value("link_passes_per_unit", 0.0);
+  if (s.link_passes_per_unit < 0 || s.link_passes_per_unit > 100) {
+    throw Bad{"link_passes_per_unit: a number from 0 to 100"};
+  }
   if (j.contains("paper")) {
     const json& paper = j["paper"];
     if (paper.contains("speedup")) {

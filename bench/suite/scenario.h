@@ -50,6 +50,10 @@ struct Scenario {
   std::vector<int> points_full, points_quick;            // total footprint, percent of HBM
   std::vector<PolicyVariant> policies;
   double oversubscribe = 4.0;    // the coordinator's admission ratio
+  // How often per work unit every byte beyond HBM must cross the link (a job
+  // that streams all its data once per step: 1). 0: at least once in all.
+  // The ideal counts the bytes beyond HBM that many times.
+  double link_passes_per_unit = 0;
   std::vector<ScenarioJob> jobs;
   std::map<int, double> paper_speedup;  // msched over um, by footprint percent
   std::string paper_note;

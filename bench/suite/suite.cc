@@ -301,7 +301,8 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
     // HBM cross the link at least once (in whichever direction is faster),
     // at best entirely under those kernels.
     pr.excess_bytes = pr.point.footprint > hbm ? pr.point.footprint - hbm : 0;
-    pr.ideal_ns = std::max(pr.compute_ns, static_cast<uint64_t>(static_cast<double>(pr.excess_bytes) /
+    const double passes = std::max(1.0, s.link_passes_per_unit * static_cast<double>(pr.point.total_work()));
+    pr.ideal_ns = std::max(pr.compute_ns, static_cast<uint64_t>(passes * static_cast<double>(pr.excess_bytes) /
                                                                 std::max(device.h2d_gbps, device.d2h_gbps)));
     out.points.push_back(std::move(pr));
   }

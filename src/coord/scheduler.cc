@@ -256,8 +256,12 @@ void Scheduler::Reschedule(bool slice_over, Commands* out) {
   } else if (slice_over || overfull) {
     BeginSwitch(next, /*preempt=*/false, out);
   } else if (slice_end_ == proto::kNever) {
-    // The jobs now running no longer fit with the rest: their turn ends after one slice.
-    slice_end_ = now_ + SliceLength(GroupOf(active), jobs_, options_, link_bytes_per_ns_);
+    // The jobs now running no longer fit with the rest: their turn ends after
+    // one slice, long enough to amortise the switch it ends in (loading the
+    // next group), not only their own load (nothing, for jobs that started
+    // on an empty GPU).
+    slice_end_ = now_ + std::max(SliceLength(GroupOf(active), jobs_, options_, link_bytes_per_ns_),
+                                 SliceLength(next, jobs_, options_, link_bytes_per_ns_));
   }
 }
 

@@ -66,6 +66,19 @@ TEST(SchedulerTest, JobsThatFitTogetherRunTogetherWithBudgets) {
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
 }
 
+TEST(SchedulerTest, TheFirstTurnIsLongEnoughToAmortiseLoadingTheNextJob) {
+  SchedulerOptions o = Options();
+  o.max_slice_ns = 100'000'000'000;
+  Scheduler s(o);
+  s.Submit(NewJob(1, 10 * kGiB), 0, 0);  // started on an empty GPU: loaded nothing
+  s.Submit(NewJob(2, 10 * kGiB), 0, 100);
+  // Switching to job 2 loads its 10 GiB: job 1's turn lasts long enough
+  // that this load takes at most the swap share of it.
+  const double swap_ns = 10.0 * kGiB / o.link_bytes_per_ns;
+  EXPECT_GE(static_cast<double>(s.slice_end_ns() - 100), 0.99 * swap_ns / o.swap_fraction)
+      << "slice " << s.slice_end_ns();
+}
+
 TEST(SchedulerTest, JobsThatDoNotFitTakeTurnsWithOneSwapPerSwitch) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);

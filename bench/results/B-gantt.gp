@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,552
 set output '/work/main/bench/results/B-gantt.png'
 set multiplot layout 2,1 title "Combination B, multiple DNN inference: ResNet/VGG/Inception/DenseNet-like layer sequences (paper Table 3, Figure 7): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:5624.81]
+set xrange [0:5428.79]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,664
 set output '/work/main/bench/results/admission-gantt.png'
 set multiplot layout 2,1 title "Admission and ordering: two long jobs and four short ones (the coordinator's mixed-job scenario): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:968.739]
+set xrange [0:954.166]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

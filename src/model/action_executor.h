@@ -1,7 +1,8 @@
 // Carrying out a MemoryManager's plan through DeviceOps: read-mostly advice,
-// evictions (ordered
-// after the launch stream's queued work when a victim may still be in use),
-// then loads in access order, then the launch stream waits for them. A
+// then evictions (ordered after the launch stream's queued work when a
+// victim may still be in use) and loads in access order (after earlier
+// plans' evictions; beside this plan's), then the launch stream waits for
+// the loads. A
 // transfer that fails is undone in the manager's view, and the error is
 // returned; the launch itself goes on (missing data faults in).
 // Externally synchronized. Used by JobMemory.

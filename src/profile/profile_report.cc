@@ -124,21 +124,22 @@ ProfileReport Analyze(const Trace& trace) {
 
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) {
   TemplateCheck check;
-  std::map<std::pair<std::string, ParamLayout>, size_t> index;  // kernel -> entry in check.kernels
+  // Each kernel launched: its entry in check.kernels and its template (null: none).
+  std::map<std::pair<std::string, ParamLayout>, std::pair<size_t, const KernelTemplate*>> index;
   for (const Observation& o : Observe(trace)) {
-    auto key = std::make_pair(o.launch->kernel, o.launch->layout);
-    auto [it, fresh] = index.emplace(key, check.kernels.size());
-    const KernelTemplate* t = nullptr;
-    for (const KernelTemplate& k : templates.kernels) {
-      if (k.name == o.launch->kernel && k.layout == o.launch->layout) t = &k;
-    }
+    auto [it, fresh] = index.emplace(std::make_pair(o.launch->kernel, o.launch->layout),
+                                     std::make_pair(check.kernels.size(), nullptr));
     if (fresh) {
+      for (const KernelTemplate& t : templates.kernels) {
+        if (t.name == o.launch->kernel && t.layout == o.launch->layout) it->second.second = &t;
+      }
       KernelReport k;
       k.name = o.launch->kernel;
-      k.kind = t ? KindOf(*t) : "no template";
+      k.kind = it->second.second ? KindOf(*it->second.second) : "no template";
       check.kernels.push_back(std::move(k));
     }
-    KernelReport& k = check.kernels[it->second];
+    const KernelTemplate* t = it->second.second;
+    KernelReport& k = check.kernels[it->second.first];
     const Accuracy a = Compare(t ? Predict(*t, o) : RangeSet(), o.touched);
     const Accuracy naive = Compare(o.naive, o.touched);
     ++k.calls;

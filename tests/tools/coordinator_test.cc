@@ -169,8 +169,10 @@ class CoordinatorProcessTest : public ::testing::Test {
     auto d = msched::Subprocess::Spawn(argv);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemon_.emplace(std::move(*d));
-    for (int i = 0; i < 200 && ::access(socket().c_str(), F_OK) != 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Until it answers: the socket file alone may be a killed predecessor's,
+    // which the new coordinator replaces only once it has started.
+    for (int i = 0; i < 250 && !Status().is_object(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
 

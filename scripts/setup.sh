@@ -6,11 +6,14 @@
 set -euo pipefail
 
 # clang and libclang-rt-dev: the fuzz targets (libFuzzer); libtsan2: GCC's
-# ThreadSanitizer runtime for the TSan build.
+# ThreadSanitizer runtime for the TSan build. The packaging tests: systemd
+# (systemd-analyze verify, no running systemd needed), and dpkg-dev and file,
+# which CPack's .deb generator uses to find the package's dependencies.
 packages=(cmake make g++ python3 binutils
           libgtest-dev libgmock-dev libbenchmark-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
-          gnuplot-nox clang libclang-rt-dev libtsan2)
+          gnuplot-nox clang libclang-rt-dev libtsan2
+          systemd dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,9 +8,11 @@
 // JOB is a job id or a job's name. Exit status: 0 done; 1 the request
 // failed; 2 usage. Any command takes --socket PATH (default MSCHED_SOCKET).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include "msched/config.h"
 #include "msched/protocol.h"
 #include "base/subprocess.h"
+#include "status_table.h"
 #include "tool_paths.h"
 #include "coord/unix_socket.h"
 
@@ -61,49 +64,24 @@ Result<proto::ControlReply> Ask(const std::string& socket, const proto::Control&
   return Status::Corruption("the coordinator answered with something else");
 }
 
-std::string Size(uint64_t bytes) { return bytes ? FormatBytes(bytes) : "-"; }
-
-std::string Ms(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
-  return buf;
-}
-
 int ShowStatus(const std::string& socket, bool as_json) {
   Result<proto::ControlReply> r = Ask(socket, proto::Control{});
   if (!r.ok()) {
     std::cerr << "msched: " << r.status().message() << "\n";
     return 1;
   }
+  // --json passes the coordinator's document through unchanged: its fields
+  // are the stable interface (docs/operate.md), the table is for people.
   if (as_json) {
     std::cout << r->text << "\n";
     return 0;
   }
   const json j = json::parse(r->text, nullptr, false);
-  if (j.is_discarded()) {
-    std::cerr << "msched: the coordinator's status is not JSON\n";
+  if (!j.is_object()) {
+    std::cerr << "msched: the coordinator's status is not a JSON object\n";
     return 1;
   }
-  const json& c = j["coordinator"];
-  std::printf("coordinator pid %d at %s: %s HBM, oversubscribe %.2g, %zu group(s), %llu switches\n",
-              c.value("pid", 0), c.value("socket", std::string()).c_str(),
-              Size(c.value("hbm_bytes", uint64_t{0})).c_str(), c.value("oversubscribe", 1.0),
-              c.value("groups", size_t{0}), static_cast<unsigned long long>(c.value("switches", uint64_t{0})));
-  std::printf("%-5s %-16s %-6s %-8s %-9s %-6s %-5s %4s %11s %11s %11s %11s %11s %12s %6s\n", "JOB", "NAME", "UID",
-              "PID", "STATE", "ON_GPU", "CLASS", "PRIO", "DECLARED", "ALLOCATED", "WORKSET", "RESIDENT", "BUDGET",
-              "WAITED", "SWAPS");
-  for (const json& job : j["jobs"]) {
-    std::printf("%-5llu %-16.16s %-6u %-8d %-9s %-6s %-5s %4d %11s %11s %11s %11s %11s %12s %6llu\n",
-                static_cast<unsigned long long>(job.value("id", uint64_t{0})), job.value("name", std::string()).c_str(),
-                job.value("uid", 0u), job.value("pid", 0), job.value("state", std::string()).c_str(),
-                job.value("on_gpu", false) ? "yes" : "no", job.value("class", std::string()).c_str(),
-                job.value("priority", 0), Size(job.value("declared_bytes", uint64_t{0})).c_str(),
-                Size(job.value("allocated_bytes", uint64_t{0})).c_str(),
-                Size(job.value("working_set_bytes", uint64_t{0})).c_str(),
-                Size(job.value("resident_bytes", uint64_t{0})).c_str(), Size(job.value("budget_bytes", uint64_t{0})).c_str(),
-                Ms(job.value("waited_ns", uint64_t{0})).c_str(),
-                static_cast<unsigned long long>(job.value("swaps_in", uint64_t{0})));
-  }
+  std::cout << RenderStatus(j, OutputWidth(STDOUT_FILENO));
   return 0;
 }
 
@@ -152,8 +130,15 @@ int SendControl(const std::string& socket, proto::ControlOp op, const std::strin
 Status StartCoordinator(const std::string& socket) {
   const std::string daemon = ExecutableDir() + "/mschedd";
   if (access(daemon.c_str(), X_OK) != 0) return Status::NotFound("mschedd is not beside msched (" + daemon + ")");
-  const std::string dir = socket.substr(0, socket.rfind('/'));
-  const std::string log = (dir.empty() ? std::string(".") : dir) + "/mschedd.log";
+  const size_t slash = socket.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : socket.substr(0, slash);
+  const std::string log = dir + "/mschedd.log";
+  // The log opens before mschedd makes its socket's directory: on a first
+  // run ($XDG_RUNTIME_DIR/msched, /tmp/msched-<uid>) make it here, private
+  // as mschedd would; mschedd still checks whom it belongs to.
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::IoError("cannot create " + dir + ": " + std::strerror(errno));
+  }
   const pid_t child = fork();
   if (child < 0) return Status::IoError("fork failed");
   if (child == 0) {

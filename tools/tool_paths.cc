@@ -16,10 +16,12 @@ Result<std::string> FindLibmsched() {
     return std::string(env);
   }
   const std::string dir = ExecutableDir();
-  for (const std::string& candidate : {dir + "/libmsched.so", dir + "/../hook/libmsched.so", dir + "/../lib/libmsched.so"}) {
+  const std::string installed = std::string(MSCHED_LIBDIR_FROM_BINDIR) + "/libmsched.so";
+  for (const std::string& candidate : {dir + "/libmsched.so", dir + "/../hook/libmsched.so", dir + "/" + installed}) {
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   }
-  return Status::NotFound("libmsched.so was not found beside " + dir + " (in ., ../hook or ../lib); set MSCHED_LIB");
+  return Status::NotFound("libmsched.so was not found beside " + dir + " (in ., ../hook or " + installed +
+                          "); set MSCHED_LIB");
 }
 
 std::string PreloadWith(const std::string& lib) {

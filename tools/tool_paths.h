@@ -10,7 +10,8 @@
 namespace msched {
 
 // MSCHED_LIB if set (it must exist), else libmsched.so beside this program,
-// in ../hook (build tree) or ../lib (install).
+// in ../hook (build tree) or, in an install, in <libdir>/msched reached from
+// <bindir> (../lib/msched with the default layout; any prefix).
 Result<std::string> FindLibmsched();
 
 // The LD_PRELOAD value that loads `lib` first and keeps what the caller's

@@ -247,14 +247,25 @@ Result<BenchPaths> BenchPaths::Locate() {
   Result<std::string> lib = FindLibmsched();
   if (!lib.ok()) return lib.status();
   p.libmsched = *lib;
-  p.msim_run = dir + "/../sim/msim-run";
   p.msched_profile = dir + "/msched-profile";
-  p.sim_lib_dir = dir + "/../sim/lib";
-  p.workloads_dir = MSCHED_BENCH_DIR "/workloads";
-  p.scenarios_dir = MSCHED_BENCH_DIR "/scenarios";
-  p.devices_dir = MSCHED_DEVICES_DIR;
+  // An installed msched finds the suite's data in <datadir>/msched
+  // (packaging/install_layout.cmake); one in a build tree, the source tree's.
+  const std::string share = dir + "/" MSCHED_DATADIR_FROM_BINDIR;
+  const bool installed = access((share + "/bench/scenarios").c_str(), R_OK) == 0;
+  p.workloads_dir = installed ? share + "/bench/workloads" : MSCHED_BENCH_DIR "/workloads";
+  p.scenarios_dir = installed ? share + "/bench/scenarios" : MSCHED_BENCH_DIR "/scenarios";
+  p.devices_dir = installed ? share + "/templates/devices" : MSCHED_DEVICES_DIR;
+  // The simulated GPU is never installed: MSCHED_SIM_DIR names one (a build
+  // tree's sim/); msched in a build tree uses its own.
+  const char* sim = std::getenv("MSCHED_SIM_DIR");
+  const std::string sim_dir = sim != nullptr && *sim != '\0' ? sim : dir + "/../sim";
+  p.msim_run = sim_dir + "/msim-run";
+  p.sim_lib_dir = sim_dir + "/lib";
   for (const std::string& need : {p.msim_run, p.sim_lib_dir + "/libcuda.so.1", p.workloads_dir, p.msched_profile}) {
-    if (access(need.c_str(), R_OK) != 0) return Status::NotFound("the benchmark needs " + need + " (a build tree)");
+    if (access(need.c_str(), R_OK) != 0) {
+      return Status::NotFound("the benchmark needs " + need +
+                              " (it runs on the simulated GPU: set MSCHED_SIM_DIR to a build tree's sim/)");
+    }
   }
   return p;
 }

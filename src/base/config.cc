@@ -215,8 +215,12 @@ ConfigParse ParseConfig(const EnvLookup& lookup, const char* const* environ) {
     std::string_view entry(*e);
     if (entry.rfind("MSCHED_", 0) != 0) continue;
     const std::string_view name = entry.substr(0, entry.find('='));
+    // Read by the programs, not by a job: in a job's environment they are
+    // inherited from the shell that ran `msched`, not misspelt settings.
+    static constexpr std::string_view kToolVariables[] = {"MSCHED_LIB", "MSCHED_SIM_DIR"};
     bool known = false;
     for (const VarSpec& var : kVars) known = known || name == var.doc.name;
+    for (std::string_view tool : kToolVariables) known = known || name == tool;
     if (!known) out.unknown_variables.emplace_back(name);
   }
   return out;

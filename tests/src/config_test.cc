@@ -117,9 +117,10 @@ TEST(ConfigTest, EachBadValueIsOneErrorAndKeepsTheDefault) {
 }
 
 TEST(ConfigTest, ReportsUnknownMschedVariables) {
-  const char* environ[] = {"PATH=/bin", "MSCHED_MODEE=um", "MSCHED_MODE=um", nullptr};
+  const char* environ[] = {"PATH=/bin", "MSCHED_MODEE=um", "MSCHED_MODE=um", "MSCHED_LIB=/x/libmsched.so",
+                           "MSCHED_SIM_DIR=/x/sim", nullptr};
   ConfigParse p = Parse({{"MSCHED_MODE", "um"}}, environ);
-  EXPECT_EQ(p.unknown_variables, (std::vector<std::string>{"MSCHED_MODEE"}));
+  EXPECT_EQ(p.unknown_variables, (std::vector<std::string>{"MSCHED_MODEE"})) << "the programs' own variables are known";
 }
 
 TEST(ConfigTest, EveryVariableIsDocumented) {

@@ -255,13 +255,26 @@ void Scheduler::Reschedule(bool slice_over, Commands* out) {
     BeginSwitch(next, /*preempt=*/true, out);
   } else if (slice_over || overfull) {
     BeginSwitch(next, /*preempt=*/false, out);
-  } else if (slice_end_ == proto::kNever) {
+  } else if (slice_end_ == proto::kNever || now_ < slice_end_) {
     // The jobs now running no longer fit with the rest: their turn ends after
     // one slice, long enough to amortise the switch it ends in (loading the
     // next group), not only their own load (nothing, for jobs that started
-    // on an empty GPU).
-    slice_end_ = now_ + std::max(SliceLength(GroupOf(active), jobs_, options_, link_bytes_per_ns_),
-                                 SliceLength(next, jobs_, options_, link_bytes_per_ns_));
+    // on an empty GPU). Jobs show their footprints as they allocate, so the
+    // slice grows with them until it ends: fixed from the first allocations,
+    // it was a tenth of what the groups' final sizes called for, and batch
+    // jobs that fit in two groups were switched three times instead of once.
+    // When a short job waits, the turn amortises only the switch's loads,
+    // so it comes soon; batch jobs alone would lose to running one at a time
+    // unless the running group's own eviction is amortised too.
+    if (slice_end_ == proto::kNever) turn_start_ = now_;
+    const Group running = GroupOf(active);
+    const bool short_waits = std::any_of(next.jobs.begin(), next.jobs.end(), [&](uint64_t id) {
+      return history_.IsShort(jobs_.at(id), options_.short_threshold_ns);
+    });
+    const uint64_t length = short_waits ? std::max(SliceLength(running, jobs_, options_, link_bytes_per_ns_),
+                                                   SliceLength(next, jobs_, options_, link_bytes_per_ns_))
+                                        : BatchTurnLength(running, next, jobs_, options_, link_bytes_per_ns_);
+    slice_end_ = slice_end_ == proto::kNever ? now_ + length : std::max(slice_end_, turn_start_ + length);
   }
 }
 
@@ -310,6 +323,7 @@ void Scheduler::FinishSwitch(Commands* out) {
 void Scheduler::StartGroup(const Group& g, uint64_t slice_end, Commands* out) {
   const std::map<uint64_t, uint64_t> budgets = GroupBudgets(g, jobs_, UsableHbm(options_));
   slice_end_ = slice_end;
+  turn_start_ = now_;
   for (uint64_t id : g.jobs) {
     Job& j = jobs_.at(id);
     const uint64_t budget = budgets.at(id);

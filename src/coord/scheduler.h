@@ -102,6 +102,7 @@ class Scheduler {
   JobHistory history_;
   uint64_t now_ = 0;
   uint64_t slice_end_ = proto::kNever;
+  uint64_t turn_start_ = 0;  // when the running group's slice began (slice_end_ finite)
   std::set<uint64_t> pending_;    // stops not yet answered
   std::set<uint64_t> reported_;   // active jobs that reported their slice end
   std::vector<uint64_t> next_;    // the group to start when pending_ empties

@@ -60,12 +60,27 @@ uint64_t SwapInBytes(const Group& g, const std::map<uint64_t, Job>& jobs, uint64
   return bytes;
 }
 
-uint64_t SliceLength(const Group& g, const std::map<uint64_t, Job>& jobs, const SchedulerOptions& o,
-                     double link_bytes_per_ns) {
+namespace {
+
+// A slice long enough that moving `bytes` over the link takes at most the
+// swap fraction of it, within the configured bounds.
+uint64_t AmortisingSlice(uint64_t bytes, const SchedulerOptions& o, double link_bytes_per_ns) {
   if (o.fixed_slice_ns > 0) return o.fixed_slice_ns;
-  const double swap_ns = static_cast<double>(SwapInBytes(g, jobs, UsableHbm(o))) / std::max(link_bytes_per_ns, 1e-3);
+  const double swap_ns = static_cast<double>(bytes) / std::max(link_bytes_per_ns, 1e-3);
   const double slice = swap_ns / std::max(o.swap_fraction, 1e-3);
   return std::clamp(static_cast<uint64_t>(std::min(slice, 1e18)), o.min_slice_ns, o.max_slice_ns);
+}
+
+}  // namespace
+
+uint64_t SliceLength(const Group& g, const std::map<uint64_t, Job>& jobs, const SchedulerOptions& o,
+                     double link_bytes_per_ns) {
+  return AmortisingSlice(SwapInBytes(g, jobs, UsableHbm(o)), o, link_bytes_per_ns);
+}
+
+uint64_t BatchTurnLength(const Group& running, const Group& next, const std::map<uint64_t, Job>& jobs,
+                         const SchedulerOptions& o, double link_bytes_per_ns) {
+  return AmortisingSlice(running.working_set + SwapInBytes(next, jobs, UsableHbm(o)), o, link_bytes_per_ns);
 }
 
 size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs) {

@@ -46,6 +46,14 @@ uint64_t SwapInBytes(const Group& g, const std::map<uint64_t, Job>& jobs, uint64
 uint64_t SliceLength(const Group& g, const std::map<uint64_t, Job>& jobs, const SchedulerOptions& o,
                      double link_bytes_per_ns);
 
+// The length of the running group's turn when only batch jobs wait for it:
+// the switch that ends it moves the running group's working set out (and,
+// a turn later, back in) besides bringing `next` in, and all of that is
+// amortised. The waiting group's size is a poor guide on its own: jobs that
+// have not run yet have shown only their first allocations.
+uint64_t BatchTurnLength(const Group& running, const Group& next, const std::map<uint64_t, Job>& jobs,
+                         const SchedulerOptions& o, double link_bytes_per_ns);
+
 // The index of the group that runs next.
 size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs);
 

@@ -79,6 +79,29 @@ TEST(SchedulerTest, TheFirstTurnIsLongEnoughToAmortiseLoadingTheNextJob) {
       << "slice " << s.slice_end_ns();
 }
 
+// With only batch jobs waiting, the running job's turn amortises the whole
+// switch that ends it: its own working set moved out (and back in a turn
+// later) as well as the next job's load; and it grows as the running job
+// allocates more. A waiting short job gets the shorter turn.
+TEST(SchedulerTest, ABatchTurnAmortisesMovingTheRunningJobOutAndGrowsWithIt) {
+  SchedulerOptions o = Options();
+  o.max_slice_ns = 1'000'000'000'000;
+  auto worth = [&](uint64_t bytes) { return static_cast<double>(bytes) / o.link_bytes_per_ns / o.swap_fraction; };
+  Scheduler s(o);
+  s.Submit(NewJob(1, 0), 0, 0);  // undeclared: its size is what it allocates
+  s.Allocated(1, 10 * kGiB, 10);
+  s.Submit(NewJob(2, 8 * kGiB), 0, 100);
+  EXPECT_GE(static_cast<double>(s.slice_end_ns() - 100), 0.99 * worth(18 * kGiB)) << s.slice_end_ns();
+  s.Allocated(1, 14 * kGiB, 200);
+  EXPECT_GE(static_cast<double>(s.slice_end_ns() - 100), 0.99 * worth(22 * kGiB)) << "the turn grew with job 1";
+
+  Scheduler t(o);
+  t.Submit(NewJob(1, 0), 0, 0);
+  t.Allocated(1, 10 * kGiB, 10);
+  t.Submit(NewJob(2, 8 * kGiB, 0, JobClass::kShort), 0, 100);
+  EXPECT_LE(static_cast<double>(t.slice_end_ns() - 100), 1.01 * worth(8 * kGiB)) << "a short job waits one load's worth";
+}
+
 TEST(SchedulerTest, JobsThatDoNotFitTakeTurnsWithOneSwapPerSwitch) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);

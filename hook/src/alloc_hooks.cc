@@ -1,28 +1,41 @@
 // The allocation family. In um, alloc and msched modes (and profile mode)
 // ordinary device allocations (cuMemAlloc, pitch, stream-ordered and pool)
-// become managed allocations of the same size, so that they can be moved
-// and can exceed the GPU; the allocation map and the memory manager record
-// them. Memory that cannot be managed (VMM mappings, IPC imports) passes
-// through and counts as pinned, against the budget. cuMemGetInfo reports the
-// job's view: its budget and what it has allocated.
+// become managed memory, so that they can be moved and can exceed the GPU;
+// the allocation map and the memory manager record them. Memory that cannot
+// be managed (VMM mappings, IPC imports) passes through and counts as
+// pinned, against the budget. cuMemGetInfo reports the job's view: its
+// budget and what it has allocated.
 //
-// A stream-ordered allocation becomes a (synchronous) managed allocation;
-// its stream-ordered free is deferred until an event recorded on the stream
-// has completed, so no kernel queued before the free loses its memory.
-#include <map>
+// cuMemAlloc and cuMemAllocPitch become one managed allocation each.
+// Stream-ordered allocations (cuMemAllocAsync, cuMemAllocFromPoolAsync) are
+// served by msched's pool (src/model/managed_pool.h, through
+// cuda_pool_ops.h): carved from large managed chunks and reused after
+// cuMemFreeAsync in stream order, so that an allocator that allocates and
+// frees per tensor pays no managed allocation, free or synchronisation per
+// tensor. The allocation map records each block as the program sees it (for
+// whole-allocation prediction, copies and profiles); the memory manager
+// tracks the chunks. One pool stands in for every CUmemoryPool. Calls on a
+// stream that is capturing a graph are left to the driver (graph memory
+// nodes), and a pool block freed during a capture is never reused (when the
+// graph will free it is unknowable).
+#include <optional>
 
 #include "hook_guard.h"
 #include "coord_client.h"
+#include "cuda_device_ops.h"
+#include "cuda_pool_ops.h"
 #include "driver_functions.h"
 #include "hooks.h"
 #include "profile_recorder.h"
+#include "residency.h"
 
 namespace msched::hook {
 namespace {
 
 constexpr size_t kPitchAlignment = 512;
 
-// Records an allocation msched knows about.
+// Records an allocation msched knows about. A pool block's memory is its
+// chunk's, which the memory manager already tracks (CudaPoolOps).
 void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) MSCHED_REQUIRES(rt.mu()) {
   if (rt.allocs().Find(base) != nullptr) (void)rt.allocs().Erase(base);  // a stale entry (freed behind our back)
   if (!rt.allocs().Insert(base, size, kind).ok()) return;
@@ -64,6 +77,17 @@ void ReportUsage(Runtime& rt) {
   cc->ReportAllocated(total);
 }
 
+// After the driver freed `dptr`: msched forgets it and tells the coordinator.
+void AfterRealFree(Runtime& rt, const char* where, CUdeviceptr dptr) {
+  Safely(rt, where, [&] {
+    {
+      MutexLock lock(&rt.mu());
+      Forget(rt, dptr);
+    }
+    ReportUsage(rt);
+  });
+}
+
 // Allocates `size` bytes of managed memory in place of an ordinary
 // allocation. Falls back to `original` when conversion is off.
 template <typename Original>
@@ -87,42 +111,80 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
   return r;
 }
 
-// Frees the deferred allocations whose stream has reached the free (all of
-// them when `everything_done`).
-void RunDeferredFrees(Runtime& rt, bool everything_done) MSCHED_REQUIRES(rt.mu()) {
-  const DriverFunctions& real = RealDriver();
-  auto free = Real<PFN_cuMemFree_v3020>(Entry::cuMemFree_v2);
-  auto& pending = rt.deferred_frees;
-  for (auto it = pending.begin(); it != pending.end();) {
-    if (!everything_done && (real.cuEventQuery == nullptr || real.cuEventQuery(it->first) != CUDA_SUCCESS)) {
-      ++it;
-      continue;
-    }
-    if (free) free(it->second);
-    Forget(rt, it->second);
-    if (real.cuEventDestroy_v2) real.cuEventDestroy_v2(it->first);
-    it = pending.erase(it);
-  }
+// Whether `stream` is capturing into a graph.
+bool Capturing(Runtime& rt, CUstream stream) {
+  if (rt.capturing.load(std::memory_order_relaxed) == 0) return false;
+  MutexLock lock(&rt.mu());
+  return rt.capturing_streams.count(stream) > 0;
 }
 
-// Defers freeing `dptr` until `stream` has done the work queued before this
-// point. Returns false when no event could be recorded.
-bool DeferFree(Runtime& rt, CUdeviceptr dptr, CUstream stream) MSCHED_REQUIRES(rt.mu()) {
-  const DriverFunctions& real = RealDriver();
-  CUevent ev = nullptr;
-  if (!real.cuEventCreate || !real.cuEventRecord || real.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-    return false;
+// Serves a stream-ordered allocation on `stream` (the effective stream)
+// from msched's pool. Falls back to `original_call` when conversion is off,
+// the driver has no managed memory, or the stream is capturing.
+template <typename Original>
+CUresult AllocateFromPool(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, CUstream stream, Original&& original_call) {
+  if (!rt.converting() || dptr == nullptr || size == 0 ||
+      Real<PFN_cuMemAllocManaged_v6000>(Entry::cuMemAllocManaged) == nullptr || Capturing(rt, stream)) {
+    return original_call();
   }
-  if (real.cuEventRecord(ev, stream) != CUDA_SUCCESS) return false;
-  rt.deferred_frees.push_back({ev, dptr});
-  rt.stream_ordered.erase(dptr);
-  return true;
+  if (const CUresult refused = Admit(rt, size); refused != CUDA_SUCCESS) return refused;
+  CUresult r = CUDA_SUCCESS;
+  const bool served = Safely(rt, "a stream-ordered allocation", [&] {
+    MutexLock pool_lock(&rt.pool_mu());
+    CudaPoolOps ops(rt);
+    const Result<uint64_t> block = rt.pool().Allocate(size, CudaDeviceOps::Handle(stream), ops);
+    if (!block.ok()) {
+      r = ops.ErrorFor(block.status());
+      rt.counters().alloc_failed->Add();
+      return;
+    }
+    *dptr = *block;
+    MutexLock lock(&rt.mu());
+    Record(rt, *dptr, size, AllocKind::kPooled);
+    rt.counters().alloc_converted->Add();
+    rt.counters().alloc_converted_bytes->Add(size);
+  });
+  if (!served) return original_call();
+  if (r == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
+  return r;
+}
+
+// Frees `dptr` into the pool if it is a pool block: in stream order on
+// `stream`, or at once when `idle` (no queued work uses it). The program's
+// answer, or nullopt when the pool does not hold `dptr`. A pool block never
+// reaches the real driver, which would free its whole chunk: in
+// pass-through it is kept, unused, for good.
+std::optional<CUresult> FreeToPool(Runtime& rt, CUdeviceptr dptr, CUstream stream, bool idle) {
+  std::optional<CUresult> answer;
+  Safely(rt, "freeing a stream-ordered allocation", [&] {
+    MutexLock pool_lock(&rt.pool_mu());
+    ManagedPool& pool = rt.pool();
+    if (!pool.Contains(dptr)) return;
+    answer = CUDA_SUCCESS;
+    if (rt.passthrough()) return;
+    CudaPoolOps ops(rt);
+    const bool capturing = !idle && Capturing(rt, stream);
+    const Status s = idle ? pool.FreeIdle(dptr) : capturing ? pool.Retire(dptr)
+                                                            : pool.Free(dptr, CudaDeviceOps::Handle(stream), ops);
+    if (s.code() == StatusCode::kInvalidArgument) {  // not the start of a live block
+      answer = CUDA_ERROR_INVALID_VALUE;
+      return;
+    }
+    if (capturing || !s.ok()) {
+      rt.counters().pool_retired->Add();
+      LogOnce("pool-retired", spdlog::level::warn,
+              capturing ? "a stream-ordered allocation was freed inside a graph capture: its memory is never reused"
+                        : "a stream-ordered free could not be ordered (" + s.ToString() +
+                              "): its memory is never reused");
+    }
+    MutexLock lock(&rt.mu());
+    Forget(rt, dptr);
+  });
+  if (answer == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
+  return answer;
 }
 
 }  // namespace
-
-// Called by the synchronisation hooks once all queued work is known done.
-void CompleteDeferredFrees(Runtime& rt) MSCHED_REQUIRES(rt.mu()) { RunDeferredFrees(rt, /*everything_done=*/true); }
 
 CUresult Hook_cuMemAlloc(Entry e, CUdeviceptr_v2* dptr, size_t bytesize) {
   auto c = Enter<PFN_cuMemAlloc_v3020>(e);
@@ -177,14 +239,8 @@ CUresult Hook_cuMemAllocAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CU
   if (!c.real) return NoRealFunction(e);
   if (!c.act) return c.real(dptr, bytesize, stream);
   HookScope scope;
-  const CUresult r = Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, stream); });
-  if (r == CUDA_SUCCESS && c.rt->converting()) {
-    Safely(*c.rt, "cuMemAllocAsync", [&] {
-      MutexLock lock(&c.rt->mu());
-      c.rt->stream_ordered.insert(*dptr);
-    });
-  }
-  return r;
+  return AllocateFromPool(*c.rt, dptr, bytesize, EffectiveStream(e, stream),
+                          [&] { return c.real(dptr, bytesize, stream); });
 }
 
 CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CUmemoryPool pool,
@@ -193,49 +249,52 @@ CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t byte
   if (!c.real) return NoRealFunction(e);
   if (!c.act || pool == nullptr) return c.real(dptr, bytesize, pool, stream);
   HookScope scope;
-  const CUresult r = Convert(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, pool, stream); });
-  if (r == CUDA_SUCCESS && c.rt->converting()) {
-    Safely(*c.rt, "cuMemAllocFromPoolAsync", [&] {
-      MutexLock lock(&c.rt->mu());
-      c.rt->stream_ordered.insert(*dptr);
-    });
-  }
-  return r;
+  return AllocateFromPool(*c.rt, dptr, bytesize, EffectiveStream(e, stream),
+                          [&] { return c.real(dptr, bytesize, pool, stream); });
 }
 
 CUresult Hook_cuMemFree(Entry e, CUdeviceptr_v2 dptr) {
   auto c = Enter<PFN_cuMemFree_v3020>(e);
   if (!c.real) return NoRealFunction(e);
-  if (!c.act) return c.real(dptr);
+  if (c.rt == nullptr || HookScope::Active()) return c.real(dptr);
   HookScope scope;
+  // cuMemFree of stream-ordered memory does not synchronise: the program
+  // has made sure no queued work still uses it.
+  if (const std::optional<CUresult> pooled = FreeToPool(*c.rt, dptr, nullptr, /*idle=*/true)) return *pooled;
   const CUresult r = c.real(dptr);
-  if (r == CUDA_SUCCESS) {
-    Safely(*c.rt, "cuMemFree", [&] {
-      {
-        MutexLock lock(&c.rt->mu());
-        c.rt->stream_ordered.erase(dptr);
-        Forget(*c.rt, dptr);
-        RunDeferredFrees(*c.rt, /*everything_done=*/false);
-      }
-      ReportUsage(*c.rt);
-    });
-  }
+  if (c.act && r == CUDA_SUCCESS) AfterRealFree(*c.rt, "cuMemFree", dptr);
   return r;
 }
 
 CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream) {
   auto c = Enter<PFN_cuMemFreeAsync_v11020>(e);
   if (!c.real) return NoRealFunction(e);
-  if (!c.act) return c.real(dptr, stream);
+  if (c.rt == nullptr || HookScope::Active()) return c.real(dptr, stream);
   HookScope scope;
-  bool deferred = false;
-  Safely(*c.rt, "cuMemFreeAsync", [&] {
-    MutexLock lock(&c.rt->mu());
-    RunDeferredFrees(*c.rt, /*everything_done=*/false);
-    if (c.rt->stream_ordered.count(dptr)) deferred = DeferFree(*c.rt, dptr, stream);
+  if (const std::optional<CUresult> pooled = FreeToPool(*c.rt, dptr, EffectiveStream(e, stream), /*idle=*/false)) {
+    return *pooled;
+  }
+  // Not the pool's: memory the driver allocated (before msched converted,
+  // or in a capture), or a converted cuMemAlloc, which the driver frees at once.
+  const CUresult r = c.real(dptr, stream);
+  if (c.act && r == CUDA_SUCCESS) AfterRealFree(*c.rt, "cuMemFreeAsync", dptr);
+  return r;
+}
+
+CUresult Hook_cuMemPoolTrimTo(Entry e, CUmemoryPool pool, size_t min_bytes_to_keep) {
+  auto c = Enter<PFN_cuMemPoolTrimTo_v11020>(e);
+  if (!c.real) return NoRealFunction(e);
+  const CUresult r = c.real(pool, min_bytes_to_keep);
+  if (!c.act || r != CUDA_SUCCESS) return r;
+  HookScope scope;
+  // msched's one pool stands in for every pool: trimming any trims it, and
+  // what may be kept counts all of its chunks.
+  Safely(*c.rt, "cuMemPoolTrimTo", [&] {
+    MutexLock pool_lock(&c.rt->pool_mu());
+    CudaPoolOps ops(*c.rt);
+    (void)c.rt->pool().Trim(min_bytes_to_keep, ops);
   });
-  if (deferred) return CUDA_SUCCESS;
-  return c.real(dptr, stream);
+  return r;
 }
 
 CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {

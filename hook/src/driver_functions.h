@@ -1,5 +1,5 @@
 // The real driver functions libmsched calls on its own behalf (to create its
-// transfer stream, defer frees, name kernels, read the simulator's clock),
+// transfer stream, fence pool frees, name kernels, read the simulator's clock),
 // as one typed table: RealDriver().cuEventRecord(ev, stream). The CUDA ones
 // are generated at build time from hook/called_driver_functions.txt and the
 // CUDA headers, each slot typed by the headers' PFN_<base>_v<version>; a

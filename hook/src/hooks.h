@@ -26,6 +26,7 @@ CUresult Hook_cuMemAllocAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CU
 CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, CUmemoryPool pool,
                                       CUstream stream);
 CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream);
+CUresult Hook_cuMemPoolTrimTo(Entry e, CUmemoryPool pool, size_t min_bytes_to_keep);
 CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total);
 CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size_t size,
                           const CUmemAllocationProp_v1* prop, unsigned long long flags);

@@ -120,7 +120,7 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
     {
       MutexLock lock(&rt.mu());
       for (const auto& [base, a] : rt.allocs().all()) {
-        if (a.kind == AllocKind::kManaged) managed.push_back(a.range());
+        if (IsManaged(a.kind)) managed.push_back(a.range());
       }
     }
     if (Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext(); ops.ok()) {

@@ -1,6 +1,8 @@
 #include "runtime.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,6 +67,11 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.alloc_pinned = stats_.GetCounter("allocations.pinned");
   c_.alloc_pinned_bytes = stats_.GetCounter("allocations.pinned_bytes");
   c_.alloc_failed = stats_.GetCounter("allocations.failed");
+  c_.pool_chunks = stats_.GetCounter("pool.chunks");
+  c_.pool_chunk_bytes = stats_.GetCounter("pool.chunk_bytes");
+  c_.pool_chunks_released = stats_.GetCounter("pool.chunks_released");
+  c_.pool_stream_waits = stats_.GetCounter("pool.stream_waits");
+  c_.pool_retired = stats_.GetCounter("pool.retired");
   c_.launches_total = stats_.GetCounter("launches.total");
   c_.launches_predicted = stats_.GetCounter("launches.predicted");
   c_.launches_unknown = stats_.GetCounter("launches.unknown");
@@ -104,7 +111,20 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
 }
 
 void Runtime::LoadTemplates() {
-  std::vector<std::string> paths = {MSCHED_SHIPPED_TEMPLATES_DIR};
+  // An installed library finds the shipped templates relative to its own
+  // file (<libdir>/msched -> <datadir>/msched/templates, the same path under
+  // any prefix); a library in a build tree has none there and uses the
+  // source tree's.
+  std::string shipped = MSCHED_SHIPPED_TEMPLATES_DIR;
+  static const char kInThisLibrary = 0;
+  Dl_info self{};
+  if (dladdr(&kInThisLibrary, &self) != 0 && self.dli_fname != nullptr && std::strchr(self.dli_fname, '/')) {
+    const std::string lib = self.dli_fname;
+    const std::string installed = lib.substr(0, lib.rfind('/') + 1) + MSCHED_TEMPLATES_FROM_LIBDIR;
+    struct stat st;
+    if (::stat(installed.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) shipped = installed;
+  }
+  std::vector<std::string> paths = {shipped};
   paths.insert(paths.end(), config().template_paths.begin(), config().template_paths.end());
   std::vector<TemplateProblem> problems;
   templates_.LoadPaths(paths, &problems);
@@ -141,6 +161,11 @@ std::string Runtime::StatsJson() {
   nlohmann::json j = nlohmann::json::parse(stats_.ToJson());
   j["pid"] = getpid();
   j["mode"] = ModeName(config().mode);
+  {
+    MutexLock lock(&pool_mu_);
+    j["pool"]["reserved_bytes"] = pool_.reserved_bytes();
+    j["pool"]["in_use_bytes"] = pool_.in_use_bytes();
+  }
   {
     MutexLock lock(&mu_);
     const JobBudget& b = job_.budget();

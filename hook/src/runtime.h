@@ -1,12 +1,14 @@
 // Runtime: everything libmsched keeps for its process, behind one accessor:
 // configuration, statistics, templates, the allocation map, the job's
-// memory (budget and manager: src/job_memory.h), the kernel cache, and the
+// memory (budget and manager: src/job_memory.h), the pool that serves
+// stream-ordered allocations (src/managed_pool.h), the kernel cache, and the
 // switch to pass-through taken on any internal failure. Created on first use, which
 // never calls into CUDA; never destroyed (threads may call the driver while
 // the process exits).
 // Thread-safe: counters are atomic; the templates are immutable once
 // constructed; the state under "Guarded by mu()" is externally synchronized
-// by mu(), and clang's -Wthread-safety checks every access to it.
+// by mu(), the pool by pool_mu() (taken before mu(), never after), and
+// clang's -Wthread-safety checks every access to them.
 #pragma once
 
 #include <cuda.h>
@@ -20,6 +22,7 @@
 #include "entry_table.h"
 #include "kernel_cache.h"
 #include "model/job_memory.h"
+#include "model/managed_pool.h"
 #include "msched/config.h"
 #include "base/mutex.h"
 #include "base/stats.h"
@@ -41,6 +44,11 @@ struct HookCounters {
   Counter* alloc_pinned;
   Counter* alloc_pinned_bytes;
   Counter* alloc_failed;
+  Counter* pool_chunks;           // managed allocations made for the pool
+  Counter* pool_chunk_bytes;
+  Counter* pool_chunks_released;
+  Counter* pool_stream_waits;     // reuses ordered after a pending free by an event wait
+  Counter* pool_retired;          // blocks freed when no fence could say when
   Counter* launches_total;
   Counter* launches_predicted;
   Counter* launches_unknown;
@@ -82,9 +90,12 @@ class Runtime {
 
   StatsRegistry& stats() { return stats_; }
   HookCounters& counters() { return c_; }
-  std::string StatsJson() MSCHED_EXCLUDES(mu_);
+  std::string StatsJson() MSCHED_EXCLUDES(mu_, pool_mu_);
 
   std::atomic<int> capturing{0};  // streams now capturing: inject nothing
+  // Set once a launch msched could not predict has taken all read-mostly
+  // advice back (ForgoReadMostly in residency.h); read lock-free on launches.
+  std::atomic<bool> read_mostly_forgone{false};
 
   // Loaded by the constructor and never changed: read without the lock (the
   // launch path resolves kernels against it outside mu()).
@@ -109,14 +120,26 @@ class Runtime {
   void AddPinned(int64_t delta) MSCHED_REQUIRES(mu_);
   // Streams that ran launches since everything was last known complete.
   std::set<CUstream> streams_since_sync MSCHED_GUARDED_BY(mu_);
-  // Frees of converted stream-ordered allocations, waiting for their stream.
-  std::vector<std::pair<CUevent, CUdeviceptr>> deferred_frees MSCHED_GUARDED_BY(mu_);
-  // Converted stream-ordered allocations, whose frees must wait for the stream.
-  std::set<CUdeviceptr> stream_ordered MSCHED_GUARDED_BY(mu_);
   // Sizes of the physical allocations (cuMemCreate) counted as pinned.
   std::map<CUmemGenericAllocationHandle, size_t> physical_sizes MSCHED_GUARDED_BY(mu_);
   // Streams now capturing (`capturing` holds their count for lock-free reads).
   std::set<CUstream> capturing_streams MSCHED_GUARDED_BY(mu_);
+
+  // ---- Guarded by pool_mu() --------------------------------------------------
+  // Held across the pool's driver calls (a new chunk, a fence), so that the
+  // launch path, which takes only mu(), never waits for them.
+  Mutex& pool_mu() MSCHED_RETURN_CAPABILITY(pool_mu_) { return pool_mu_; }
+  ManagedPool& pool() MSCHED_REQUIRES(pool_mu_) { return pool_; }
+  // The events behind the pool's fences (cuda_pool_ops.h): those not in
+  // use, by context (an event is recorded only on its own context's
+  // streams), the context of each, and the stream each was last recorded
+  // on. Never destroyed, only recycled.
+  struct FenceEvents {
+    std::map<CUcontext, std::vector<CUevent>> spare;
+    std::map<CUevent, CUcontext> context_of;
+    std::map<CUevent, CUstream> recorded_on;
+  };
+  FenceEvents& fence_events() MSCHED_REQUIRES(pool_mu_) { return fence_events_; }
 
  private:
   Runtime();
@@ -126,6 +149,9 @@ class Runtime {
   StatsRegistry stats_;
   HookCounters c_{};
   TemplateStore templates_;  // immutable after the constructor
+  Mutex pool_mu_ MSCHED_ACQUIRED_BEFORE(mu_);
+  ManagedPool pool_ MSCHED_GUARDED_BY(pool_mu_);
+  FenceEvents fence_events_ MSCHED_GUARDED_BY(pool_mu_);
   Mutex mu_;
   AllocationMap allocs_ MSCHED_GUARDED_BY(mu_);
   JobMemory job_ MSCHED_GUARDED_BY(mu_);

@@ -1,14 +1,12 @@
 // Synchronisation and stream capture. A successful synchronisation tells the
 // memory manager which launches have completed (so their chunks can be
-// evicted without waiting for them) and completes deferred frees. Capture
-// begin/end track whether any stream is capturing: while one is, msched
-// injects no prefetch or event, which would invalidate the capture.
+// evicted without waiting for them). Capture begin/end track whether any
+// stream is capturing: while one is, msched injects no prefetch or event,
+// which would invalidate the capture.
 #include "hook_guard.h"
 #include "hooks.h"
 
 namespace msched::hook {
-
-void CompleteDeferredFrees(Runtime& rt) MSCHED_REQUIRES(rt.mu());  // alloc_hooks.cc
 
 namespace {
 
@@ -20,7 +18,6 @@ void AfterSync(Runtime& rt, CUstream stream, bool whole_context) {
   if (!everything) return;
   rt.memory().MarkCompleted(rt.seq());
   used.clear();
-  CompleteDeferredFrees(rt);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "api.h"
@@ -22,9 +23,23 @@ namespace {
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-// Maps `size` bytes aligned to 2 MiB, so chunks never straddle allocations.
+// Maps `size` bytes aligned to 2 MiB, so chunks never straddle allocations,
+// right after the previous allocation when that space is free: the driver
+// packs allocations next to each other too, and programs (and msched) must
+// cope with neighbours that touch (one prefetch may not span two).
 uint64_t MapAligned(uint64_t size, uint64_t* map_size) {
+  static std::atomic<uint64_t> next{0};  // where the last allocation ended; a race only loses packing
   const uint64_t len = RoundUp(size, kChunk);
+  if (const uint64_t hint = next.load(std::memory_order_relaxed); hint != 0) {
+    void* m = mmap(reinterpret_cast<void*>(hint), len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (m != MAP_FAILED && reinterpret_cast<uint64_t>(m) == hint) {
+      next.store(hint + len, std::memory_order_relaxed);
+      *map_size = len;
+      return hint;
+    }
+    if (m != MAP_FAILED) munmap(m, len);  // a kernel without MAP_FIXED_NOREPLACE placed it elsewhere
+  }
   void* m = mmap(nullptr, len + kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return 0;
   const auto raw = reinterpret_cast<uint64_t>(m);
@@ -32,6 +47,7 @@ uint64_t MapAligned(uint64_t size, uint64_t* map_size) {
   if (base > raw) munmap(m, base - raw);
   if (raw + len + kChunk > base + len) munmap(reinterpret_cast<void*>(base + len), raw + kChunk - base);
   *map_size = len;
+  next.store(base + len, std::memory_order_relaxed);
   return base;
 }
 
@@ -191,6 +207,13 @@ MSIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev)
   return CUDA_SUCCESS;
 }
 MSIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) { return cuDeviceGetDefaultMemPool(pool, dev); }
+
+// The pool keeps nothing beyond its live allocations (each is made and freed
+// at once), so there is never anything to trim.
+MSIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t) {
+  if (pool != DefaultPool()) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [](Process&) { return CUDA_SUCCESS; });
+}
 
 MSIM_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
   if (pp == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;

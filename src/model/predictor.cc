@@ -12,7 +12,7 @@ void PredictAllocations(const ArgView& args, const AllocationMap& allocs, Predic
       std::optional<uint64_t> v = args.Read({static_cast<uint16_t>(p), static_cast<uint16_t>(off), 8});
       if (!v) continue;
       const Allocation* a = allocs.Find(*v);
-      if (a == nullptr || a->kind != AllocKind::kManaged) continue;
+      if (a == nullptr || !IsManaged(a->kind)) continue;
       bool seen = false;
       for (size_t i = first; i < out->regions().size() && !seen; ++i) seen = out->regions()[i].range.begin == a->base;
       if (!seen) out->Add(a->range(), AccessMode::kReadWrite);

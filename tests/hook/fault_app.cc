@@ -158,6 +158,12 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
     auto f = fn(PFN_cuMemAllocFromPoolAsync_v11020{});
     return [f, s, pool] { CUdeviceptr d; return f(&d, kBytes, pool, s); };
   }
+  if (base == "cuMemPoolTrimTo") {
+    CUmemoryPool pool;
+    CHECK(L<PFN_cuDeviceGetDefaultMemPool_v11020>("cuDeviceGetDefaultMemPool", 11020)(&pool, 0));
+    auto f = fn(PFN_cuMemPoolTrimTo_v11020{});
+    return [f, pool] { return f(pool, 0); };
+  }
   if (base == "cuMemGetInfo") {
     auto f = fn(PFN_cuMemGetInfo_v3020{});
     return [f] { size_t free, total; return f(&free, &total); };

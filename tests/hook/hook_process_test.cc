@@ -176,6 +176,43 @@ TEST(HookProcessTest, StreamOrderedFreesWaitForTheirStream) {
   }
 }
 
+// A per-tensor stream-ordered allocator, as PyTorch's cudaMallocAsync
+// backend drives the driver: cuMemAllocAsync and cuMemAllocFromPoolAsync per
+// tensor on two streams, cuMemFreeAsync as soon as the last reader is
+// queued, cuMemPoolTrimTo at the end. msched serves it from its pool: the
+// same data in every mode (and under a budget smaller than the weights), one
+// managed allocation in all instead of one per tensor, and all of it given
+// back when the program trims.
+TEST(HookProcessTest, StreamOrderedAllocationsAreServedFromThePoolWithTheSameData) {
+  const std::vector<std::string> argv = {PROBE_APP, "pool", "12"};
+  const Outcome plain = RunHooked(argv, {}, false);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const std::string sums = Checksums(plain.out);
+  ASSERT_NE(sums.find("checksum losses "), std::string::npos) << plain.out;
+  const uint64_t allocations = 16 + 12 * 15;  // the weights, then 15 activations a step
+  for (const auto& [mode, budget] : std::vector<std::pair<std::string, std::string>>{
+           {"off", ""}, {"um", ""}, {"msched", ""}, {"msched", "8M"}}) {
+    const Outcome r = RunHooked(argv, {{"MSCHED_MODE", mode}, {"MSCHED_GPU_MEMORY", budget}});
+    ASSERT_EQ(r.status, 0) << mode << " " << budget << "\n" << r.err;
+    EXPECT_EQ(Checksums(r.out), sums) << "in mode " << mode << " budget '" << budget << "'";
+    if (mode == "off") {
+      EXPECT_EQ(U(r.hook, {"allocations", "converted"}), 0u);
+      EXPECT_EQ(U(r.hook, {"pool", "chunks"}), 0u);
+      continue;
+    }
+    EXPECT_EQ(U(r.hook, {"allocations", "converted"}), allocations) << mode;
+    EXPECT_EQ(U(r.hook, {"calls", "cuMemAllocAsync"}) + U(r.hook, {"calls", "cuMemAllocFromPoolAsync"}), allocations);
+    EXPECT_EQ(U(r.hook, {"pool", "chunks"}), 1u) << "one 64 MiB chunk of managed memory holds every tensor";
+    EXPECT_NE(r.out.find(" managed_allocations 0\n"), std::string::npos) << "none during the steps\n" << r.out;
+    EXPECT_GT(U(r.hook, {"pool", "stream_waits"}), 0u) << "reuse waited for the frees' streams";
+    EXPECT_EQ(U(r.hook, {"pool", "chunks_released"}), 1u) << "cuMemPoolTrimTo gave the idle chunk back";
+    EXPECT_EQ(U(r.hook, {"pool", "reserved_bytes"}), 0u);
+    EXPECT_EQ(U(r.hook, {"allocations", "failed"}), 0u);
+    EXPECT_EQ(U(r.hook, {"errors", "prefetch"}), 0u);
+    EXPECT_EQ(U(r.hook, {"errors", "internal"}), 0u);
+  }
+}
+
 TEST(HookProcessTest, RtldNextIsAnsweredRelativeToTheCaller) {
   const Outcome r = RunHooked({PROBE_APP, "rtld_next"}, {{"MSCHED_MODE", "msched"}});
   ASSERT_EQ(r.status, 0) << r.err;

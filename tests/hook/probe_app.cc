@@ -8,6 +8,12 @@
 //   capture   a launch captured into a graph, then replayed
 //   vmm       VMM memory mapped and used; prints cuMemGetInfo
 //   async     stream-ordered allocations freed while kernels still use them
+//   pool [S]  S steps of a per-tensor stream-ordered allocator (as PyTorch's
+//             cudaMallocAsync backend): every activation allocated from a
+//             pool just before its kernel and freed right after its
+//             consumer is queued, on two streams, then the pool trimmed;
+//             prints checksums, the virtual time per step and the managed
+//             allocations made during the steps
 //   rtld_next dlsym(RTLD_NEXT, ...) answers as if no interposer sat between
 //   crash     three vector adds of different sizes, then killed by a signal
 // Exit status 0 on success; 1 with a message on stderr otherwise.
@@ -15,8 +21,12 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <msim/msim.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,6 +39,9 @@ const char* kModule = R"({"format":"msim-module","version":1,"kernels":[
                {"arg":"p2","mode":"write","extent":"4*p3"}],"cost":{"bytes":"12*p3"}}]})";
 
 PFN_cuGetProcAddress_v12000 g_lookup = nullptr;
+// The simulator's own entry points, found with dlsym (null on a real driver).
+decltype(&msimGetTime) g_sim_time = nullptr;
+decltype(&msimCallCount) g_sim_calls = nullptr;
 
 void* Lookup(const char* name, int version, cuuint64_t flags = CU_GET_PROC_ADDRESS_DEFAULT) {
   void* fn = nullptr;
@@ -254,6 +267,102 @@ int Async(Api& api) {
   return 0;
 }
 
+// A training loop over a per-tensor stream-ordered allocator. Weights are
+// allocated once; each step's activations come from the pool one per layer
+// and are freed (in stream order) as soon as the kernel that reads them last
+// is queued, so the pool's reuse runs ahead of the device. Every fifth
+// layer runs on a second stream, allocating there memory that the main
+// stream freed. Only bytes a kernel wrote are ever read back.
+int Pool(Api& api, int steps) {
+  auto alloc_async = L<PFN_cuMemAllocAsync_v11020>("cuMemAllocAsync", 11020);
+  auto alloc_pool = L<PFN_cuMemAllocFromPoolAsync_v11020>("cuMemAllocFromPoolAsync", 11020);
+  auto free_async = L<PFN_cuMemFreeAsync_v11020>("cuMemFreeAsync", 11020);
+  auto get_pool = L<PFN_cuDeviceGetDefaultMemPool_v11020>("cuDeviceGetDefaultMemPool", 11020);
+  auto event_create = L<PFN_cuEventCreate_v2000>("cuEventCreate", 2000);
+  auto event_record = L<PFN_cuEventRecord_v2000>("cuEventRecord", 2000);
+  auto wait_event = L<PFN_cuStreamWaitEvent_v3020>("cuStreamWaitEvent", 3020);
+  auto dtoh_async = L<PFN_cuMemcpyDtoHAsync_v3020>("cuMemcpyDtoHAsync", 3020);
+  auto trim = L<PFN_cuMemPoolTrimTo_v11020>("cuMemPoolTrimTo", 11020);
+  constexpr int kLayers = 16;
+  constexpr uint64_t kWeight = 1 << 18;  // floats per layer's weights (1 MiB)
+  // Activation sizes in bytes, from 64 KiB to 40 MiB (past 32 MiB, msched's
+  // pool gives a request that nothing free fits a chunk of its own).
+  const uint64_t kSizes[] = {64 << 10, 256 << 10, 1 << 20, 3 << 20, 40 << 20, 200 << 10};
+  CUmemoryPool pool;
+  CHECK(get_pool(&pool, 0));
+  CUstream s, side;
+  CHECK(api.stream_create(&s, CU_STREAM_NON_BLOCKING));
+  CHECK(api.stream_create(&side, CU_STREAM_NON_BLOCKING));
+  CUevent forked, joined;
+  CHECK(event_create(&forked, CU_EVENT_DISABLE_TIMING));
+  CHECK(event_create(&joined, CU_EVENT_DISABLE_TIMING));
+  std::vector<CUdeviceptr> w(kLayers);
+  for (int l = 0; l < kLayers; ++l) {
+    CHECK(alloc_pool(&w[l], 4 * kWeight, pool, s));
+    std::vector<float> init(kWeight);
+    for (uint64_t i = 0; i < kWeight; ++i) init[i] = static_cast<float>((i * 7 + l * 13) % 101) / 64.0f;
+    CHECK(api.htod(w[l], init.data(), 4 * kWeight));
+  }
+  CHECK(api.stream_sync(s));
+  uint64_t t0 = 0, t1 = 0, managed0 = 0, managed1 = 0;
+  if (g_sim_time) g_sim_time(&t0);
+  if (g_sim_calls) g_sim_calls("cuMemAllocManaged", &managed0);
+  std::vector<float> losses;
+  uint64_t allocations = 0;
+  for (int t = 0; t < steps; ++t) {
+    CUdeviceptr x;
+    CHECK(alloc_async(&x, 4 * kWeight, s));
+    allocations += 1;
+    uint64_t valid = kWeight;
+    void* first[] = {&w[0], &w[1], &x, &valid};
+    CHECK(api.launch(api.vadd, (valid + 255) / 256, 1, 1, 256, 1, 1, 0, s, first, nullptr));
+    for (int l = 2; l < kLayers; ++l) {
+      const uint64_t bytes = kSizes[(l + t) % (sizeof kSizes / sizeof kSizes[0])];
+      uint64_t n = std::min<uint64_t>({valid, kWeight, bytes / 4});
+      CUdeviceptr y;
+      void* params[] = {&x, &w[l], &y, &n};
+      const unsigned grid = static_cast<unsigned>((n + 255) / 256);
+      if (l % 5 == 0) {  // forked onto the side stream, joined back
+        CHECK(event_record(forked, s));
+        CHECK(wait_event(side, forked, 0));
+        CHECK(alloc_async(&y, bytes, side));
+        CHECK(api.launch(api.vadd, grid, 1, 1, 256, 1, 1, 0, side, params, nullptr));
+        CHECK(event_record(joined, side));
+        CHECK(wait_event(s, joined, 0));
+      } else {
+        CHECK(l % 2 ? alloc_pool(&y, bytes, pool, s) : alloc_async(&y, bytes, s));
+        CHECK(api.launch(api.vadd, grid, 1, 1, 256, 1, 1, 0, s, params, nullptr));
+      }
+      CHECK(free_async(x, s));  // its last reader is queued, perhaps not run
+      allocations += 1;
+      x = y;
+      valid = n;
+    }
+    float loss = 0;  // as loss.item(): one value back per step
+    CHECK(dtoh_async(&loss, x + 4 * (valid - 1), 4, s));
+    CHECK(api.stream_sync(s));
+    losses.push_back(loss);
+    if (t + 1 == steps) {
+      std::vector<float> last(valid);
+      CHECK(api.dtoh(last.data(), x, 4 * valid));
+      std::printf("checksum last %016llx\n", static_cast<unsigned long long>(Fnv(last)));
+    }
+    CHECK(free_async(x, s));
+  }
+  CHECK(api.stream_sync(s));
+  if (g_sim_time) g_sim_time(&t1);
+  if (g_sim_calls) g_sim_calls("cuMemAllocManaged", &managed1);
+  std::printf("checksum losses %016llx\n", static_cast<unsigned long long>(Fnv(losses)));
+  for (CUdeviceptr p : w) CHECK(free_async(p, s));
+  CHECK(api.sync());
+  CHECK(trim(pool, 0));  // as torch.cuda.empty_cache(): all of it goes back
+  std::printf("pool steps %d allocations %llu ns_per_step %llu managed_allocations %llu\n", steps,
+              static_cast<unsigned long long>(allocations),
+              static_cast<unsigned long long>(steps > 0 ? (t1 - t0) / steps : 0),
+              static_cast<unsigned long long>(managed1 - managed0));
+  return 0;
+}
+
 int RtldNext() {
   // From the main program, the next definition of a hooked name is the
   // interposer's; of an ordinary libc function, libc's.
@@ -266,7 +375,7 @@ int RtldNext() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|rtld_next|crash\n");
+    std::fprintf(stderr, "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash\n");
     return 1;
   }
   const std::string cmd = argv[1];
@@ -279,6 +388,8 @@ int main(int argc, char** argv) {
   auto first = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(h, "cuGetProcAddress_v2"));
   if (first == nullptr) return 1;
   g_lookup = first;
+  g_sim_time = reinterpret_cast<decltype(g_sim_time)>(dlsym(h, "msimGetTime"));
+  g_sim_calls = reinterpret_cast<decltype(g_sim_calls)>(dlsym(h, "msimCallCount"));
   // As cudart does: from here on, use the pointer returned for cuGetProcAddress itself.
   g_lookup = L<PFN_cuGetProcAddress_v12000>("cuGetProcAddress", 12000);
   if (cmd == "lookups") {
@@ -292,6 +403,7 @@ int main(int argc, char** argv) {
   if (cmd == "capture") return Capture(api);
   if (cmd == "vmm") return Vmm(api);
   if (cmd == "async") return Async(api);
+  if (cmd == "pool") return Pool(api, argc > 2 ? std::atoi(argv[2]) : 20);
   if (cmd == "crash") return LaunchThenCrash(api);
   std::fprintf(stderr, "probe: unknown command %s\n", cmd.c_str());
   return 1;

@@ -1,5 +1,6 @@
 #include "cuda_device_ops.h"
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
@@ -63,7 +64,15 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
   CUmemLocation loc{};
   loc.type = to_device ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST;
   loc.id = to_device ? c_->device : 0;
-  return Check(prefetch(r.begin, r.size(), loc, 0, to_device ? c_->transfer : c_->evict), "cuMemPrefetchAsync");
+  const CUresult res = prefetch(r.begin, r.size(), loc, 0, to_device ? c_->transfer : c_->evict);
+  if (res == CUDA_SUCCESS) return Status::Ok();
+  // The range goes into the message: a failed prefetch is otherwise hard to
+  // trace back to the template or copy that predicted it.
+  char what[128];
+  std::snprintf(what, sizeof what, "cuMemPrefetchAsync of [%#llx, %#llx) to the %s",
+                static_cast<unsigned long long>(r.begin), static_cast<unsigned long long>(r.end),
+                to_device ? "device" : "host");
+  return Check(res, what);
 }
 
 Status CudaDeviceOps::TransfersAfter(StreamHandle stream) {

@@ -62,6 +62,12 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
   if (trace != nullptr && (out.loaded > 0 || out.evicted > 0)) trace->Prefetch(out.loaded, out.evicted);
 }
 
+void ForgoReadMostly(Runtime& rt) {
+  MutexLock lock(&rt.mu());
+  if (rt.read_mostly_forgone.exchange(true)) return;
+  MoveMemory(rt, [&](DeviceOps& ops) MSCHED_REQUIRES(rt.mu()) { return rt.job().ForgoReadMostly(ops); });
+}
+
 MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) {
   CurrentContextOps ops;
   const MoveOutcome out = move(ops);

@@ -26,6 +26,12 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
 // `move` runs with the lock held: annotate the lambda MSCHED_REQUIRES(rt.mu()).
 MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) MSCHED_REQUIRES(rt.mu());
 
+// Before the first launch msched cannot fully predict: takes read-mostly
+// advice off every allocation and stops giving it (an unpredicted kernel may
+// write to duplicated data, which then collapses fault by fault). Takes the
+// lock; runs once per process.
+void ForgoReadMostly(Runtime& rt) MSCHED_EXCLUDES(rt.mu());
+
 // The stream a call really uses: handle 0 on a per-thread (_ptsz/_ptds)
 // entry point is the per-thread default stream.
 inline CUstream EffectiveStream(Entry e, CUstream s) {

@@ -60,6 +60,10 @@ CUresult Prefetch(Process& p, CUdeviceptr ptr, size_t count, Where where, CUstre
   std::vector<ChunkTouch> touches;
   std::vector<Allocation*> allocs;
   if (CUresult r = ManagedTouches(p, ptr, count, &touches, &allocs)) return r;
+  // One prefetch stays within one allocation: driver 580 refuses a range over
+  // two managed allocations that touch (CUDA_ERROR_INVALID_VALUE, measured by
+  // scripts/gpu-check.sh on an H100, 2026-11-22).
+  if (allocs.size() > 1) return CUDA_ERROR_INVALID_VALUE;
   for (Allocation* a : allocs) a->last_prefetch = where == Where::kDevice ? 0 : CU_DEVICE_CPU;
   const uint64_t start = p.OpStart(s);
   DeviceLock dl(p.dev);

@@ -58,6 +58,12 @@ MoveOutcome JobMemory::FitBudget(DeviceOps& ops) {
   return resident > limit ? Evict(resident - limit, ops) : MoveOutcome{};
 }
 
+MoveOutcome JobMemory::ForgoReadMostly(DeviceOps& ops) {
+  MemoryActions actions;
+  manager_.ForgoReadMostly(&actions);
+  return Carry(actions, /*stream=*/0, ops, /*wait=*/false);
+}
+
 MoveOutcome JobMemory::Carry(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, bool wait) {
   MoveOutcome out;
   if (actions.empty()) return out;

@@ -73,6 +73,8 @@ class JobMemory {
   MoveOutcome Evict(uint64_t bytes, DeviceOps& ops);
   // Evicts down to the budget after it shrank.
   MoveOutcome FitBudget(DeviceOps& ops);
+  // Takes all read-mostly advice back for good (MemoryManager::ForgoReadMostly).
+  MoveOutcome ForgoReadMostly(DeviceOps& ops);
 
  private:
   void ApplyBudget() { manager_.set_budget(budget_.Managed()); }

@@ -6,10 +6,10 @@
 
 namespace msched {
 
-std::vector<ByteRange> MergeAdjacent(const std::vector<ByteRange>& ranges) {
+std::vector<ByteRange> MemoryManager::MergeWithinAllocations(const std::vector<ByteRange>& ranges) const {
   std::vector<ByteRange> out;
   for (const ByteRange& r : ranges) {
-    if (!out.empty() && out.back().end == r.begin) out.back().end = r.end;
+    if (!out.empty() && out.back().end == r.begin && allocs_.count(r.begin) == 0) out.back().end = r.end;
     else out.push_back(r);
   }
   return out;
@@ -160,8 +160,8 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
     c.resident |= missing;
   }
   std::sort(evict.begin(), evict.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
-  for (const ByteRange& r : MergeAdjacent(evict)) out->evict.push_back(r);
-  for (const ByteRange& r : MergeAdjacent(load)) out->load.push_back(r);
+  for (const ByteRange& r : MergeWithinAllocations(evict)) out->evict.push_back(r);
+  for (const ByteRange& r : MergeWithinAllocations(load)) out->load.push_back(r);
 }
 
 void MemoryManager::NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out) {
@@ -172,10 +172,17 @@ void MemoryManager::NoteAccessModes(const std::vector<PredictedRegion>& regions,
     if (pr.mode != AccessMode::kRead) {
       a->reads_since_write = 0;
       if (a->read_mostly) a->read_mostly = false, out->read_mostly_off.push_back(whole);
-    } else if (!a->read_mostly && ++a->reads_since_write >= kReadsBeforeReadMostly) {
+    } else if (read_mostly_allowed_ && !a->read_mostly && ++a->reads_since_write >= kReadsBeforeReadMostly) {
       a->read_mostly = true;
       out->read_mostly_on.push_back(whole);
     }
+  }
+}
+
+void MemoryManager::ForgoReadMostly(MemoryActions* out) {
+  read_mostly_allowed_ = false;
+  for (auto& [base, a] : allocs_) {
+    if (a.read_mostly) a.read_mostly = false, out->read_mostly_off.push_back(ByteRange{a.base, a.base + a.size});
   }
 }
 
@@ -313,7 +320,7 @@ std::vector<ByteRange> MemoryManager::TakeWorkingSet() {
   }
   working_set_.clear();
   in_working_set_.clear();
-  return MergeAdjacent(ranges);
+  return MergeWithinAllocations(ranges);
 }
 
 }  // namespace msched

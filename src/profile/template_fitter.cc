@@ -28,7 +28,9 @@ bool WholeParameter(const ArgRef& r, const ParamLayout& layout) {
 
 // Words usable as factors: integers (not pointers, not absurd) that vary
 // across launches, plus launch dimensions; one per distinct value vector.
-std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs) {
+// `fixed_sizes` gets the whole-parameter integer words that hold the same
+// value (at least 2) in every launch.
+std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs, std::vector<FactorValues>* fixed_sizes) {
   const Observation& first = *obs[0];
   const ParamLayout& layout = first.launch->layout;
   // A word overlapping a pointer in any launch (a pointer, or half of one) is no size.
@@ -54,7 +56,10 @@ std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs)
       fv.values.push_back(v);
     }
     if (!usable) continue;
-    (WholeParameter(fv.factor.arg, layout) ? natural : other).push_back(std::move(fv));
+    const bool whole = WholeParameter(fv.factor.arg, layout);
+    const bool same = std::all_of(fv.values.begin(), fv.values.end(), [&](uint64_t v) { return v == fv.values[0]; });
+    if (whole && same && fv.values[0] >= 2) fixed_sizes->push_back(fv);
+    (whole ? natural : other).push_back(std::move(fv));
   }
   natural.insert(natural.end(), other.begin(), other.end());
   static constexpr Factor::Kind kDims[] = {Factor::Kind::kGridX,  Factor::Kind::kGridY,  Factor::Kind::kGridZ,
@@ -185,7 +190,8 @@ Target ObservedGap(uint64_t v, uint64_t precision) { return Around(v, precision 
 }  // namespace
 
 std::optional<LinearExpr> FitExpression(const std::vector<std::optional<Target>>& targets,
-                                        const std::vector<FactorValues>& candidates) {
+                                        const std::vector<FactorValues>& candidates,
+                                        const std::vector<FactorValues>& fixed_sizes) {
   int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
   bool any = false;
   for (const auto& t : targets) {
@@ -195,10 +201,29 @@ std::optional<LinearExpr> FitExpression(const std::vector<std::optional<Target>>
     hi = std::min(hi, t->hi);
   }
   if (!any) return LinearExpr::Constant(0);
-  if (lo < hi && hi >= 0 && hi <= kMaxCoefficient) return LinearExpr::Constant(hi);  // T1: the same in every call
+  if (lo < hi && hi >= 0 && hi <= kMaxCoefficient) {
+    // The same in every call. A profile at one size cannot tell a constant
+    // from an array whose length argument was the same in every call; when a
+    // size argument times an element size (1 to 16 bytes) explains the value,
+    // follow the argument: a constant predicts the profiled size at every
+    // size (a 512 MiB buffer profiled at 64 MiB got an eighth of its data
+    // prefetched on an H100), while the argument extrapolates.
+    for (const FactorValues& fv : fixed_sizes) {
+      for (int64_t element : {1, 2, 4, 8, 16}) {
+        const __int128 v = static_cast<__int128>(element) * fv.values[0];
+        if (lo < v && v <= hi) return LinearExpr{element, 1, {fv.factor}, 0};
+      }
+    }
+    return LinearExpr::Constant(hi);  // T1
+  }
   // Products of one factor, then two, then three (repeats allowed); within
   // a level, the simplest fit wins: no constant term, then a smaller one,
-  // then no divisor, then a smaller coefficient.
+  // then no divisor, then a smaller coefficient. A fit with a constant term
+  // only stands if no later level fits without one: two sizes always admit
+  // a line with an offset, so a GEMM's n*n*4 bytes fitted at n = 256 and 512
+  // as 3072*n - 512 KiB predicted a third of its data at n = 2048 (measured
+  // on an H100). Array extents are products of dimensions far more often
+  // than dimensions plus a constant.
   const size_t n = candidates.size();
   auto simpler = [](const LinearExpr& a, const LinearExpr& b) {
     return std::make_tuple(a.add != 0, std::llabs(a.add), a.div != 1, a.coef) <
@@ -210,18 +235,26 @@ std::optional<LinearExpr> FitExpression(const std::vector<std::optional<Target>>
     for (size_t i : picks) chosen.push_back(&candidates[i]);
     if (auto e = FitProduct(chosen, targets); e && (!best || simpler(*e, *best))) best = std::move(e);
   };
+  std::optional<LinearExpr> with_offset;  // the lowest level's best fit, when it needed a constant term
+  auto settled = [&]() {
+    if (best && best->add == 0) return true;
+    if (!with_offset) with_offset = std::move(best);
+    best.reset();
+    return false;
+  };
   for (size_t i = 0; i < n; ++i) consider({i});
-  if (best) return best;
+  if (settled()) return best;
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i; j < n; ++j) consider({i, j});
   }
-  if (best) return best;
+  if (settled()) return best;
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i; j < n; ++j) {
       for (size_t k = j; k < n; ++k) consider({i, j, k});
     }
   }
-  return best;
+  if (settled()) return best;
+  return with_offset;
 }
 
 std::vector<Observation> Observe(const Trace& trace) {
@@ -252,24 +285,36 @@ std::vector<Observation> Observe(const Trace& trace) {
     }
     for (const TouchedRange& t : l.touched) {
       o.touched.Add(t.range);
-      const Allocation* a = allocs.Find(t.range.begin);
-      if (a == nullptr) {
+      // A range is split at allocation boundaries before each piece finds its
+      // pointer: neighbouring allocations touched by one kernel come back as
+      // one range (small managed allocations are packed next to each other),
+      // and explaining it all from the first one's pointer predicts the others
+      // at the wrong place once the allocations are apart (seen on an H100).
+      // Bytes outside every allocation come only from rounding to the trace's
+      // precision and are dropped.
+      std::vector<std::pair<const Allocation*, ByteRange>> pieces;
+      allocs.ForEachOverlapping(t.range, [&](const Allocation& a) {
+        pieces.emplace_back(&a, ByteRange{std::max(t.range.begin, a.base), std::min(t.range.end, a.range().end)});
+      });
+      if (pieces.empty()) {
         o.unexplained = "touches " + Hex(t.range.begin) + ", outside every allocation";
         continue;
       }
-      // The nearest pointer at or below the range, into the same allocation.
-      const ArgWord* best = nullptr;
-      for (size_t w = 0; w < o.words.size(); ++w) {
-        const ArgWord& word = o.words[w];
-        if (!o.is_pointer[w] || !a->range().Contains(word.value) || word.value > t.range.begin + slack) continue;
-        if (best == nullptr || word.value > best->value) best = &word;
+      for (const auto& [a, piece] : pieces) {
+        // The nearest pointer at or below the piece, into the same allocation.
+        const ArgWord* best = nullptr;
+        for (size_t w = 0; w < o.words.size(); ++w) {
+          const ArgWord& word = o.words[w];
+          if (!o.is_pointer[w] || !a->range().Contains(word.value) || word.value > piece.begin + slack) continue;
+          if (best == nullptr || word.value > best->value) best = &word;
+        }
+        if (best == nullptr) {
+          o.unexplained = "touches " + Hex(piece.begin) + " in an allocation no argument points into at or below it "
+                          "(a base read from memory: pointer chasing)";
+          continue;
+        }
+        o.by_base[best->ref].push_back(TouchedRange{piece, t.mode});
       }
-      if (best == nullptr) {
-        o.unexplained = "touches " + Hex(t.range.begin) + " in an allocation no argument points into at or below it "
-                        "(a base read from memory: pointer chasing)";
-        continue;
-      }
-      o.by_base[best->ref].push_back(t);
     }
     out.push_back(std::move(o));
   }
@@ -296,7 +341,8 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
       return fit;
     }
   }
-  const std::vector<FactorValues> candidates = Candidates(obs);
+  std::vector<FactorValues> fixed_sizes;
+  const std::vector<FactorValues> candidates = Candidates(obs, &fixed_sizes);
   std::set<ArgRef> bases;
   for (const Observation* o : obs) {
     for (const auto& [ref, ranges] : o->by_base) bases.insert(ref);
@@ -343,15 +389,15 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
         if (sh.kind == Shape::kStrided) stride[i] = ObservedGap(sh.stride, precision);
       }
     }
-    std::optional<LinearExpr> e = FitExpression(extent, candidates);
+    std::optional<LinearExpr> e = FitExpression(extent, candidates, fixed_sizes);
     if (strided) {
       // An empty launch constrains the count (zero pieces), not the piece size.
       for (size_t i = 0; i < obs.size(); ++i) {
         if (shapes[i].kind == Shape::kEmpty) extent[i].reset();
       }
-      e = FitExpression(extent, candidates);
-      std::optional<LinearExpr> c = FitExpression(count, candidates);
-      std::optional<LinearExpr> s = FitExpression(stride, candidates);
+      e = FitExpression(extent, candidates, fixed_sizes);
+      std::optional<LinearExpr> c = FitExpression(count, candidates, fixed_sizes);
+      std::optional<LinearExpr> s = FitExpression(stride, candidates, fixed_sizes);
       if (!e || !c || !s) {
         fit.reason = "the strided pattern through " + name + " fits no rule (" +
                      (!c ? "piece count" : !s ? "stride" : "piece size") + ")";

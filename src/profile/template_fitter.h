@@ -66,8 +66,11 @@ struct FactorValues {
 
 // The simplest expression (constant, then products of 1, 2, 3 factors)
 // whose value lies in every launch's target (launches with no target impose
-// nothing). Exposed for tests.
+// nothing). A value the same in every launch follows one of `fixed_sizes`
+// (size words the same in every launch) times an element size when that
+// explains it, else is a constant. Exposed for tests.
 std::optional<LinearExpr> FitExpression(const std::vector<std::optional<Target>>& targets,
-                                        const std::vector<FactorValues>& candidates);
+                                        const std::vector<FactorValues>& candidates,
+                                        const std::vector<FactorValues>& fixed_sizes = {});
 
 }  // namespace msched

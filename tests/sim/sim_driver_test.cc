@@ -128,6 +128,17 @@ TEST_F(SimDriverTest, DeviceAllocationEvictsManagedMemoryButNeverDeviceMemory) {
   CU_ASSERT(cuMemFree(d));
 }
 
+// As driver 580 on an H100: one prefetch never spans two allocations, even
+// two that touch; each alone is fine.
+TEST_F(SimDriverTest, APrefetchOverTwoAllocationsThatTouchIsRefused) {
+  const CUdeviceptr x = Managed(2 * kMiB), y = Managed(2 * kMiB);
+  ASSERT_EQ(y, x + 2 * kMiB) << "the simulator packs allocations next to each other, as the driver does";
+  CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  EXPECT_EQ(cuMemPrefetchAsync(x, 4 * kMiB, dev, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemPrefetchAsync(x, 2 * kMiB, dev, 0, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemPrefetchAsync(y, 2 * kMiB, dev, 0, nullptr), CUDA_SUCCESS);
+}
+
 TEST_F(SimDriverTest, FaultsAreServicedInBatchesAtTheProfilesCost) {
   CUdeviceptr m = HostWritten(4 * kMiB);
   const auto before = Stats();

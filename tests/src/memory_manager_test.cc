@@ -59,6 +59,31 @@ TEST_F(MemoryManagerTest, AllocationsOnlyReadAreAdvisedReadMostlyUntilALaunchWri
   }
 }
 
+TEST_F(MemoryManagerTest, LoadsNeverSpanTwoAllocationsThatTouch) {
+  const uint64_t c = 0x40000000, d = c + 2 * kMiB;  // d starts where c ends
+  mm_.AddAllocation(c, 2 * kMiB);
+  mm_.AddAllocation(d, 2 * kMiB);
+  MemoryActions act = Access({{c, d + 2 * kMiB}});
+  const std::vector<ByteRange> two = {ByteRange{c, d}, ByteRange{d, d + 2 * kMiB}};
+  EXPECT_EQ(act.load, two);
+}
+
+TEST_F(MemoryManagerTest, ForgoingReadMostlyTakesTheAdviceBackAndNeverGivesItAgain) {
+  for (int i = 0; i < 4; ++i) Access({{a_, a_ + kMiB}});  // a is now read-mostly
+  MemoryActions forgo;
+  mm_.ForgoReadMostly(&forgo);
+  const std::vector<ByteRange> whole_a = {ByteRange{a_, a_ + 8 * kMiB}};
+  EXPECT_EQ(forgo.read_mostly_off, whole_a);
+  EXPECT_TRUE(forgo.evict.empty() && forgo.load.empty());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(Access({{a_, a_ + kMiB}}).read_mostly_on.empty()) << i;
+    EXPECT_TRUE(Access({{b_, b_ + kMiB}}).read_mostly_on.empty()) << i;
+  }
+  MemoryActions again;
+  mm_.ForgoReadMostly(&again);
+  EXPECT_TRUE(again.empty());
+}
+
 TEST_F(MemoryManagerTest, StaysWithinBudgetEvictingLeastRecentlyUsedWithoutAFuture) {
   Access({{a_, a_ + 8 * kMiB}});
   Access({{b_, b_ + 8 * kMiB}});

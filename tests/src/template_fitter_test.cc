@@ -54,16 +54,17 @@ TEST(TemplateFitterTest, AnExtentProportionalToAnArgumentIsLinear) {
 }
 
 TEST(TemplateFitterTest, RunsAtDifferentSizesMergedTellLinearFromFixed) {
-  // Each run alone launches at one size, which a fixed rule explains; the
-  // second run reuses the first's address, which must not still resolve to
-  // the first run's allocation.
+  // Each run alone launches at one size, which a fixed rule explains too; the
+  // size argument explaining it wins (see OneSizeSeenFollowsASizeArgument...).
+  // The second run reuses the first's address, which must not still resolve
+  // to the first run's allocation.
   auto run = [](uint64_t n) {
     TraceBuilder b;
     b.Alloc(kA, 4 * n);
     for (int i = 0; i < 2; ++i) b.Launch("k", {kA, n}, {Read(kA, kA + 4 * n)});
     return b.trace();
   };
-  EXPECT_EQ(FitAll(run(1000)).tmpl.regions.at(0).kind, Region::Kind::kFixed);
+  EXPECT_EQ(FitAll(run(1000)).tmpl.regions.at(0).extent, (LinearExpr{4, 1, {Arg(1)}, 0}));
   Result<Trace> merged = MergeTraces({run(1000), run(3000)});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(merged->launches.size(), 4u);
@@ -134,6 +135,26 @@ TEST(TemplateFitterTest, InteriorPointersIntoOnePoolGetTheirOwnRegions) {
   EXPECT_EQ(fit.tmpl.regions[0].extent.coef, 4);
   EXPECT_EQ(fit.tmpl.regions[1].base.param, 1u);
   EXPECT_EQ(fit.tmpl.regions[1].extent.coef, 8);
+}
+
+// Small allocations packed next to each other come back from CUPTI as one
+// range per kernel (as a vector add's three 256 KiB buffers did on an H100);
+// each buffer still gets its own region from its own pointer.
+TEST(TemplateFitterTest, OneRangeOverNeighbouringAllocationsIsSplitBetweenThem) {
+  TraceBuilder b(65536);
+  for (uint64_t n : {65536, 262144}) {
+    const uint64_t size = 4 * n, x = kA, y = kA + size, z = kA + 2 * size;
+    b.Alloc(x, size).Alloc(y, size).Alloc(z, size);
+    b.Launch("add", {x, y, z, n}, {{{x, z + size}, AccessMode::kReadWrite}});
+    b.Free(x).Free(y).Free(z);
+  }
+  const KernelFit fit = FitAll(b.trace());
+  ASSERT_TRUE(fit.predictable) << fit.reason;
+  ASSERT_EQ(fit.tmpl.regions.size(), 3u);
+  for (uint16_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(fit.tmpl.regions[p].base, (ArgRef{p, 0, 8}));
+    EXPECT_EQ(fit.tmpl.regions[p].extent, (LinearExpr{4, 1, {Arg(3)}, 0}));
+  }
 }
 
 TEST(TemplateFitterTest, PointersAndSizesInsideAStructAreUsed) {
@@ -254,6 +275,32 @@ TEST(FitExpressionTest, PrefersAConstantThenOneFactorThenProducts) {
   EXPECT_EQ(FitExpression({target(22), target(33), target(55)}, candidates), (LinearExpr{11, 1, {Arg(0)}, 0}));
   EXPECT_EQ(FitExpression({target(14), target(33), target(65)}, candidates), (LinearExpr{1, 1, {Arg(0), Arg(1)}, 0}));
   EXPECT_EQ(FitExpression({target(1), target(100), target(3)}, candidates), std::nullopt);
+}
+
+// A GEMM's n x n floats profiled at two sizes, ends rounded out to 64 KiB:
+// a line with an offset fits both points too, but extrapolates to a third
+// of the data at n = 2048 (seen on an H100). The product without offset wins.
+TEST(FitExpressionTest, ASquareWithoutOffsetBeatsALineWithOne) {
+  const std::vector<FactorValues> candidates = {{Arg(0), {256, 512}}};
+  auto extent = [](int64_t bytes) { return std::optional<Target>(Target{bytes - 1, bytes + 2 * 65535}); };
+  EXPECT_EQ(FitExpression({extent(256 * 256 * 4), extent(512 * 512 * 4)}, candidates),
+            (LinearExpr{4, 1, {Arg(0), Arg(0)}, 0}));
+}
+
+TEST(FitExpressionTest, ALineWithAnOffsetStandsWhenNoProductFits) {
+  const std::vector<FactorValues> candidates = {{Arg(0), {2, 3, 5}}};
+  auto target = [](int64_t v) { return std::optional<Target>(Target{v - 1, v}); };
+  EXPECT_EQ(FitExpression({target(108), target(112), target(120)}, candidates), (LinearExpr{4, 1, {Arg(0)}, 100}));
+}
+
+// Profiled at one size, an extent equal to a size argument times an element
+// size follows the argument; one no argument explains stays a constant.
+TEST(FitExpressionTest, OneSizeSeenFollowsASizeArgumentThatExplainsIt) {
+  const std::vector<FactorValues> fixed = {{Arg(1), {3, 3}}, {Arg(0), {1 << 24, 1 << 24}}};
+  const std::optional<Target> extent = Target{(64 << 20) - 2 * 65535 - 1, 64 << 20};
+  EXPECT_EQ(FitExpression({extent, extent}, {}, fixed), (LinearExpr{4, 1, {Arg(0)}, 0}));
+  const std::optional<Target> other = Target{4095, 4096};
+  EXPECT_EQ(FitExpression({other, other}, {}, fixed), LinearExpr::Constant(4096));
 }
 
 TEST(FitExpressionTest, LaunchesWithoutATargetImposeNothing) {

@@ -163,6 +163,23 @@ Status StartCoordinator(const std::string& socket) {
 
 // argv[argc] is null. Options come first, as `--opt VALUE` or `--opt=VALUE`;
 // the command starts after `--` or at the first argument that is not an option.
+// PyTorch's expandable segments map memory through VMM (cuMemCreate,
+// cuMemMap), which msched cannot make managed: it passes through as device
+// memory msched can neither prefetch nor evict. Its native allocator with
+// fixed segments ran best under msched on an H100 (docs/real-gpu.md), so
+// `msched run` asks for it unless the user chose, and says so on one line.
+void ChooseTorchAllocator(std::map<std::string, std::string>* env) {
+  const char* chosen = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+  if (chosen == nullptr || *chosen == '\0') {
+    (*env)["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:False";
+    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False (PyTorch's expandable segments bypass "
+                 "msched; set the variable to choose otherwise)\n";
+  } else if (std::strstr(chosen, "expandable_segments:True") != nullptr) {
+    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments, whose memory msched cannot manage "
+                 "(it stays on the GPU, outside msched's budget)\n";
+  }
+}
+
 int Run(std::string socket, int argc, char** argv) {
   // Options become the job's MSCHED_* variables, checked by the same parser the library uses.
   static const std::map<std::string, std::string> kOptionVariable = {
@@ -220,6 +237,7 @@ int Run(std::string socket, int argc, char** argv) {
     return 1;
   }
   env["LD_PRELOAD"] = PreloadWith(*lib);
+  if (parse.config.mode != Mode::kOff) ChooseTorchAllocator(&env);
   const CoordMode coord = parse.config.coord;
   if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
     if (Result<int> fd = ConnectToCoordinator(socket); fd.ok()) {

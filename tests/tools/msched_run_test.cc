@@ -65,6 +65,28 @@ TEST(MschedRunTest, EveryOptionShapeBecomesTheJobsVariables) {
   EXPECT_NE(r.out.find("|/tmp/c.sock\n"), std::string::npos) << r.out;
 }
 
+// PyTorch's expandable segments bypass msched, so `msched run` asks for the
+// native allocator with fixed segments unless the user chose, and says so;
+// a choice of expandable segments is kept, with a warning.
+TEST(MschedRunTest, PyTorchsAllocatorIsChosenUnlessTheUserChose) {
+  const std::vector<std::string> show = {"/bin/sh", "-c", "echo \"[$PYTORCH_CUDA_ALLOC_CONF]\""};
+  ts::ProgramRun r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"PYTORCH_CUDA_ALLOC_CONF", ""}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[expandable_segments:False]\n");
+  EXPECT_NE(r.err.find("msched: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False"), std::string::npos) << r.err;
+
+  r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync"}});
+  EXPECT_EQ(r.out, "[backend:cudaMallocAsync]\n");
+  EXPECT_EQ(r.err.find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos) << "the user's choice, silently: " << r.err;
+
+  r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  EXPECT_EQ(r.out, "[expandable_segments:True]\n");
+  EXPECT_NE(r.err.find("msched cannot manage"), std::string::npos) << r.err;
+
+  r = Msched(Join({"run", "--coord", "off", "--mode", "off", "--"}, show), {{"PYTORCH_CUDA_ALLOC_CONF", ""}});
+  EXPECT_EQ(r.out, "[]\n") << "msched off changes nothing";
+}
+
 TEST(MschedRunTest, TheProgramsExitStatusComesBack) {
   EXPECT_EQ(Msched({"run", "--coord", "off", "--", "/bin/sh", "-c", "exit 7"}).status, 7);
   const ts::ProgramRun missing = Msched({"run", "--coord", "off", "--", "/nonexistent/program"});

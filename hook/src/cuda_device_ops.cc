@@ -3,17 +3,11 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <string>
 
 #include "driver_functions.h"
 
 namespace msched::hook {
 namespace {
-
-Status Check(CUresult r, const char* what) {
-  if (r == CUDA_SUCCESS) return Status::Ok();
-  return Status::Unavailable(std::string(what) + " failed with CUresult " + std::to_string(r));
-}
 
 // Makes `waiter` wait for the work queued so far on `signaller`, through `ev`.
 Status WaitFor(CUstream waiter, CUstream signaller, CUevent ev) {
@@ -21,8 +15,8 @@ Status WaitFor(CUstream waiter, CUstream signaller, CUevent ev) {
   if (!real.cuEventRecord || !real.cuStreamWaitEvent) {
     return Status::Unavailable("the driver lacks cuEventRecord/cuStreamWaitEvent");
   }
-  MSCHED_RETURN_IF_ERROR(Check(real.cuEventRecord(ev, signaller), "cuEventRecord"));
-  return Check(real.cuStreamWaitEvent(waiter, ev, 0), "cuStreamWaitEvent");
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventRecord(ev, signaller), "cuEventRecord"));
+  return CheckDriverCall(real.cuStreamWaitEvent(waiter, ev, 0), "cuStreamWaitEvent");
 }
 
 }  // namespace
@@ -47,12 +41,12 @@ Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
   auto it = contexts->find(ctx);
   if (it == contexts->end()) {
     PerContext pc;
-    MSCHED_RETURN_IF_ERROR(Check(real.cuCtxGetDevice(&pc.device), "cuCtxGetDevice"));
-    MSCHED_RETURN_IF_ERROR(Check(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
-    MSCHED_RETURN_IF_ERROR(Check(real.cuStreamCreate(&pc.evict, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
-    MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
-    MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
-    MSCHED_RETURN_IF_ERROR(Check(real.cuEventCreate(&pc.evicted, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuCtxGetDevice(&pc.device), "cuCtxGetDevice"));
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamCreate(&pc.evict, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&pc.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&pc.evicted, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     it = contexts->emplace(ctx, pc).first;
   }
   return CudaDeviceOps(&it->second);
@@ -72,7 +66,7 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
   std::snprintf(what, sizeof what, "cuMemPrefetchAsync of [%#llx, %#llx) to the %s",
                 static_cast<unsigned long long>(r.begin), static_cast<unsigned long long>(r.end),
                 to_device ? "device" : "host");
-  return Check(res, what);
+  return CheckDriverCall(res, what);
 }
 
 Status CudaDeviceOps::TransfersAfter(StreamHandle stream) {
@@ -91,15 +85,15 @@ Status CudaDeviceOps::SetReadMostly(const ByteRange& r, bool on) {
   CUmemLocation loc{};  // ignored for read-mostly advice
   loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
   loc.id = c_->device;
-  return Check(advise(r.begin, r.size(), on ? CU_MEM_ADVISE_SET_READ_MOSTLY : CU_MEM_ADVISE_UNSET_READ_MOSTLY, loc),
+  return CheckDriverCall(advise(r.begin, r.size(), on ? CU_MEM_ADVISE_SET_READ_MOSTLY : CU_MEM_ADVISE_UNSET_READ_MOSTLY, loc),
                "cuMemAdvise");
 }
 
 Status CudaDeviceOps::SynchronizeTransfers() {
   auto sync = RealDriver().cuStreamSynchronize;
   if (!sync) return Status::Unavailable("the driver lacks cuStreamSynchronize");
-  MSCHED_RETURN_IF_ERROR(Check(sync(c_->evict), "cuStreamSynchronize"));
-  return Check(sync(c_->transfer), "cuStreamSynchronize");
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(sync(c_->evict), "cuStreamSynchronize"));
+  return CheckDriverCall(sync(c_->transfer), "cuStreamSynchronize");
 }
 
 }  // namespace msched::hook

@@ -11,11 +11,6 @@ namespace {
 CUevent EventOf(FenceId fence) { return reinterpret_cast<CUevent>(fence); }
 CUstream StreamOf(StreamHandle stream) { return reinterpret_cast<CUstream>(stream); }
 
-Status Check(CUresult r, const char* what) {
-  if (r == CUDA_SUCCESS) return Status::Ok();
-  return Status::Unavailable(std::string(what) + " failed with CUresult " + std::to_string(r));
-}
-
 }  // namespace
 
 Result<uint64_t> CudaPoolOps::AllocateChunk(uint64_t bytes) {
@@ -39,7 +34,7 @@ Result<uint64_t> CudaPoolOps::AllocateChunk(uint64_t bytes) {
 
 Status CudaPoolOps::ReleaseChunk(uint64_t base, uint64_t bytes) {
   auto free = Real<PFN_cuMemFree_v3020>(Entry::cuMemFree_v2);
-  MSCHED_RETURN_IF_ERROR(Check(free != nullptr ? free(base) : CUDA_ERROR_NOT_SUPPORTED, "cuMemFree of a pool chunk"));
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(free != nullptr ? free(base) : CUDA_ERROR_NOT_SUPPORTED, "cuMemFree of a pool chunk"));
   {
     MutexLock lock(&rt_.mu());
     rt_.memory().RemoveAllocation(base);
@@ -75,7 +70,7 @@ Result<FenceId> CudaPoolOps::RecordFence(StreamHandle stream) {
   // Without an event, the free waits for its stream here: then the block
   // needs no fence at all.
   if (!real.cuStreamSynchronize) return Status::Unavailable("the driver lacks cuEventRecord and cuStreamSynchronize");
-  MSCHED_RETURN_IF_ERROR(Check(real.cuStreamSynchronize(StreamOf(stream)), "cuStreamSynchronize"));
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamSynchronize(StreamOf(stream)), "cuStreamSynchronize"));
   return kNoFence;
 }
 
@@ -88,7 +83,7 @@ Status CudaPoolOps::StreamWaitFence(StreamHandle stream, FenceId fence) {
   if (RecordedOn(fence, StreamOf(stream))) return Status::Ok();
   auto wait = RealDriver().cuStreamWaitEvent;
   if (!wait) return Status::Unavailable("the driver lacks cuStreamWaitEvent");
-  MSCHED_RETURN_IF_ERROR(Check(wait(StreamOf(stream), EventOf(fence), 0), "cuStreamWaitEvent"));
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(wait(StreamOf(stream), EventOf(fence), 0), "cuStreamWaitEvent"));
   rt_.counters().pool_stream_waits->Add();
   return Status::Ok();
 }
@@ -96,7 +91,7 @@ Status CudaPoolOps::StreamWaitFence(StreamHandle stream, FenceId fence) {
 Status CudaPoolOps::WaitFence(FenceId fence) {
   auto sync = RealDriver().cuEventSynchronize;
   if (!sync) return Status::Unavailable("the driver lacks cuEventSynchronize");
-  return Check(sync(EventOf(fence)), "cuEventSynchronize");
+  return CheckDriverCall(sync(EventOf(fence)), "cuEventSynchronize");
 }
 
 void CudaPoolOps::DropFence(FenceId fence) {

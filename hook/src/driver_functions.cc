@@ -1,5 +1,6 @@
 #include "driver_functions.h"
 
+#include <string>
 #include <type_traits>
 
 #include "real_driver.h"
@@ -36,6 +37,11 @@ static_assert(std::is_trivially_destructible_v<DriverFunctions>);
 const DriverFunctions& RealDriver() {
   static const DriverFunctions table = ResolveAll();
   return table;
+}
+
+Status CheckDriverCall(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  return Status::Unavailable(std::string(what) + " failed with CUresult " + std::to_string(r));
 }
 
 }  // namespace msched::hook

@@ -14,6 +14,7 @@
 #include <cudaTypedefs.h>
 
 #include "entry_table.h"  // and the #undefs of names cuda.h renames
+#include "msched/status.h"
 #include "msim/msim.h"
 
 namespace msched::hook {
@@ -42,5 +43,9 @@ struct DriverFunctions {
 
 // The table, resolving it on first use (loading the driver if needed).
 const DriverFunctions& RealDriver();
+
+// OK for CUDA_SUCCESS, else Unavailable saying that `what` failed and with
+// which CUresult: how the hook's own driver calls report failure.
+Status CheckDriverCall(CUresult r, const char* what);
 
 }  // namespace msched::hook

@@ -127,6 +127,11 @@ class MemoryManager {
   bool read_mostly_allowed_ = true;  // until ForgoReadMostly
   // Tracks which allocations launches only read, asking for advice changes in `out`.
   void NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out);
+  // Merges chunk ranges that touch into fewer, larger ranges (order kept for
+  // non-touching ones), never across an allocation's start: small managed
+  // allocations lie next to each other, and one prefetch spanning two is
+  // refused by the driver (CUDA_ERROR_INVALID_VALUE seen under PyTorch).
+  std::vector<ByteRange> MergeWithinAllocations(const std::vector<ByteRange>& ranges) const;
   struct ChunkRef {
     Alloc* alloc;
     size_t index;
@@ -164,11 +169,6 @@ class MemoryManager {
   std::unordered_map<ChunkId, uint64_t> future_bytes_;  // what future steps need of each chunk
   AccessStep need_;  // scratch for PlanAccess, kept to avoid allocating per launch
   std::vector<ChunkId> working_set_;
-  // Merges chunk ranges that touch into fewer, larger ranges (order kept for
-  // non-touching ones), never across an allocation's start: small managed
-  // allocations lie next to each other, and one prefetch spanning two is
-  // refused by the driver (CUDA_ERROR_INVALID_VALUE seen under PyTorch).
-  std::vector<ByteRange> MergeWithinAllocations(const std::vector<ByteRange>& ranges) const;
   std::unordered_set<ChunkId> in_working_set_;
 };
 

@@ -26,6 +26,10 @@ bool WholeParameter(const ArgRef& r, const ParamLayout& layout) {
   return r.offset == 0 && layout[r.param].size == r.width;
 }
 
+bool AllSame(const std::vector<uint64_t>& values) {
+  return std::all_of(values.begin(), values.end(), [&](uint64_t v) { return v == values[0]; });
+}
+
 // Words usable as factors: integers (not pointers, not absurd) that vary
 // across launches, plus launch dimensions; one per distinct value vector.
 // `fixed_sizes` gets the whole-parameter integer words that hold the same
@@ -57,8 +61,7 @@ std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs,
     }
     if (!usable) continue;
     const bool whole = WholeParameter(fv.factor.arg, layout);
-    const bool same = std::all_of(fv.values.begin(), fv.values.end(), [&](uint64_t v) { return v == fv.values[0]; });
-    if (whole && same && fv.values[0] >= 2) fixed_sizes->push_back(fv);
+    if (whole && AllSame(fv.values) && fv.values[0] >= 2) fixed_sizes->push_back(fv);
     (whole ? natural : other).push_back(std::move(fv));
   }
   natural.insert(natural.end(), other.begin(), other.end());
@@ -71,7 +74,7 @@ std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs,
   }
   std::vector<FactorValues> out;
   for (FactorValues& fv : natural) {
-    const bool constant = std::all_of(fv.values.begin(), fv.values.end(), [&](uint64_t v) { return v == fv.values[0]; });
+    const bool constant = AllSame(fv.values);
     const bool duplicate = std::any_of(out.begin(), out.end(), [&](const FactorValues& o) { return o.values == fv.values; });
     if (!constant && !duplicate && out.size() < kMaxCandidates) out.push_back(std::move(fv));
   }

@@ -167,13 +167,13 @@ Status StartCoordinator(const std::string& socket) {
 // cuMemMap), which msched cannot make managed: it passes through as device
 // memory msched can neither prefetch nor evict. Its native allocator with
 // fixed segments ran best under msched on an H100 (docs/real-gpu.md), so
-// `msched run` asks for it unless the user chose, and says so on one line.
+// `msched run` asks for it unless the user chose (`msched help` says so;
+// a line on every run would land in the output of every job, PyTorch or
+// not), and warns when the user's choice bypasses msched.
 void ChooseTorchAllocator(std::map<std::string, std::string>* env) {
   const char* chosen = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
   if (chosen == nullptr || *chosen == '\0') {
     (*env)["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:False";
-    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False (PyTorch's expandable segments bypass "
-                 "msched; set the variable to choose otherwise)\n";
   } else if (std::strstr(chosen, "expandable_segments:True") != nullptr) {
     std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments, whose memory msched cannot manage "
                  "(it stays on the GPU, outside msched's budget)\n";
@@ -256,7 +256,10 @@ int Run(std::string socket, int argc, char** argv) {
 }
 
 int Help() {
-  std::cout << kUsage << "\nPer-job settings (environment variables, or msched run options):\n";
+  std::cout << kUsage
+            << "\nmsched run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False unless it is set: PyTorch's"
+               "\nexpandable segments are VMM memory, which msched can neither prefetch nor evict.\n"
+            << "\nPer-job settings (environment variables, or msched run options):\n";
   for (const ConfigVariable& v : ConfigVariables()) {
     std::cout << "  " << v.name << "\n      " << v.meaning << "\n      accepted: " << v.accepted
               << "; default: " << v.default_value << "\n";

@@ -65,6 +65,15 @@ CUresult Admit(Runtime& rt, size_t bytes) {
   return s.code() == StatusCode::kResourceExhausted ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_PERMITTED;
 }
 
+// Records an allocation msched made in place of the program's (managed, or
+// a block of its pool) and counts it as converted.
+void RecordConverted(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
+  MutexLock lock(&rt.mu());
+  Record(rt, base, size, kind);
+  rt.counters().alloc_converted->Add();
+  rt.counters().alloc_converted_bytes->Add(size);
+}
+
 // Tells the coordinator what the job has allocated now.
 void ReportUsage(Runtime& rt) {
   CoordClient* cc = CoordClient::Active();
@@ -102,10 +111,7 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
       rt.counters().alloc_failed->Add();
       return;
     }
-    MutexLock lock(&rt.mu());
-    Record(rt, *dptr, size, AllocKind::kManaged);
-    rt.counters().alloc_converted->Add();
-    rt.counters().alloc_converted_bytes->Add(size);
+    RecordConverted(rt, *dptr, size, AllocKind::kManaged);
   });
   if (r == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;
@@ -139,10 +145,7 @@ CUresult AllocateFromPool(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, CUstre
       return;
     }
     *dptr = *block;
-    MutexLock lock(&rt.mu());
-    Record(rt, *dptr, size, AllocKind::kPooled);
-    rt.counters().alloc_converted->Add();
-    rt.counters().alloc_converted_bytes->Add(size);
+    RecordConverted(rt, *dptr, size, AllocKind::kPooled);
   });
   if (!served) return original_call();
   if (r == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });

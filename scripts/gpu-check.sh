@@ -145,7 +145,7 @@ for mode in none um msched-budget; do
   fi
   sum=$(checksum "graph-$mode")
   [ -z "$gref" ] && gref=$sum
-  report "| $mode | $wall | $sum $([ "$sum" = "$gref" ] && [ -n "$sum" ] && echo same || echo "DIFFERS (exit $(cat "$work/logs/graph-$mode.rc"))") | $(stats "graph-$mode" launches. bytes. errors. | tr '\n' ' ') |"
+  report "| $mode | $wall | $sum $([ "$sum" = "$gref" ] && [ -n "$sum" ] && echo same || echo "DIFFERS (exit $(cat "$work/logs/graph-$mode.rc"))") | $(stats "graph-$mode" launches. graphs. bytes. errors. | tr '\n' ' ') |"
 done
 for mode in um msched-budget; do logtail "graph-$mode"; done
 

@@ -45,7 +45,14 @@ CUresult Hook_cuLaunchKernelEx(Entry e, const CUlaunchConfig* config, CUfunction
 CUresult Hook_cuLaunchCooperativeKernel(Entry e, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                                         CUstream stream, void** params);
+
+// graph_hooks.cc
+CUresult Hook_cuGraphInstantiateWithFlags(Entry e, CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+CUresult Hook_cuGraphInstantiateWithParams(Entry e, CUgraphExec* exec, CUgraph graph,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS* params);
 CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream);
+CUresult Hook_cuGraphExecDestroy(Entry e, CUgraphExec exec);
+CUresult Hook_cuGraphDestroy(Entry e, CUgraph graph);
 
 // copy_hooks.cc
 CUresult Hook_cuMemcpy(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes);

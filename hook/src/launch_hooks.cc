@@ -1,11 +1,11 @@
-// The launch family: cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel
-// (each with its _ptsz variant) and cuGraphLaunch. Before the launch is
+// The launch family: cuLaunchKernel, cuLaunchKernelEx and cuLaunchCooperativeKernel
+// (each with its _ptsz variant); graphs are in graph_hooks.cc. Before the launch is
 // queued, the kernel is identified (name and parameter layout, cached per
 // handle), its arguments decoded in whichever form they came (kernelParams
 // or the packed `extra` buffer), its working set predicted from its template
 // (or at allocation granularity in alloc mode, or for unknown kernels with
 // MSCHED_UNKNOWN=alloc), and made resident. Nothing is injected while a
-// stream is capturing. Kernels inside replayed graphs are not predicted.
+// stream is capturing.
 // In profile mode the launch runs under the profile recorder instead. With a
 // coordinator, every launch first passes the job's gate (coord_client.h).
 #include <chrono>
@@ -15,6 +15,7 @@
 #include "hook_guard.h"
 #include "hooks.h"
 #include "job_trace.h"
+#include "launch_prediction.h"
 #include "model/predictor.h"
 #include "profile_recorder.h"
 #include "residency.h"
@@ -36,10 +37,12 @@ struct LaunchSite {
   void** extra;
 };
 
-// The kernel behind handle `f`. The cache never drops or moves an entry, so
-// each thread keeps the handles it launched last (direct-mapped) and finds
-// them again without the Runtime's lock.
-const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
+}  // namespace
+
+// The cache never drops or moves an entry, so each thread keeps the handles
+// it launched last (direct-mapped) and finds them again without the
+// Runtime's lock.
+const KernelInfo* KernelOf(Runtime& rt, CUfunction f) {
   struct Recent {
     CUfunction f = nullptr;
     const KernelInfo* k = nullptr;
@@ -65,16 +68,18 @@ const KernelInfo* Kernel(Runtime& rt, CUfunction f) {
   return k;
 }
 
-// The launch's arguments in whichever form they came; an empty view when the
-// layout is unknown or the `extra` form is malformed.
-ArgView Arguments(const KernelInfo& k, const LaunchSite& s) {
+ArgView LaunchArguments(const KernelInfo& k, void** params, void** extra) {
   if (!k.layout_known) return {};
-  if (s.params != nullptr) return ArgView::FromKernelParams(k.layout, s.params);
-  if (s.extra != nullptr) {
-    if (Result<ArgView> r = ArgView::FromExtra(k.layout, s.extra); r.ok()) return *r;
+  if (params != nullptr) return ArgView::FromKernelParams(k.layout, params);
+  if (extra != nullptr) {
+    if (Result<ArgView> r = ArgView::FromExtra(k.layout, extra); r.ok()) return *r;
   }
   return {};
 }
+
+namespace {
+
+ArgView Arguments(const KernelInfo& k, const LaunchSite& s) { return LaunchArguments(k, s.params, s.extra); }
 
 // The working set each launching thread predicts, reused across its
 // launches so that, once grown, predicting allocates nothing. Per thread, so
@@ -100,7 +105,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   static thread_local uint32_t launches = 0;
   const bool timed = (++launches & 15) == 0;  // sample the hook's own latency
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const KernelInfo* k = Kernel(rt, s.f);
+  const KernelInfo* k = KernelOf(rt, s.f);
   if (trace != nullptr) trace->Launch(&k->name);
   if (rt.capturing.load(std::memory_order_relaxed) > 0) {
     c.launches_in_capture->Add();
@@ -146,7 +151,7 @@ CUresult Launch(Runtime& rt, const char* where, const LaunchSite& s, Real&& real
   const KernelInfo* k = nullptr;
   Safely(rt, where, [&] {
     recorder = ProfileRecorder::Get(rt);
-    if (recorder && rt.capturing.load(std::memory_order_relaxed) == 0) k = Kernel(rt, s.f);
+    if (recorder && rt.capturing.load(std::memory_order_relaxed) == 0) k = KernelOf(rt, s.f);
   });
   if (k == nullptr) return real();
   CUresult result = CUDA_SUCCESS;
@@ -199,13 +204,6 @@ CUresult Hook_cuLaunchCooperativeKernel(Entry e, CUfunction f, unsigned gx, unsi
   if (!c.act) return real();
   const LaunchSite s{f, Dims(gx, gy, gz, bx, by, bz, shared), EffectiveStream(e, stream), params, nullptr};
   return Launch(*c.rt, "cuLaunchCooperativeKernel", s, real);
-}
-
-CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {
-  auto c = Enter<PFN_cuGraphLaunch_v10000>(e);
-  if (!c.real) return NoRealFunction(e);
-  if (c.act) c.rt->counters().launches_graph->Add();
-  return c.real(exec, stream);
 }
 
 }  // namespace msched::hook

@@ -78,6 +78,11 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.launches_whole_allocation = stats_.GetCounter("launches.whole_allocation");
   c_.launches_in_capture = stats_.GetCounter("launches.in_capture");
   c_.launches_graph = stats_.GetCounter("launches.graph");
+  c_.graphs_planned = stats_.GetCounter("graphs.planned");
+  c_.graph_nodes_predicted = stats_.GetCounter("graphs.nodes_predicted");
+  c_.graph_nodes_unpredicted = stats_.GetCounter("graphs.nodes_unpredicted");
+  c_.graph_launches_split = stats_.GetCounter("graphs.launches_split");
+  c_.graph_segments = stats_.GetCounter("graphs.segments");
   c_.copies_predicted = stats_.GetCounter("copies.predicted");
   c_.bytes_predicted = stats_.GetCounter("bytes.predicted");
   c_.bytes_prefetched = stats_.GetCounter("bytes.prefetched");

@@ -55,6 +55,11 @@ struct HookCounters {
   Counter* launches_whole_allocation;
   Counter* launches_in_capture;
   Counter* launches_graph;
+  Counter* graphs_planned;           // executable graphs whose nodes were walked
+  Counter* graph_nodes_predicted;    // their kernel nodes with a prediction
+  Counter* graph_nodes_unpredicted;  // and without (their data faults in)
+  Counter* graph_launches_split;     // launches run segment by segment
+  Counter* graph_segments;           // the segments those launches ran
   Counter* copies_predicted;
   Counter* bytes_predicted;
   Counter* bytes_prefetched;

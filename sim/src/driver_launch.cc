@@ -59,7 +59,9 @@ bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, ui
 CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* params, const msimLaunchInfo& dims) {
   if (s->capture) {  // recorded for replay, not run
     GraphNode node;
+    node.id = ++p.graph_node_ids;
     node.kernel = k;
+    if (!s->capture->nodes.empty()) node.deps.push_back(s->capture->nodes.size() - 1);  // stream order
     node.dims = dims;
     for (size_t i = 0; i < k->params.size(); ++i) {
       const auto* b = static_cast<const uint8_t*>(params[i]);

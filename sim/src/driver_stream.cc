@@ -100,6 +100,7 @@ CUresult GraphLaunch(CUgraphExec exec, CUstream stream, bool ptsz, const char* e
     auto* g = reinterpret_cast<Graph*>(exec);
     if (!p.graphs.count(g) || !g->executable) return CUDA_ERROR_INVALID_HANDLE;
     for (msim::GraphNode& n : g->nodes) {
+      if (!n.enabled) continue;  // as an empty node: its dependents still wait for what it waited for
       std::vector<void*> params;
       for (auto& bytes : n.params) params.push_back(bytes.data());
       if (CUresult r = msim::RunKernel(p, s, n.kernel, params.data(), n.dims)) return r;
@@ -267,7 +268,9 @@ MSIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) 
 MSIM_DECLARE(cuStreamIsCapturing_ptsz, PFN_cuStreamIsCapturing_v10000_ptsz);
 CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return IsCapturing(s, st, true); }
 
-MSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+namespace {
+
+CUresult Instantiate(CUgraphExec* exec, CUgraph graph, const char* entry = __builtin_FUNCTION()) {
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kYes, [&](Process& p) {
     auto* g = reinterpret_cast<Graph*>(graph);
@@ -277,6 +280,134 @@ MSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph grap
     p.graphs.insert(e);
     *exec = reinterpret_cast<CUgraphExec>(e);
     return CUDA_SUCCESS;
+  }, entry);
+}
+
+// Where the node behind handle `node` lives: a (non-executable) graph and
+// its index there; graph null when no live graph holds it.
+struct NodeRef {
+  Graph* graph = nullptr;
+  size_t index = 0;
+  msim::GraphNode* operator->() const { return &graph->nodes[index]; }
+  explicit operator bool() const { return graph != nullptr; }
+};
+
+NodeRef FindNode(Process& p, CUgraphNode node) {
+  for (Graph* g : p.graphs) {
+    if (g->executable) continue;
+    for (size_t i = 0; i < g->nodes.size(); ++i) {
+      if (reinterpret_cast<CUgraphNode>(&g->nodes[i]) == node) return {g, i};
+    }
+  }
+  return {};
+}
+
+// Executable graph `exec`'s copy of the source graph's node `node`.
+msim::GraphNode* FindExecNode(Process& p, CUgraphExec exec, CUgraphNode node) {
+  auto* e = reinterpret_cast<Graph*>(exec);
+  const NodeRef source = FindNode(p, node);
+  if (!p.graphs.count(e) || !e->executable || !source) return nullptr;
+  for (msim::GraphNode& n : e->nodes) {
+    if (n.id == source->id) return &n;
+  }
+  return nullptr;
+}
+
+// Copies `count` handles out as the driver does: the first *capacity of
+// them, the rest of the array nulled, *capacity set to how many there are.
+template <typename T>
+void HandOut(const std::vector<T>& handles, T* out, size_t* capacity) {
+  if (out != nullptr) {
+    for (size_t i = 0; i < *capacity; ++i) out[i] = i < handles.size() ? handles[i] : nullptr;
+  }
+  *capacity = handles.size();
+}
+
+}  // namespace
+
+MSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  return Instantiate(exec, graph);
+}
+// Device launch and upload on instantiation are not modelled: refused, never ignored.
+MSIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  if (params != nullptr && params->flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  return Instantiate(exec, graph);
+}
+MSIM_DECLARE(cuGraphInstantiateWithParams_ptsz, PFN_cuGraphInstantiateWithParams_v12000_ptsz);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  if (params != nullptr && params->flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  return Instantiate(exec, graph);
+}
+
+MSIM_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    auto* g = reinterpret_cast<Graph*>(graph);
+    if (!p.graphs.count(g) || g->executable) return CUDA_ERROR_INVALID_HANDLE;
+    std::vector<CUgraphNode> handles;
+    for (msim::GraphNode& n : g->nodes) handles.push_back(reinterpret_cast<CUgraphNode>(&n));
+    HandOut(handles, nodes, count);
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  if (type == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    if (!FindNode(p, node)) return CUDA_ERROR_INVALID_VALUE;
+    *type = CU_GRAPH_NODE_TYPE_KERNEL;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode* deps, CUgraphEdgeData* edges,
+                                                   size_t* count) {
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    const NodeRef n = FindNode(p, node);
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<CUgraphNode> handles;
+    for (size_t d : n->deps) handles.push_back(reinterpret_cast<CUgraphNode>(&n.graph->nodes[d]));
+    if (edges != nullptr && deps != nullptr) {
+      for (size_t i = 0; i < *count; ++i) edges[i] = CUgraphEdgeData{};  // default edges: full dependencies
+    }
+    HandOut(handles, deps, count);
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    const NodeRef n = FindNode(p, node);
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    n->param_ptrs.clear();
+    for (auto& bytes : n->params) n->param_ptrs.push_back(bytes.data());
+    *out = CUDA_KERNEL_NODE_PARAMS{};
+    out->func = reinterpret_cast<CUfunction>(const_cast<msim::KernelDecl*>(n->kernel));
+    out->gridDimX = n->dims.grid[0], out->gridDimY = n->dims.grid[1], out->gridDimZ = n->dims.grid[2];
+    out->blockDimX = n->dims.block[0], out->blockDimY = n->dims.block[1], out->blockDimZ = n->dims.block[2];
+    out->kernelParams = n->param_ptrs.data();
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned int on) {
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    msim::GraphNode* n = FindExecNode(p, exec, node);
+    if (n == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    n->enabled = on != 0;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec exec, CUgraphNode node, unsigned int* on) {
+  if (on == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    msim::GraphNode* n = FindExecNode(p, exec, node);
+    if (n == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *on = n->enabled ? 1 : 0;
+    return CUDA_SUCCESS;
   });
 }
 
@@ -284,15 +415,22 @@ MSIM_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { return GraphLaun
 MSIM_DECLARE(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz);
 CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return GraphLaunch(e, s, true); }
 
-MSIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
+namespace {
+CUresult DestroyGraph(Graph* g, bool executable, const char* entry = __builtin_FUNCTION()) {
   return Call(NeedCtx::kNo, [&](Process& p) {
-    auto* g = reinterpret_cast<Graph*>(graph);
-    if (!p.graphs.erase(g)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!p.graphs.count(g) || g->executable != executable) return CUDA_ERROR_INVALID_HANDLE;
+    p.graphs.erase(g);
     delete g;
     return CUDA_SUCCESS;
-  });
+  }, entry);
 }
-MSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) { return cuGraphDestroy(reinterpret_cast<CUgraph>(exec)); }
+
+}  // namespace
+
+MSIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) { return DestroyGraph(reinterpret_cast<Graph*>(graph), false); }
+MSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  return DestroyGraph(reinterpret_cast<Graph*>(exec), true);
+}
 
 MSIM_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) { return HostFunc(s, fn, data, false); }
 MSIM_DECLARE(cuLaunchHostFunc_ptsz, PFN_cuLaunchHostFunc_v10000_ptsz);

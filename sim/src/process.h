@@ -70,17 +70,25 @@ struct Context {
   unsigned flags = 0;
 };
 
+// A kernel node (the only kind capture records). Its handle (CUgraphNode)
+// is its address in its graph, which never changes once captured; an
+// executable graph copies the nodes and keeps their ids, by which
+// cuGraphNodeSetEnabled finds the copy of a node of the source graph.
 struct GraphNode {
+  uint64_t id = 0;                            // unique in the process
   const KernelDecl* kernel = nullptr;
   std::vector<std::vector<uint8_t>> params;  // copies of the argument values
+  std::vector<void*> param_ptrs;              // pointers into `params`, as cuGraphKernelNodeGetParams hands out
   msimLaunchInfo dims{};
+  std::vector<size_t> deps;                   // indices of the nodes it depends on
+  bool enabled = true;                        // executable graphs: cuGraphNodeSetEnabled
 };
 
 struct Graph {
   static constexpr uint32_t kMagic = 0x6d477268;
   uint32_t magic = kMagic;
   bool executable = false;
-  std::vector<GraphNode> nodes;
+  std::vector<GraphNode> nodes;  // in dependency order (a node only depends on earlier ones)
 };
 
 // A VMM physical allocation (cuMemCreate): a memory file mapped on demand.
@@ -132,6 +140,7 @@ class Process {
   Stream legacy;
   CUresult sticky_error = CUDA_SUCCESS;  // an illegal access poisons the context
   int capturing = 0;                     // streams now capturing
+  uint64_t graph_node_ids = 0;           // the last GraphNode::id given
   uint64_t launch_sequence = 0;
 
   // REQUIRES: mu. The process's virtual clock.

@@ -111,6 +111,22 @@ ArgSpec ParseArg(const json& j, const std::map<std::string, bool>& buffers, cons
 
 std::vector<Step> ParseSteps(const json& arr, const std::map<std::string, bool>& buffers, const std::string& where);
 
+// A graph's body may only launch, on the graph's stream (anything else
+// would be refused or run outside the graph while the stream captures).
+void CheckCapturable(const std::vector<Step>& body, const std::string& stream, const std::string& where) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Step& b = body[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (b.op == Step::Op::kRepeat) {
+      CheckCapturable(b.body, stream, at + ".steps");
+    } else if (b.op != Step::Op::kLaunch) {
+      throw ParseError{at + ": a graph holds launches and repeats of launches only"};
+    } else if (b.stream != stream) {
+      throw ParseError{at + ".stream: a graph's launches are on its stream '" + stream + "'"};
+    }
+  }
+}
+
 Step ParseStep(const json& j, const std::map<std::string, bool>& buffers, const std::string& where) {
   if (!j.is_object()) throw ParseError{where + ": a step is an object"};
   Step s;
@@ -162,6 +178,12 @@ Step ParseStep(const json& j, const std::map<std::string, bool>& buffers, const 
     s.count = ParseExprField(j.at("count"), where + ".count");
     s.var = j.value("var", std::string());
     s.body = ParseSteps(j.at("steps"), buffers, where + ".steps");
+  } else if (op == "graph") {
+    s.op = Step::Op::kGraph;
+    if (s.stream.empty()) throw ParseError{where + ".stream: a graph is captured on a named stream"};
+    s.count = ParseExprField(j.at("replays"), where + ".replays");
+    s.body = ParseSteps(j.at("steps"), buffers, where + ".steps");
+    CheckCapturable(s.body, s.stream, where + ".steps");
   } else if (op == "sync") {
     s.op = Step::Op::kSync;
   } else if (op == "prefetch") {
@@ -396,6 +418,21 @@ class Runner {
     if (launches_++ == 0) msimGetTime(&first_launch_ns_);
   }
 
+  void Graph(const Step& s) {
+    const CUstream stream = Stream(s.stream);
+    Check(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "beginning a capture");
+    Exec(s.body);
+    CUgraph graph;
+    Check(cuStreamEndCapture(stream, &graph), "ending a capture");
+    CUgraphExec exec;
+    Check(cuGraphInstantiateWithFlags(&exec, graph, 0), "instantiating a graph");
+    // The source graph goes at once, as PyTorch's CUDAGraph lets it go.
+    Check(cuGraphDestroy(graph), "destroying a graph");
+    const int64_t replays = Eval(s.count, "replays");
+    for (int64_t i = 0; i < replays; ++i) Check(cuGraphLaunch(exec, stream), "launching a graph");
+    Check(cuGraphExecDestroy(exec), "destroying a graph");
+  }
+
   void Write(const Step& s) {
     auto [p, bytes] = Slice(s, s.buffer);
     if (s.pattern == "address") {  // a descriptor holding another buffer's device address
@@ -452,6 +489,7 @@ class Runner {
           }
           break;
         }
+        case Step::Op::kGraph: Graph(s); break;
         case Step::Op::kSync:
           Check(s.stream.empty() ? cuCtxSynchronize() : cuStreamSynchronize(Stream(s.stream)), "synchronising");
           break;

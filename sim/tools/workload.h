@@ -26,20 +26,22 @@ struct ArgSpec {
 };
 
 struct Step {
-  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork, kMark };
+  // kGraph: its body (launches and repeats of launches) captured on its
+  // stream into a CUDA graph, instantiated, and launched `count` times.
+  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork, kMark, kGraph };
   Op op = Op::kSync;
   std::string buffer, buffer2;    // target; kCopy: destination, buffer2 source
   std::string stream;             // empty: the default stream
   std::string kernel;             // kLaunch
   std::vector<ArgSpec> args;      // kLaunch
   ExprPtr grid[3], block[3];      // kLaunch
-  ExprPtr count;                  // kRepeat: iterations; kWrite/kMemset/kCopy/kPrefetch: bytes (all if unset)
+  ExprPtr count;                  // kRepeat: iterations; kGraph: launches of the graph; kWrite/kMemset/kCopy/kPrefetch: bytes (all if unset)
   ExprPtr offset;                 // byte offset into `buffer`
   ExprPtr value;                  // kMemset byte; kWrite seed; kHostWork microseconds
   std::string pattern;            // kWrite: iota_u32 | const_f32 | ramp_f32 | address (of buffer2)
   std::string to;                 // kPrefetch: device | host
   std::string var;                // kRepeat: loop variable
-  std::vector<Step> body;         // kRepeat
+  std::vector<Step> body;         // kRepeat, kGraph
 };
 
 struct BufferSpec {

@@ -242,6 +242,34 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
     auto f = fn(PFN_cuGraphLaunch_v10000{});
     return [f, exec, s] { return f(exec, s); };
   }
+  if (base == "cuGraphInstantiateWithFlags" || base == "cuGraphInstantiateWithParams" ||
+      base == "cuGraphExecDestroy" || base == "cuGraphDestroy") {
+    CHECK(L<PFN_cuStreamBeginCapture_v10010>("cuStreamBeginCapture", 10010)(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(L<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000)(k, grid, 1, 1, 256, 1, 1, 0, s, params, nullptr));
+    CUgraph g;
+    CHECK(L<PFN_cuStreamEndCapture_v10000>("cuStreamEndCapture", 10000)(s, &g));
+    if (base == "cuGraphInstantiateWithFlags") {
+      auto f = fn(PFN_cuGraphInstantiateWithFlags_v11040{});
+      return [f, g] { CUgraphExec exec; return f(&exec, g, 0); };
+    }
+    if (base == "cuGraphInstantiateWithParams") {
+      auto f = fn(PFN_cuGraphInstantiateWithParams_v12000{});
+      return [f, g] {
+        CUDA_GRAPH_INSTANTIATE_PARAMS p{};
+        CUgraphExec exec;
+        return f(&exec, g, &p);
+      };
+    }
+    if (base == "cuGraphExecDestroy") {
+      CUgraphExec exec;
+      CHECK(L<PFN_cuGraphInstantiateWithFlags_v11040>("cuGraphInstantiateWithFlags", 11040)(&exec, g, 0));
+      auto f = fn(PFN_cuGraphExecDestroy_v10000{});
+      return [f, exec] { return f(exec); };
+    }
+    // No executable graph holds it, so the driver is asked at once.
+    auto f = fn(PFN_cuGraphDestroy_v10000{});
+    return [f, g] { return f(g); };
+  }
   if (base == "cuStreamBeginCapture") {
     auto f = fn(PFN_cuStreamBeginCapture_v10010{});
     auto end = L<PFN_cuStreamEndCapture_v10000>("cuStreamEndCapture", 10000);

@@ -158,6 +158,45 @@ TEST(HookProcessTest, NothingIsInjectedWhileAStreamCaptures) {
   EXPECT_EQ(U(r.hook, {"errors", "prefetch"}), 0u);
 }
 
+// A loop over 96 MiB captured as a CUDA graph and replayed on a 64 MiB
+// device: msched predicts the graph's kernel nodes at instantiation and runs
+// each replay in segments whose data it makes resident first, so nothing
+// faults, and every byte reads back as without msched.
+TEST(HookProcessTest, AGraphLargerThanTheBudgetIsSplitAndFaultsOnNothing) {
+  const std::vector<std::string> argv = {MSIM_RUN, Workload("graph_loop.json")};
+  const Outcome reference = RunHooked(argv, {}, /*preload=*/false);
+  ASSERT_EQ(reference.status, 0) << reference.err;
+  const std::string hbm = std::to_string(64ull << 20);
+  const Outcome um = RunHooked(argv, {{"MSCHED_MODE", "um"}, {"MSIM_HBM_BYTES", hbm}});
+  ASSERT_EQ(um.status, 0) << um.err;
+  EXPECT_GT(U(um.sim, {"faults"}), 0u) << "the graph's data does not fit: demand paging faults";
+  const Outcome r = RunHooked(argv, {{"MSCHED_MODE", "msched"}, {"MSIM_HBM_BYTES", hbm}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Checksums(r.out), Checksums(reference.out));
+  EXPECT_EQ(U(r.sim, {"faults"}), 0u) << "every segment's data was made resident before it ran";
+  EXPECT_EQ(U(r.hook, {"graphs", "planned"}), 1u);
+  EXPECT_EQ(U(r.hook, {"graphs", "nodes_predicted"}), 12u);
+  EXPECT_EQ(U(r.hook, {"graphs", "nodes_unpredicted"}), 0u);
+  EXPECT_EQ(U(r.hook, {"graphs", "launches_split"}), 3u) << "each of the 3 replays";
+  EXPECT_GE(U(r.hook, {"graphs", "segments"}), 3u * 3u) << "96 MiB in segments of at most 32 MiB";
+  EXPECT_LT(U(r.sim, {"virtual_time_ns"}), U(um.sim, {"virtual_time_ns"}));
+}
+
+// When the graph's data fits, each launch is the program's own graph launch,
+// after its data was made resident; the source graph, destroyed by the
+// program right after instantiation, lives on until the executable graph goes.
+TEST(HookProcessTest, AGraphThatFitsIsLaunchedWholeWithItsDataResident) {
+  const Outcome r = RunHooked({MSIM_RUN, Workload("graph_loop.json")}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(U(r.sim, {"faults"}), 0u);
+  EXPECT_EQ(U(r.hook, {"graphs", "planned"}), 1u);
+  EXPECT_EQ(U(r.hook, {"graphs", "launches_split"}), 0u);
+  EXPECT_EQ(U(r.hook, {"launches", "graph"}), 3u);
+  EXPECT_EQ(U(r.hook, {"calls", "cuGraphLaunch"}), 3u);
+  EXPECT_EQ(U(r.hook, {"calls", "cuGraphDestroy"}), 1u);
+  EXPECT_EQ(U(r.hook, {"errors", "prefetch"}), 0u);
+}
+
 TEST(HookProcessTest, VmmMemoryIsPinnedAndMemGetInfoShowsTheJobsView) {
   const Outcome r = RunHooked({PROBE_APP, "vmm"}, {{"MSCHED_MODE", "msched"}, {"MSCHED_GPU_MEMORY", "64M"}});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -9,11 +9,20 @@ set -euo pipefail
 # ThreadSanitizer runtime for the TSan build. The packaging tests: systemd
 # (systemd-analyze verify, no running systemd needed), and dpkg-dev and file,
 # which CPack's .deb generator uses to find the package's dependencies.
+# libcivetweb-dev: the HTTP server behind mschedd --metrics; prometheus:
+# the real Prometheus server tests/tools/prometheus_test.sh has scrape it
+# (the test starts its own on free ports; the package's own service, which
+# Debian enables where systemd runs, is not needed). slurm-wlm (slurmctld,
+# slurmd and the client commands: Slurm 22.05) and munge:
+# tests/tools/slurm_test.sh runs jobs through a real Slurm on loopback under
+# msched's TaskProlog (docs/slurm.md); it too starts its own daemons.
 packages=(cmake make g++ python3 binutils
           libgtest-dev libgmock-dev libbenchmark-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           gnuplot-nox clang libclang-rt-dev libtsan2
-          systemd dpkg-dev file)
+          systemd dpkg-dev file
+          libcivetweb-dev prometheus
+          slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,8 +7,12 @@
 //           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
 //           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
 //           [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]
-//           [--trace FILE] [--trace-max SIZE]
+//           [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT] [--metrics-names]
 //
+// --metrics serves GET /metrics in the Prometheus text format at a numeric
+// IPv4 address and port (off by default; docs/operate.md, "Metrics"): jobs
+// by id and uid, and by name too only with --metrics-names, since anyone
+// who reaches the port reads it.
 // Log lines go to stderr (or --log), never stdout. SIGINT and SIGTERM stop
 // it cleanly (the socket and shared memory are removed). Exit status: 0 on
 // a clean stop, 1 when it cannot start, 2 on a usage error.
@@ -28,6 +32,7 @@
 #include <string>
 
 #include "coord/coord_server.h"
+#include "metrics_http.h"
 #include "msched/config.h"
 #include "tool_paths.h"
 
@@ -39,11 +44,14 @@ constexpr char kUsage[] =
     "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
     "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n"
     "               [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]\n"
-    "               [--trace FILE] [--trace-max SIZE]\n"
+    "               [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT] [--metrics-names]\n"
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
     "(default 64) and priorities up to --max-guest-priority (default 0).\n"
     "--trace writes the timeline (Chrome trace format: open it at ui.perfetto.dev or chrome://tracing), at\n"
-    "most --trace-max bytes (default 256MiB); see docs/tracing.md.\n";
+    "most --trace-max bytes (default 256MiB); see docs/tracing.md.\n"
+    "--metrics serves GET /metrics (Prometheus text format) at a numeric IPv4 address and port, such as\n"
+    "127.0.0.1:9400 (off by default). Anyone who reaches it may read it, so jobs appear by id and uid only;\n"
+    "--metrics-names adds their names. See docs/operate.md.\n";
 
 CoordServer* g_server = nullptr;
 
@@ -86,11 +94,16 @@ int Main(int argc, char** argv) {
   o.socket_path = SocketFromEnvironment();
   o.policy.host_bytes = DefaultHostLimit();
   std::string log_path;
+  std::string metrics_address;  // empty: no metrics
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
+    }
+    if (a == "--metrics-names") {  // the one option without a value
+      o.metrics_job_names = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::cerr << "mschedd: " << a << " needs a value\n" << kUsage;
@@ -144,6 +157,10 @@ int Main(int argc, char** argv) {
       o.trace_path = v;
     } else if (a == "--trace-max") {
       if (!bytes(&o.trace_max_bytes) || o.trace_max_bytes < 4096) return bad("a size of at least 4KiB, such as 64MiB");
+    } else if (a == "--metrics") {
+      Result<std::string> address = MetricsHttp::ParseAddress(v);
+      if (!address.ok()) return bad("IPv4-ADDRESS:PORT, such as 127.0.0.1:9400");
+      metrics_address = *address;
     } else if (a == "--hello-timeout") {
       if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
       o.hello_timeout_ms = ns / 1000000;
@@ -164,6 +181,11 @@ int Main(int argc, char** argv) {
     std::cerr << "mschedd: --min-slice is longer than --max-slice\n";
     return 2;
   }
+  if (o.metrics_job_names && metrics_address.empty()) {
+    std::cerr << "mschedd: --metrics-names needs --metrics\n";
+    return 2;
+  }
+  if (!metrics_address.empty()) o.metrics = std::make_shared<MetricsBoard>();
   static std::ofstream log_file;
   if (!log_path.empty()) {
     log_file.open(log_path, std::ios::app);
@@ -194,6 +216,18 @@ int Main(int argc, char** argv) {
   if (!server.ok()) {
     std::cerr << "mschedd: " << server.status().message() << "\n";
     return 1;
+  }
+  // After the coordinator owns its socket (a second one started by mistake
+  // fails there first), and before serving: a port in use stops it cleanly.
+  std::unique_ptr<MetricsHttp> metrics_http;
+  if (o.metrics) {
+    Result<std::unique_ptr<MetricsHttp>> http = MetricsHttp::Start(metrics_address, o.metrics, o.log);
+    if (!http.ok()) {
+      std::cerr << "mschedd: " << http.status().message() << "\n";
+      return 1;
+    }
+    metrics_http = std::move(*http);
+    o.log("serving metrics at http://" + metrics_http->address() + "/metrics");
   }
   g_server = server->get();
   struct sigaction sa {};

@@ -220,7 +220,11 @@ void CoordClient::BecomeStandalone(const std::string& why) {
 
 void CoordClient::ReportAllocated(uint64_t bytes) {
   allocated_.store(bytes);
-  if (Active() != nullptr) Send(proto::Usage{bytes, DeviceNow()});
+  if (Active() != nullptr) Send(proto::Usage{bytes, DeviceNow(), Counters()});
+}
+
+proto::JobCounters CoordClient::Counters() const {
+  return {SimulatedFaults(), rt_.counters().bytes_prefetched->value()};
 }
 
 void CoordClient::Send(const proto::Message& m) {
@@ -230,7 +234,7 @@ void CoordClient::Send(const proto::Message& m) {
 }
 
 void CoordClient::SayGoodbye() {
-  if (CoordClient* c = Active()) c->Send(proto::Goodbye{DeviceNow()});
+  if (CoordClient* c = Active()) c->Send(proto::Goodbye{DeviceNow(), c->Counters()});
 }
 
 bool CoordClient::MayLaunch() const {
@@ -339,6 +343,7 @@ void CoordClient::OnStop(const proto::Stop& stop) {
     reply.load_ns = load_ns_;
     loaded_bytes_ = load_ns_ = 0;
   }
+  reply.counters = Counters();
   Send(reply);
 }
 

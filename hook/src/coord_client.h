@@ -74,6 +74,8 @@ class CoordClient {
   void OnGo(const proto::Go& go) MSCHED_EXCLUDES(mu_);
   void OnBudget(uint64_t budget) MSCHED_EXCLUDES(mu_);
   void Send(const proto::Message& m) MSCHED_EXCLUDES(send_mu_);
+  // The job's running totals that its reports carry, for mschedd's metrics.
+  proto::JobCounters Counters() const;
   void BecomeStandalone(const std::string& why) MSCHED_EXCLUDES(mu_);
   static void SayGoodbye();
 

@@ -20,9 +20,8 @@ using json = nlohmann::json;
 
 constexpr uint64_t kMaxFileBytes = uint64_t{64} << 20;  // far above what the ring holds
 
-// The faults the simulator has counted for this process (0 on a real GPU,
-// whose faults only CUPTI sees). Builds and parses the simulator's
-// statistics: called once per interval, never per launch.
+}  // namespace
+
 uint64_t SimulatedFaults() {
   const auto stats = RealDriver().msimStatsJson;
   if (stats == nullptr) return 0;
@@ -37,6 +36,8 @@ uint64_t SimulatedFaults() {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.contains("faults") && j["faults"].is_number_unsigned() ? j["faults"].get<uint64_t>() : 0;
 }
+
+namespace {
 
 // The counters of the interval that began at `ts` (Perfetto draws each as a
 // step lasting until the next interval's).

@@ -25,6 +25,11 @@
 
 namespace msched::hook {
 
+// The faults the simulator has counted for this process (0 on a real GPU,
+// whose faults only CUPTI sees). Builds and parses the simulator's
+// statistics: called once per interval or report, never per launch.
+uint64_t SimulatedFaults();
+
 class JobTrace {
  public:
   static constexpr uint32_t kSampleEvery = 64;

@@ -28,7 +28,9 @@
 namespace msched::proto {
 
 inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
-inline constexpr uint16_t kVersion = 2;  // 2: the gate travels as a descriptor
+// 2: the gate travels as a descriptor; 3: usage, stopped and goodbye carry
+// the job's counters.
+inline constexpr uint16_t kVersion = 3;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -69,11 +71,22 @@ struct Hello {
   Status Validate() const;
 };
 
+// The job's running totals since its process started, for mschedd's
+// metrics; every report a job makes (usage, stopped, goodbye) carries them.
+// The coordinator trusts them no more than any other figure a job reports:
+// they feed only the metrics, never a decision.
+struct JobCounters {
+  uint64_t faults = 0;      // GPU page faults (counted by the simulated GPU; 0 on a real one)
+  uint64_t prefetched = 0;  // bytes moved to the GPU ahead of use
+  template <typename V> bool Fields(V& v) { return v(faults) && v(prefetched); }
+};
+
 struct Usage {
   static constexpr MsgType kType = MsgType::kUsage;
   uint64_t allocated = 0;
   uint64_t now_ns = 0;
-  template <typename V> bool Fields(V& v) { return v(allocated) && v(now_ns); }
+  JobCounters counters;
+  template <typename V> bool Fields(V& v) { return v(allocated) && v(now_ns) && counters.Fields(v); }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -91,8 +104,9 @@ struct Stopped {
   uint64_t working_set = 0;  // bytes the job used in the slice that ended
   uint64_t loaded = 0;       // bytes its last Go brought in, and how long that took
   uint64_t load_ns = 0;
+  JobCounters counters;
   template <typename V> bool Fields(V& v) {
-    return v(now_ns) && v(resident) && v(working_set) && v(loaded) && v(load_ns);
+    return v(now_ns) && v(resident) && v(working_set) && v(loaded) && v(load_ns) && counters.Fields(v);
   }
   Status Validate() const { return Status::Ok(); }
 };
@@ -100,7 +114,8 @@ struct Stopped {
 struct Goodbye {
   static constexpr MsgType kType = MsgType::kGoodbye;
   uint64_t now_ns = 0;
-  template <typename V> bool Fields(V& v) { return v(now_ns); }
+  JobCounters counters;  // the final totals
+  template <typename V> bool Fields(V& v) { return v(now_ns) && counters.Fields(v); }
   Status Validate() const { return Status::Ok(); }
 };
 

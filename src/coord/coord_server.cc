@@ -17,6 +17,11 @@ namespace {
 constexpr int kTickMs = 100;  // watchdog and idle checks
 constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jobs still saying hello
 
+// The version msched_build_info reports.
+#ifndef MSCHED_VERSION
+#error "the build defines MSCHED_VERSION (src/CMakeLists.txt)"
+#endif
+
 uint64_t NowMs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -87,6 +92,12 @@ CoordServer::CoordServer(ServerOptions options, int listen_fd, int wake_fd, int 
       trace_(std::move(trace)),
       idle_since_ms_(NowMs()),
       own_uid_(static_cast<uint32_t>(::geteuid())) {
+  if (options_.metrics) {
+    const double started =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    metrics_ = std::make_unique<CoordMetrics>(MSCHED_VERSION, started, options_.metrics_job_names);
+    PublishMetrics();  // the board is never empty once the server exists
+  }
   Log("coordinator listening at " + options_.socket_path);
 }
 
@@ -126,6 +137,7 @@ void CoordServer::Run() {
     Watchdog();
     ExpireConnections();
     if (trace_) trace_->Flush();
+    PublishMetrics();
     if (!fd_of_job_.empty()) idle_since_ms_ = NowMs();
     if (options_.idle_exit_ms > 0 && fd_of_job_.empty() && NowMs() - idle_since_ms_ >= options_.idle_exit_ms) {
       Log("no jobs for " + std::to_string(options_.idle_exit_ms / 1000) + " s; exiting");
@@ -234,13 +246,19 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   }
   if (c.job == 0) return violation(std::string("'") + proto::MsgTypeName(proto::TypeOf(m)) + "' before hello");
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
+    if (metrics_) metrics_->Counted(c.job, usage->counters);
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns));
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
   } else if (auto* stopped = std::get_if<proto::Stopped>(&m)) {
     if (trace_) trace_->Stopped(scheduler_, c.job, *stopped);
+    if (metrics_) {
+      metrics_->Stopped(scheduler_, c.job, *stopped);
+      metrics_->Counted(c.job, stopped->counters);
+    }
     Apply(scheduler_.Stopped(c.job, *stopped));
   } else if (auto* bye = std::get_if<proto::Goodbye>(&m)) {
+    if (metrics_) metrics_->Counted(c.job, bye->counters);
     Apply(scheduler_.Exited(c.job, bye->now_ns));
   } else {
     return violation("a coordinator-to-job message sent by a job");
@@ -376,6 +394,7 @@ void CoordServer::SyncSlots() {
     s.may_run.store(run ? 1 : 0, std::memory_order_release);
   }
   if (trace_) trace_->Sync(scheduler_);
+  if (metrics_) metrics_->Sync(scheduler_);
 }
 
 void CoordServer::Watchdog() {
@@ -425,6 +444,14 @@ void CoordServer::PauseAccepting(bool paused) {
   ev.data.fd = listen_fd_;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
   if (paused) Log("out of file descriptors: no new connections until one closes");
+}
+
+void CoordServer::PublishMetrics() {
+  if (!metrics_ || !metrics_->changed()) return;
+  const uint64_t now = NowMs();
+  if (metrics_published_ms_ != 0 && now - metrics_published_ms_ < kTickMs) return;
+  metrics_published_ms_ = now;
+  options_.metrics->Publish(std::make_shared<const MetricsSnapshot>(metrics_->Snapshot(scheduler_)));
 }
 
 size_t CoordServer::ConnectionsOf(uint32_t uid, bool jobs_only) const {

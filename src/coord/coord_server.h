@@ -20,6 +20,10 @@
 //     instead of spinning.
 //   - With `trace_path`, it writes its timeline there (coord_trace.h),
 //     flushed every tick and never larger than `trace_max_bytes`.
+//   - With `metrics`, it publishes a snapshot of its metrics there
+//     (coord_metrics.h) after a change, at most once a tick; whoever serves
+//     them (mschedd's HTTP server) reads only that board, never the
+//     scheduler.
 //   - A watchdog passes over a job that leaves a slice end or a stop
 //     unanswered for `answer_timeout_ms` of real time, so a hung job never
 //     stalls the others.
@@ -34,8 +38,10 @@
 #include <memory>
 #include <string>
 
+#include "coord/coord_metrics.h"
 #include "coord/coord_shm.h"
 #include "coord/coord_trace.h"
+#include "coord/metrics.h"
 #include "msched/status.h"
 #include "coord/scheduler.h"
 #include "coord/unix_socket.h"
@@ -52,6 +58,8 @@ struct ServerOptions {
   int max_guest_priority = 0;
   std::string trace_path;                       // empty: no timeline
   uint64_t trace_max_bytes = uint64_t{256} << 20;
+  std::shared_ptr<MetricsBoard> metrics;        // null: no metrics
+  bool metrics_job_names = false;               // publish jobs' names in the metrics
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -86,6 +94,8 @@ class CoordServer {
   void Watchdog();
   void ExpireConnections();
   void PauseAccepting(bool paused);
+  // Publishes the metrics if they changed and a tick has passed since the last time.
+  void PublishMetrics();
   // Root and the coordinator's own user; everyone else is a guest.
   bool Privileged(uint32_t uid) const { return uid == 0 || uid == own_uid_; }
   size_t ConnectionsOf(uint32_t uid, bool jobs_only) const;
@@ -99,6 +109,8 @@ class CoordServer {
   CoordShm shm_;
   Scheduler scheduler_;
   std::unique_ptr<CoordTrace> trace_;  // null: no timeline
+  std::unique_ptr<CoordMetrics> metrics_;  // null: no metrics
+  uint64_t metrics_published_ms_ = 0;
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::map<uint64_t, int> fd_of_job_;
   std::map<uint64_t, uint32_t> slot_of_job_;

@@ -182,13 +182,14 @@ std::string SanitizeName(std::string_view name) {
 }
 
 uint32_t MaxPayloadOf(MsgType t) {
-  constexpr uint32_t kText = 4;  // a text's length field
+  constexpr uint32_t kText = 4;      // a text's length field
+  constexpr uint32_t kCounters = 16;  // JobCounters
   switch (t) {
     case MsgType::kHello: return 4 * 8 + 4 + 1 + kText + kMaxName;
-    case MsgType::kUsage: return 2 * 8;
+    case MsgType::kUsage: return 2 * 8 + kCounters;
     case MsgType::kSliceEnd: return 8;
-    case MsgType::kStopped: return 5 * 8;
-    case MsgType::kGoodbye: return 8;
+    case MsgType::kStopped: return 5 * 8 + kCounters;
+    case MsgType::kGoodbye: return 8 + kCounters;
     case MsgType::kWelcome: return 8 + 4 + 1;
     case MsgType::kRefused: return kText + kMaxReason;
     case MsgType::kGo: return 3 * 8 + 1;

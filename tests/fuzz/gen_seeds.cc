@@ -39,9 +39,10 @@ int main(int argc, char** argv) {
   proto::ControlReply reply;
   reply.ok = true, reply.text = "{\"jobs\":[]}\n";
   const proto::Message messages[] = {
-      hello, proto::Usage{.allocated = 4096, .now_ns = 9}, proto::SliceEnd{.now_ns = 77},
-      proto::Stopped{.now_ns = 1, .resident = 2, .working_set = 3, .loaded = 4, .load_ns = 5},
-      proto::Goodbye{.now_ns = 8}, welcome, proto::Refused{.reason = "needs 90 GiB; the device has 80"}, go, stop,
+      hello, proto::Usage{.allocated = 4096, .now_ns = 9, .counters = {.faults = 12, .prefetched = 1 << 20}},
+      proto::SliceEnd{.now_ns = 77},
+      proto::Stopped{.now_ns = 1, .resident = 2, .working_set = 3, .loaded = 4, .load_ns = 5, .counters = {6, 7}},
+      proto::Goodbye{.now_ns = 8, .counters = {.faults = 30, .prefetched = 2 << 20}}, welcome, proto::Refused{.reason = "needs 90 GiB; the device has 80"}, go, stop,
       proto::Budget{.budget = 1 << 30}, control, reply};
   std::string stream;
   for (const proto::Message& m : messages) {

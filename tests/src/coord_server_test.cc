@@ -13,6 +13,7 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -272,6 +273,55 @@ TEST_F(CoordServerTest, AJobToldToGoFindsItsGateAlreadyOpen) {
   ::unlink(o.trace_path.c_str());
 }
 
+// mschedd --metrics: the server publishes snapshots to the board as jobs
+// come, report and go, and a reader on another thread sees them (TSan runs
+// this too); names stay out unless the option asks for them.
+TEST_F(CoordServerTest, MetricsArePublishedToTheBoardAsJobsComeReportAndGo) {
+  Stop();
+  ServerOptions o;
+  o.metrics = std::make_shared<MetricsBoard>();
+  Start(10000, o);
+  ASSERT_NE(o.metrics->Latest(), nullptr) << "published once at the start";
+  EXPECT_EQ(o.metrics->Latest()->jobs.size(), 0u);
+  // Waits until a published snapshot satisfies `pred` (the server publishes
+  // at most once a tick).
+  auto eventually = [&](auto pred) {
+    for (int i = 0; i < 200; ++i) {
+      if (std::shared_ptr<const MetricsSnapshot> m = o.metrics->Latest(); m && pred(*m)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  const int a = Join(10 * kGiB, "secret-a");
+  Expect<proto::Welcome>(a);
+  Expect<proto::Go>(a);
+  const int b = Join(10 * kGiB, "secret-b");  // 20 GiB on 16: they take turns
+  Expect<proto::Welcome>(b);
+  ASSERT_TRUE(SendMessage(a, proto::Usage{10 * kGiB, 5, {3, 1 << 20}}).ok());
+  EXPECT_TRUE(eventually([](const MetricsSnapshot& m) {
+    return m.jobs_running == 2 && m.groups == 2 && m.faults == 3 && m.prefetched_bytes == 1u << 20;
+  }));
+  ASSERT_TRUE(SendMessage(a, proto::SliceEnd{100'000'000}).ok());
+  Expect<proto::Stop>(a);
+  proto::Stopped st;
+  st.now_ns = 100'000'000;
+  st.resident = 6 * kGiB;
+  st.counters = {5, 2 << 20};
+  ASSERT_TRUE(SendMessage(a, st).ok());
+  Expect<proto::Go>(b);
+  EXPECT_TRUE(eventually([](const MetricsSnapshot& m) {
+    return m.switches == 1 && m.slice_seconds.count == 1 && m.swap_out_bytes == 4 * kGiB && m.faults == 5;
+  })) << "job a's turn ended, and it gave up 4 of its 10 GiB";
+  ASSERT_TRUE(SendMessage(b, proto::Goodbye{200'000'000, {7, 0}}).ok());
+  EXPECT_TRUE(eventually([](const MetricsSnapshot& m) { return m.jobs.size() == 1 && m.faults == 12; }))
+      << "job b's final count is in, and its series are gone";
+  const std::shared_ptr<const MetricsSnapshot> last = o.metrics->Latest();
+  EXPECT_EQ(last->jobs[0].uid, static_cast<uint32_t>(getuid()));
+  EXPECT_EQ(RenderPrometheus(*last).find("secret"), std::string::npos) << "no names unless asked for";
+  ::close(a);
+  ::close(b);
+}
+
 TEST_F(CoordServerTest, MalformedMessagesAreRejectedAndTheRestGoOn) {
   const int good = Join(kGiB);
   Expect<proto::Welcome>(good);
@@ -294,7 +344,7 @@ TEST_F(CoordServerTest, MalformedMessagesAreRejectedAndTheRestGoOn) {
 
   // A message before hello, and a second hello.
   Result<int> early = ConnectUnix(socket());
-  ASSERT_TRUE(SendMessage(*early, proto::Usage{1, 1}).ok());
+  ASSERT_TRUE(SendMessage(*early, proto::Usage{1, 1, {}}).ok());
   EXPECT_TRUE(Closed(*early));
   ::close(*early);
   const int twice = Join(kGiB);
@@ -325,7 +375,7 @@ TEST_F(CoordServerTest, PauseAndResumeByTheOwner) {
   const proto::Stop stop = Expect<proto::Stop>(fd);
   EXPECT_EQ(stop.reason, proto::StopReason::kPause);
   EXPECT_EQ(stop.evict_bytes, proto::kNever);
-  ASSERT_TRUE(SendMessage(fd, proto::Stopped{10, 0, kGiB, 0, 0}).ok());
+  ASSERT_TRUE(SendMessage(fd, proto::Stopped{10, 0, kGiB, 0, 0, {}}).ok());
   EXPECT_EQ(Status()["jobs"][0]["state"], "paused");
   EXPECT_FALSE(Ask(pause).ok) << "already paused";
   proto::Control resume = pause;

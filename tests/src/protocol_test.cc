@@ -40,8 +40,8 @@ std::vector<Message> Samples() {
   ControlReply reply;
   reply.ok = true;
   reply.text = "{\n\t\"jobs\": []\n}";
-  return {hello,  Usage{1 << 20, 5}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5}, Goodbye{8}, welcome, Refused{"too big"},
-          go,     stop,              Budget{99},   control, reply};
+  return {hello, Usage{1 << 20, 5, {6, 7}}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5, {6, 7}}, Goodbye{8, {9, 10}},
+          welcome, Refused{"too big"}, go, stop, Budget{99}, control, reply};
 }
 
 TEST(ProtocolTest, EveryMessageRoundTrips) {
@@ -56,10 +56,17 @@ TEST(ProtocolTest, EveryMessageRoundTrips) {
   EXPECT_EQ(h.name, "train.py");
   EXPECT_EQ(h.priority, -7);
   EXPECT_EQ(h.job_class, JobClass::kShort);
+  // The job's counters travel with its usage, stops and goodbye.
+  const Stopped st = std::get<Stopped>(*Decode(Encode(Samples()[3])));
+  EXPECT_EQ(st.load_ns, 5u);
+  EXPECT_EQ(st.counters.faults, 6u);
+  EXPECT_EQ(st.counters.prefetched, 7u);
+  EXPECT_EQ(std::get<Usage>(*Decode(Encode(Samples()[1]))).counters.prefetched, 7u);
+  EXPECT_EQ(std::get<Goodbye>(*Decode(Encode(Samples()[4]))).counters.faults, 9u);
 }
 
 TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
-  std::string frame = Encode(Usage{1, 2});
+  std::string frame = Encode(Usage{1, 2, {}});
   std::string bad = frame;
   bad[0] ^= 1;
   EXPECT_NE(Decode(bad).status().message().find("bad magic"), std::string::npos);
@@ -79,7 +86,7 @@ TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
 
 TEST(ProtocolTest, MalformedPayloadsAreRejected) {
   auto decode_payload = [](MsgType t, const std::string& payload) { return DecodePayload({t, 0}, payload); };
-  const std::string usage = Encode(Usage{1, 2}).substr(kHeaderSize);
+  const std::string usage = Encode(Usage{1, 2, {}}).substr(kHeaderSize);
   EXPECT_FALSE(decode_payload(MsgType::kUsage, usage.substr(1)).ok()) << "short";
   EXPECT_FALSE(decode_payload(MsgType::kUsage, usage + "x").ok()) << "trailing bytes";
 
@@ -153,6 +160,9 @@ TEST(ProtocolTest, EachTypesSizeLimitIsCheckedFromTheHeaderAlone) {
   Hello longest;
   longest.name = std::string(kMaxName, 'n');
   EXPECT_EQ(Encode(longest).size() - kHeaderSize, MaxPayloadOf(MsgType::kHello)) << "the limit is exact";
+  for (const Message& m : {Message(Usage{}), Message(Stopped{}), Message(Goodbye{})}) {
+    EXPECT_EQ(Encode(m).size() - kHeaderSize, MaxPayloadOf(TypeOf(m))) << MsgTypeName(TypeOf(m)) << ": exact";
+  }
   // A hello announcing a megabyte is refused before a byte of it is read.
   std::string frame = Encode(Hello{});
   const uint32_t big = 1 << 20;

@@ -118,6 +118,7 @@ TEST_F(InstallTest, LaysOutTheProgramsLibraryDataUnitAndDocs) {
   for (const std::string& file :
        {Share() + "/templates/devices/rtx5080-pcie5.json", Share() + "/bench/workloads/micro_vadd.json",
         Share() + "/bench/scenarios/micro.json", Unit(Prefix()), Prefix() + "/lib/sysusers.d/msched.conf",
+        Prefix() + "/libexec/msched/slurm-taskprolog",
         Prefix() + "/share/doc/msched/operate.md", Prefix() + "/share/doc/msched/README.md",
         Prefix() + "/share/doc/msched/LICENSE"}) {
     EXPECT_TRUE(fs::is_regular_file(file)) << file;
@@ -321,7 +322,8 @@ TEST(PackageTest, TheDebHoldsTheInstallUnderUsrWithItsDependenciesAndScripts) {
   ASSERT_EQ(list.status, 0) << list.err;
   for (const char* file : {"./usr/bin/msched", "./usr/bin/mschedd", "./usr/bin/msched-profile",
                            "./usr/" INSTALL_LIBDIR "/msched/libmsched.so", "./usr/lib/systemd/system/mschedd@.service",
-                           "./usr/lib/sysusers.d/msched.conf", "./usr/share/msched/templates/devices/rtx5080-pcie5.json",
+                           "./usr/lib/sysusers.d/msched.conf", "./usr/libexec/msched/slurm-taskprolog",
+                           "./usr/share/msched/templates/devices/rtx5080-pcie5.json",
                            "./usr/share/msched/bench/scenarios/micro.json", "./usr/share/doc/msched/operate.md"}) {
     EXPECT_NE(list.out.find(std::string(" ") + file + "\n"), std::string::npos) << file << "\n" << list.out;
   }
@@ -336,7 +338,8 @@ TEST(PackageTest, TheDebHoldsTheInstallUnderUsrWithItsDependenciesAndScripts) {
   ASSERT_EQ(fields.status, 0) << fields.err;
   EXPECT_NE(fields.out.find("Package: msched\n"), std::string::npos) << fields.out;
   EXPECT_NE(fields.out.find("Version: " MSCHED_VERSION "-1\n"), std::string::npos) << fields.out;
-  // The C and C++ runtimes the programs link, and passwd for postinst's groupadd: nothing else.
+  // The C and C++ runtimes the programs link, civetweb (mschedd --metrics), and passwd for
+  // postinst's groupadd: nothing else.
   const size_t at = fields.out.find("Depends: ");
   ASSERT_NE(at, std::string::npos) << fields.out;
   std::set<std::string> depends;
@@ -347,7 +350,8 @@ TEST(PackageTest, TheDebHoldsTheInstallUnderUsrWithItsDependenciesAndScripts) {
   }
   EXPECT_TRUE(depends.count("libc6") && depends.count("libstdc++6") && depends.count("passwd")) << fields.out;
   for (const std::string& d : depends) {
-    EXPECT_TRUE(d == "libc6" || d == "libstdc++6" || d == "libgcc-s1" || d == "passwd") << d << " in " << fields.out;
+    EXPECT_TRUE(d == "libc6" || d == "libstdc++6" || d == "libgcc-s1" || d == "libcivetweb1" || d == "passwd")
+        << d << " in " << fields.out;
   }
 
   // The unit names /usr/bin/mschedd; postinst creates the group and is a valid sh script.

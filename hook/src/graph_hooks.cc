@@ -184,7 +184,7 @@ std::shared_ptr<GraphRecord> Walk(Runtime& rt, CUgraph graph) {
   c.graphs_planned->Add();
   c.graph_nodes_predicted->Add(predicted);
   c.graph_nodes_unpredicted->Add(unpredicted);
-  if (unpredicted > 0 && !rt.read_mostly_forgone.load(std::memory_order_relaxed)) ForgoReadMostly(rt);
+  if (unpredicted > 0) ForgoReadMostly(rt);
   return record;
 }
 

@@ -125,10 +125,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
     case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
-  if ((source == PredictionSource::kNone || pred.failed_regions() > 0) &&
-      !rt.read_mostly_forgone.load(std::memory_order_relaxed)) {
-    ForgoReadMostly(rt);
-  }
+  if (source == PredictionSource::kNone || pred.failed_regions() > 0) ForgoReadMostly(rt);
   if (source == PredictionSource::kWholeAllocations || !pred.regions().empty()) {
     MutexLock lock(&rt.mu());
     if (source == PredictionSource::kWholeAllocations) PredictAllocations(args, rt.allocs(), &pred);

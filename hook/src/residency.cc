@@ -63,6 +63,7 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
 }
 
 void ForgoReadMostly(Runtime& rt) {
+  if (rt.read_mostly_forgone.load(std::memory_order_relaxed)) return;  // the common case: done once already
   MutexLock lock(&rt.mu());
   if (rt.read_mostly_forgone.exchange(true)) return;
   MoveMemory(rt, [&](DeviceOps& ops) MSCHED_REQUIRES(rt.mu()) { return rt.job().ForgoReadMostly(ops); });

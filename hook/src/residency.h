@@ -28,8 +28,9 @@ MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>
 
 // Before the first launch msched cannot fully predict: takes read-mostly
 // advice off every allocation and stops giving it (an unpredicted kernel may
-// write to duplicated data, which then collapses fault by fault). Takes the
-// lock; runs once per process.
+// write to duplicated data, which then collapses fault by fault). Runs once
+// per process, under the lock; every later call is one atomic load, so the
+// launch path calls it without checking first.
 void ForgoReadMostly(Runtime& rt) MSCHED_EXCLUDES(rt.mu());
 
 // The stream a call really uses: handle 0 on a per-thread (_ptsz/_ptds)

@@ -270,8 +270,12 @@ CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { retur
 
 namespace {
 
-CUresult Instantiate(CUgraphExec* exec, CUgraph graph, const char* entry = __builtin_FUNCTION()) {
+// Device launch and upload on instantiation (`params` flags) are not
+// modelled: refused, never ignored.
+CUresult Instantiate(CUgraphExec* exec, CUgraph graph, const CUDA_GRAPH_INSTANTIATE_PARAMS* params = nullptr,
+                     const char* entry = __builtin_FUNCTION()) {
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (params != nullptr && params->flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
   return Call(NeedCtx::kYes, [&](Process& p) {
     auto* g = reinterpret_cast<Graph*>(graph);
     if (!p.graphs.count(g) || g->executable) return CUDA_ERROR_INVALID_HANDLE;
@@ -328,15 +332,12 @@ void HandOut(const std::vector<T>& handles, T* out, size_t* capacity) {
 MSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
   return Instantiate(exec, graph);
 }
-// Device launch and upload on instantiation are not modelled: refused, never ignored.
 MSIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  if (params != nullptr && params->flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  return Instantiate(exec, graph);
+  return Instantiate(exec, graph, params);
 }
 MSIM_DECLARE(cuGraphInstantiateWithParams_ptsz, PFN_cuGraphInstantiateWithParams_v12000_ptsz);
 CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  if (params != nullptr && params->flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  return Instantiate(exec, graph);
+  return Instantiate(exec, graph, params);
 }
 
 MSIM_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {

@@ -18,12 +18,16 @@ std::string Number(double v) {
   return std::string(buf, r.ptr);
 }
 
-// HELP text: `\` and newline escaped (quotes stay as they are).
-std::string EscapeHelp(std::string_view help) {
+// `\` and newline escaped, and `"` too when `quotes` (label values; HELP
+// text keeps its quotes), as the exposition format asks.
+std::string Escaped(std::string_view text, bool quotes) {
   std::string out;
-  for (char c : help) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
     } else {
@@ -41,7 +45,7 @@ class Exposition {
     out_ += "# HELP ";
     out_ += name;
     out_ += ' ';
-    out_ += EscapeHelp(help);
+    out_ += Escaped(help, /*quotes=*/false);
     out_ += "\n# TYPE ";
     out_ += name;
     out_ += ' ';
@@ -108,22 +112,7 @@ std::vector<double> SliceSecondsBounds() {
   return {0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600};
 }
 
-std::string EscapeLabelValue(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeLabelValue(std::string_view value) { return Escaped(value, /*quotes=*/true); }
 
 std::string RenderPrometheus(const MetricsSnapshot& s) {
   Exposition e;

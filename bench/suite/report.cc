@@ -73,6 +73,13 @@ std::string Where(const PolicyResult& r, const DeviceFacts& device) {
          " switches";
 }
 
+// What became of a run, for the tables.
+std::string Outcome(const PolicyResult& p) {
+  if (p.ok()) return "ok";
+  if (p.cannot_run) return "cannot run (a job is larger than HBM): " + p.problem;
+  return p.problem;
+}
+
 std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
   const Scenario& s = *r.scenario;
   std::ostringstream out;
@@ -93,8 +100,7 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
           << p.faults << " | " << Mb(p.h2d_bytes)
           << " | " << Mb(p.d2h_bytes) << " |" << (llm ? " " + Num(TokensPerSecond(p, pr.point), 1) + " |" : "")
           << " " << (is_msched && paper != s.paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
-          << (p.ok() ? "ok" : p.cannot_run ? "cannot run (a job is larger than HBM): " + p.problem : p.problem)
-          << " |\n";
+          << Outcome(p) << " |\n";
       const bool short_of_paper = paper != s.paper_speedup.end() && speedup > 0 && speedup < paper->second;
       if (is_msched && p.ok() && (ideal < 0.9 || short_of_paper)) {
         notes.push_back("msched at " + std::to_string(pr.point.percent) + "%: " + Num(100 * ideal, 1) +
@@ -113,29 +119,86 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
   return out.str();
 }
 
-std::string AdmissionSection(const ScenarioResult& r) {
-  std::ostringstream out;
-  out << "| policy | OOMs | mean wait of short jobs ms | GPU busy % | mean completion by user ms | makespan ms | status |\n"
-      << "|---|---:|---:|---:|---|---:|---|\n";
-  for (const PointResult& pr : r.points) {
-    for (const PolicyResult& p : pr.policies) {
-      int ooms = 0, shorts = 0;
-      double wait = 0;
-      std::map<std::string, std::pair<double, int>> by_user;
-      for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
-        const JobOutcome& j = p.run.jobs[i];
-        ooms += j.ooms;
-        if (pr.point.jobs[i].job_class == JobClass::kShort) wait += Ms(j.started_ns), ++shorts;
-        auto& [sum, n] = by_user[pr.point.jobs[i].user];
-        sum += Ms(j.finished_ns), ++n;
-      }
-      std::string users;
-      for (const auto& [user, sn] : by_user) users += (users.empty() ? "" : ", ") + user + " " + Num(sn.first / sn.second, 1);
-      const double busy = p.run.makespan_ns ? 100.0 * static_cast<double>(p.compute_ns) / static_cast<double>(p.run.makespan_ns) : 0;
-      out << "| " << p.variant.name << " | " << ooms << " | " << Num(shorts ? wait / shorts : 0, 2) << " | "
-          << Num(busy, 1) << " | " << users << " | " << Num(p.seconds * 1e3, 1) << " | " << (p.ok() ? "ok" : p.problem)
-          << " |\n";
+// Each of the scenario's targets, met or not, with the figures behind it.
+std::vector<std::string> TargetNotes(const Scenario& s, const PointResult& pr, const DeviceFacts& device) {
+  const Scenario::Targets& t = s.targets;
+  const PolicyResult* ms = pr.Find(Policy::kMsched);
+  const PolicyResult* ex = pr.Find(Policy::kExclusive);
+  std::vector<std::string> notes;
+  if (ms == nullptr || !ms->ok()) return {"msched did not complete: no target can be met"};
+  auto verdict = [](bool met) { return met ? std::string("met") : std::string("**missed**"); };
+  notes.push_back(verdict(ms->ooms == 0) + ": 0 OOMs under msched (" + std::to_string(ms->ooms) + ")");
+  if (ex != nullptr && ex->ok()) {
+    if (t.short_wait_vs_exclusive > 0 && ex->short_wait_mean_ns > 0) {
+      const double x = static_cast<double>(ms->short_wait_mean_ns) / static_cast<double>(ex->short_wait_mean_ns);
+      notes.push_back(verdict(x <= t.short_wait_vs_exclusive) + ": short jobs' mean wait " + Num(Ms(ms->short_wait_mean_ns), 2) +
+                      " ms, " + Num(x, 2) + "x exclusive's (target " + Num(t.short_wait_vs_exclusive, 2) + "x)");
     }
+    if (t.makespan_vs_exclusive > 0 && ex->run.makespan_ns > 0) {
+      const double x = static_cast<double>(ms->run.makespan_ns) / static_cast<double>(ex->run.makespan_ns);
+      notes.push_back(verdict(x <= t.makespan_vs_exclusive) + ": makespan " + Num(x, 3) + "x exclusive's (target " +
+                      Num(t.makespan_vs_exclusive, 2) + "x)");
+    }
+  }
+  double best_busy = 0, best_spread = -1;
+  for (const PolicyResult& p : pr.policies) {
+    if (&p == ms || !p.ok() || p.variant.policy == Policy::kMsched) continue;
+    best_busy = std::max(best_busy, p.busy);
+    best_spread = best_spread < 0 ? p.user_cv : std::min(best_spread, p.user_cv);
+  }
+  if (t.busy_points > 0 && best_busy > 0) {
+    const double gap = 100 * (best_busy - ms->busy);
+    notes.push_back(verdict(gap <= t.busy_points) + ": GPU busy " + Num(100 * ms->busy, 1) + "%, " + Num(gap, 1) +
+                    " points below the best baseline's " + Num(100 * best_busy, 1) + "% (target " +
+                    Num(t.busy_points, 0) + ")");
+  }
+  if (t.spread_below_baselines && best_spread >= 0) {
+    notes.push_back(verdict(ms->user_cv < best_spread) + ": spread of completion across users (CV) " +
+                    Num(ms->user_cv, 3) + " against the baselines' lowest " + Num(best_spread, 3));
+  }
+  if (t.urgent_vs_alone > 0 && ex != nullptr && ex->ok()) {
+    for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
+      if (pr.point.jobs[i].priority <= 0) continue;
+      const JobOutcome& a = ex->run.jobs[i];
+      const JobOutcome& m = ms->run.jobs[i];
+      const double alone = static_cast<double>(a.finished_ns - a.started_ns);
+      const double swap = static_cast<double>(pr.point.jobs[i].footprint) / (0.9 * device.h2d_gbps);
+      const double limit = t.urgent_vs_alone * alone + swap;
+      const double took = static_cast<double>(m.finished_ns - m.arrival_ns);
+      notes.push_back(verdict(took <= limit) + ": urgent " + pr.point.jobs[i].label + " took " + Num(took / 1e6, 1) +
+                      " ms from arrival to end; alone " + Num(alone / 1e6, 1) + " ms, limit " +
+                      Num(t.urgent_vs_alone, 2) + "x that + one swap of " + Mb(pr.point.jobs[i].footprint) +
+                      " MB at 90% of the link = " + Num(limit / 1e6, 1) + " ms");
+    }
+    notes.push_back("the jobs it displaced finished with their reference results after " +
+                    std::to_string(ms->run.switches) + " switches (each one bulk swap out and back in)");
+  }
+  return notes;
+}
+
+std::string MultiuserSection(const ScenarioResult& r, const DeviceFacts& device) {
+  std::ostringstream out;
+  for (const PointResult& pr : r.points) {
+    if (r.points.size() > 1) out << "At " << Footprint(pr.point) << " of HBM:\n\n";
+    out << "| policy | OOMs | GPU s lost | mean wait ms | p95 wait ms | short jobs' mean wait ms | GPU busy % | "
+           "makespan ms | x exclusive | mean completion by user ms (slowdown) | user CV | urgent ms | status |\n"
+        << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n";
+    for (const PolicyResult& p : pr.policies) {
+      std::string users;
+      for (const auto& [user, ms] : p.user_completion_ms) {
+        const auto slow = p.user_slowdown.find(user);
+        users += (users.empty() ? "" : ", ") + user + " " + Num(ms, 1) +
+                 (slow != p.user_slowdown.end() ? " (" + Num(slow->second, 2) + "x)" : "");
+      }
+      out << "| " << p.variant.name << " | " << p.ooms << " | " << Num(static_cast<double>(p.lost_ns) / 1e9, 3) << " | "
+          << Num(Ms(p.wait_mean_ns), 2) << " | " << Num(Ms(p.wait_p95_ns), 2) << " | " << Num(Ms(p.short_wait_mean_ns), 2)
+          << " | " << Num(100 * p.busy, 1) << " | " << Num(p.seconds * 1e3, 1) << " | "
+          << Times(Speedup(p, pr, Policy::kExclusive)) << " | " << users << " | " << Num(p.user_cv, 3) << " | "
+          << (p.urgent_ns ? Num(Ms(p.urgent_ns), 1) : "") << " | " << Outcome(p) << " |\n";
+    }
+    out << "\nTargets:\n\n";
+    for (const std::string& n : TargetNotes(*r.scenario, pr, device)) out << "- " << n << "\n";
+    out << "\n";
   }
   return out.str();
 }
@@ -166,7 +229,7 @@ std::string TemplateSection(const ScenarioResult& r) {
 std::string ScenarioSection(const ScenarioResult& r, const DeviceFacts& device) {
   const Scenario& s = *r.scenario;
   std::string out = "### " + s.title + "\n\n" + s.description + "\n\n";
-  out += s.admission ? AdmissionSection(r) : SweepSection(r, device);
+  out += s.multiuser ? MultiuserSection(r, device) : SweepSection(r, device);
   out += TemplateSection(r);
   if (!s.paper_note.empty()) out += "\nPaper: " + s.paper_note + ".\n";
   return out;
@@ -192,32 +255,88 @@ std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
   return out.str();
 }
 
+std::string MultiuserHeadline(const std::vector<ScenarioResult>& results) {
+  std::ostringstream out;
+  for (const ScenarioResult& r : results) {
+    if (!r.scenario->multiuser) continue;
+    for (const PointResult& pr : r.points) {
+      const PolicyResult* ms = pr.Find(Policy::kMsched);
+      const PolicyResult* ex = pr.Find(Policy::kExclusive);
+      const PolicyResult* nc = pr.Find(Policy::kNoCheck);
+      if (ms == nullptr) continue;
+      if (out.tellp() == 0) {
+        out << "| scenario | footprint | OOMs: nocheck, msched | mean wait ms: exclusive, msched | short jobs' wait "
+               "x exclusive | msched makespan x exclusive | GPU busy %: exclusive, msched | urgent job ms: "
+               "exclusive, msched |\n|---|---|---|---|---:|---:|---|---|\n";
+      }
+      auto pair = [&](const PolicyResult* base, auto field) {
+        return (base != nullptr ? field(*base) : std::string("-")) + ", " + field(*ms);
+      };
+      const bool shorts = ex != nullptr && ex->short_wait_mean_ns > 0 && ms->short_wait_mean_ns > 0;
+      out << "| " << r.scenario->name << " | " << Footprint(pr.point) << " | "
+          << pair(nc, [](const PolicyResult& p) { return std::to_string(p.ooms); }) << " | "
+          << pair(ex, [](const PolicyResult& p) { return Num(Ms(p.wait_mean_ns), 1); }) << " | "
+          << (shorts ? Num(static_cast<double>(ms->short_wait_mean_ns) / static_cast<double>(ex->short_wait_mean_ns), 2) + "x" : "-")
+          << " | " << (ex != nullptr && ex->ok() && ms->ok() ? Num(ms->seconds / ex->seconds, 2) + "x" : "-") << " | "
+          << pair(ex, [](const PolicyResult& p) { return Num(100 * p.busy, 1); }) << " | "
+          << (ms->urgent_ns ? pair(ex, [](const PolicyResult& p) { return Num(Ms(p.urgent_ns), 1); }) : "") << " |\n";
+    }
+  }
+  return out.str();
+}
+
 std::string Csv(const std::vector<ScenarioResult>& results) {
   std::ostringstream out;
   out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
          "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
-         "coordinator_wait_ns,switches,ooms,status\n";
+         "coordinator_wait_ns,switches,ooms,lost_ns,wait_mean_ns,wait_p95_ns,short_wait_mean_ns,busy,user_cv,urgent_ns,"
+         "status\n";
   for (const ScenarioResult& r : results) {
     for (const PointResult& pr : r.points) {
       const uint64_t work = pr.point.total_work();
       for (const PolicyResult& p : pr.policies) {
-        int ooms = 0;
-        for (const JobOutcome& j : p.run.jobs) ooms += j.ooms;
         out << r.scenario->name << "," << pr.point.percent << "," << pr.point.footprint << "," << pr.point.hbm_bytes
             << "," << p.variant.name << "," << (p.ok() ? 1 : 0) << "," << p.run.makespan_ns << "," << work << ","
             << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << "," << Num(Speedup(p, pr, Policy::kExclusive), 4)
             << "," << Num(OfIdeal(p, pr), 4) << ","
             << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
-            << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << ooms
-            << "," << (p.ok() ? "ok" : p.cannot_run ? "cannot_run" : "failed") << "\n";
+            << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << p.ooms
+            << "," << p.lost_ns << "," << p.wait_mean_ns << "," << p.wait_p95_ns << "," << p.short_wait_mean_ns << ","
+            << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << "," << p.urgent_ns << ","
+            << (p.ok() ? "ok" : p.cannot_run ? "cannot_run" : p.out_of_memory ? "out_of_memory" : "failed") << "\n";
       }
     }
   }
   return out.str();
 }
 
+// A multi-user scenario's plot: per policy, at its last point, the jobs'
+// mean and p95 wait and the makespan, as clustered bars on a log scale.
+Status WriteMultiuserPlot(const ScenarioResult& r, const std::string& dir) {
+  if (r.points.empty()) return Status::Ok();
+  const std::string name = r.scenario->name;
+  std::ofstream dat(dir + "/" + name + ".dat");
+  dat << "# policy mean_wait_ms p95_wait_ms makespan_ms (? where the run failed)\n";
+  for (const PolicyResult& p : r.points.back().policies) {
+    auto ms = [&](uint64_t ns) { return p.ok() ? Num(std::max(Ms(ns), 0.001), 3) : std::string("?"); };
+    dat << p.variant.name << " " << ms(p.wait_mean_ns) << " " << ms(p.wait_p95_ns) << " " << ms(p.run.makespan_ns) << "\n";
+  }
+  dat.close();
+  std::ofstream gp(dir + "/" + name + ".gp");
+  gp << "set terminal pngcairo size 900,540\nset output '" << dir << "/" << name << ".png'\n"
+     << "set title \"" << r.scenario->title << " (simulated, " << Footprint(r.points.back().point)
+     << " of HBM)\" noenhanced font ',10'\n"
+     << "set ylabel 'milliseconds of device time (log)'\nset logscale y\nset grid ytics\nset key outside right\n"
+     << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+     << "set datafile missing '?'\nplot '" << dir << "/" << name << ".dat' using 2:xtic(1) title 'mean wait', '' using 3 "
+     << "title 'p95 wait', '' using 4 title 'makespan'\n";
+  gp.close();
+  return RunGnuplot(dir, name);
+}
+
 Status WritePlot(const ScenarioResult& r, const std::string& dir) {
-  if (r.points.size() < 2 || r.scenario->admission) return Status::Ok();
+  if (r.scenario->multiuser) return WriteMultiuserPlot(r, dir);
+  if (r.points.size() < 2) return Status::Ok();
   const std::string name = r.scenario->name;
   std::ofstream dat(dir + "/" + name + ".dat");
   dat << "# footprint_percent";

@@ -21,12 +21,18 @@ std::string ScenarioSection(const ScenarioResult& r, const DeviceFacts& device);
 // end-to-end and micro scenarios, with the paper's speedups beside.
 std::string HeadlineTable(const std::vector<ScenarioResult>& results);
 
+// Per point of the multi-user scenarios: msched beside the baselines on
+// what users feel (OOMs, waits, makespan, utilisation, spread across users,
+// the urgent job). Empty when none ran.
+std::string MultiuserHeadline(const std::vector<ScenarioResult>& results);
+
 // One row per (scenario, point, policy), with a header row.
 std::string Csv(const std::vector<ScenarioResult>& results);
 
-// Draws `<dir>/<scenario>.png` (throughput against footprint, one line per
-// policy and one for the ideal) with gnuplot, keeping the data and script
-// beside it. Scenarios with fewer than two points have nothing to draw: OK.
+// Draws `<dir>/<scenario>.png` with gnuplot, keeping the data and script
+// beside it: throughput against footprint, one line per policy and one for
+// the ideal (sweeps with fewer than two points have nothing to draw: OK),
+// or for a multi-user scenario each policy's waits and makespan.
 Status WritePlot(const ScenarioResult& r, const std::string& dir);
 
 // Runs gnuplot on the script `<dir>/<name>.gp`, keeping its complaints in

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,7 +30,7 @@ constexpr std::pair<Policy, const char*> kPolicies[] = {
     {Policy::kOff, "off"},         {Policy::kUm, "um"},
     {Policy::kAlloc, "alloc"},     {Policy::kMsched, "msched"},
     {Policy::kMschedAlloc, "msched-alloc"}, {Policy::kMschedLru, "msched-lru"},
-    {Policy::kExclusive, "exclusive"},      {Policy::kFifo, "fifo"}};
+    {Policy::kExclusive, "exclusive"},      {Policy::kNoCheck, "nocheck"}};
 
 bool Coordinated(Policy p) { return p == Policy::kMsched || p == Policy::kMschedAlloc || p == Policy::kMschedLru; }
 
@@ -104,16 +104,16 @@ class Stage {
   }
   uint64_t switches() const { return server_ ? server_->switches() : 0; }
 
-  // One attempt of a job, as the runner saw it (for the timeline of runs
-  // without a coordinator).
-  struct Attempt {
+  // A job's span, as the runner saw it (for the timeline of runs without a
+  // coordinator).
+  struct JobSpan {
     int64_t pid;
     std::string label;
     uint64_t started_ns, finished_ns;
   };
   // Stops the coordinator (closing its timeline) and merges the run's
   // timeline into RunOptions::trace_path.
-  Status WriteTrace(const std::vector<Attempt>& attempts) {
+  Status WriteTrace(const std::vector<JobSpan>& spans) {
     if (server_) {
       server_->Shutdown();
       thread_.join();
@@ -121,11 +121,11 @@ class Stage {
     }
     std::vector<std::string> inputs;
     if (fs::exists(CoordTracePath())) inputs.push_back(CoordTracePath());
-    if (!attempts.empty()) {
+    if (!spans.empty()) {
       const std::string runner = dir_ + "/runner.trace.json";
       Result<std::unique_ptr<trace::Writer>> w = trace::Writer::Create(runner, kMaxTraceBytes);
       if (!w.ok()) return w.status();
-      for (const Attempt& a : attempts) {
+      for (const JobSpan& a : spans) {
         (*w)->Write(trace::ProcessName(a.pid, a.label));
         (*w)->Write(trace::ThreadName(a.pid, trace::kJobStateTid, "state (msched bench: first launch to end)"));
         if (a.finished_ns > a.started_ns) {
@@ -141,21 +141,25 @@ class Stage {
     return trace::MergeTraceFiles(inputs, o_.trace_path, kMaxTraceBytes);
   }
 
-  // Starts attempt `attempt` of job `i`; `barrier` > 1 makes it start with that many others.
-  Result<Subprocess> Spawn(const JobSpec& job, size_t i, int attempt, size_t barrier) const {
-    std::vector<std::string> argv = {paths_.msim_run, paths_.workloads_dir + "/" + job.workload, "--json",
-                                     File(i, attempt, "json")};
+  // Starts job `i`; `barrier` > 1 makes it start with that many others.
+  Result<Subprocess> Spawn(const JobSpec& job, size_t i, size_t barrier) const {
+    std::vector<std::string> argv = {paths_.msim_run, paths_.workloads_dir + "/" + job.workload, "--json", File(i, "json")};
     for (const auto& [k, v] : job.vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
     if (!o_.host_kernels) argv.push_back("--no-checksum");
+    if (job.arrival_ns > 0) argv.insert(argv.end(), {"--arrive-ns", std::to_string(job.arrival_ns)});
+    if (o_.policy == Policy::kNoCheck) {
+      argv.insert(argv.end(), {"--attempts", std::to_string(o_.max_attempts), "--retry-delay-ns",
+                               std::to_string(o_.retry_delay_ns)});
+    }
     SpawnOptions s;
     s.env = {{"LD_LIBRARY_PATH", paths_.sim_lib_dir},
              {"MSIM_DEVICE", device_},
              {"MSIM_PROFILE", o_.device_profile},
-             {"MSIM_STATS", File(i, attempt, "sim.json")},
+             {"MSIM_STATS", File(i, "sim.json")},
              {"MSIM_RANK", std::to_string(i)},  // calls at equal virtual times go in job order
              {"LD_PRELOAD", paths_.libmsched},
              {"MSCHED_MODE", ModeFor(o_.policy)},
-             {"MSCHED_STATS", File(i, attempt, "hook.json")},
+             {"MSCHED_STATS", File(i, "hook.json")},
              {"MSCHED_JOB_NAME", job.label},
              {"MSCHED_TEMPLATES", job.templates.empty() ? o_.templates : job.templates},
              {"MSCHED_COORD", Coordinated(o_.policy) ? "required" : "off"},
@@ -171,21 +175,22 @@ class Stage {
     s.unset_env = {"MSCHED_GPU_MEMORY", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_UNKNOWN"};
     if (o_.trace_path.empty()) s.unset_env.push_back("MSCHED_TRACE");
     if (s.env["MSCHED_TEMPLATES"].empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
-    s.stdout_path = File(i, attempt, "out");
-    s.stderr_path = File(i, attempt, "err");
+    s.stdout_path = File(i, "out");
+    s.stderr_path = File(i, "err");
     return Subprocess::Spawn(argv, s);
   }
 
-  // Reads what attempt `attempt` of job `i` left behind.
-  void Collect(size_t i, int attempt, int status, JobOutcome* out) const {
+  // Reads what job `i` left behind.
+  void Collect(size_t i, int status, JobOutcome* out) const {
     out->status = status;
-    out->attempts = attempt + 1;
-    const std::string err = Slurp(File(i, attempt, "err"));
-    if (err.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos) ++out->ooms;
+    const std::string err = Slurp(File(i, "err"));
     out->error = status == 0 ? "" : err.substr(0, err.find('\n'));
-    const json run = ReadJson(File(i, attempt, "json"));
-    const json sim = ReadJson(File(i, attempt, "sim.json"));
-    const json hook = ReadJson(File(i, attempt, "hook.json"));
+    const json run = ReadJson(File(i, "json"));
+    const json sim = ReadJson(File(i, "sim.json"));
+    const json hook = ReadJson(File(i, "hook.json"));
+    out->attempts = static_cast<int>(U(run, {"attempts"}));
+    out->ooms = static_cast<int>(U(run, {"ooms"}));
+    out->lost_ns = U(run, {"lost_ns"});
     out->checksums.clear();
     if (run.is_object() && run.contains("checksums")) {
       for (const auto& [k, v] : run["checksums"].items()) out->checksums[k] = v.get<std::string>();
@@ -206,9 +211,7 @@ class Stage {
  private:
   static constexpr uint64_t kMaxTraceBytes = uint64_t{256} << 20;
 
-  std::string File(size_t i, int attempt, const char* ext) const {
-    return dir_ + "/job" + std::to_string(i) + "_" + std::to_string(attempt) + "." + ext;
-  }
+  std::string File(size_t i, const char* ext) const { return dir_ + "/job" + std::to_string(i) + "." + ext; }
   std::string CoordTracePath() const { return dir_ + "/coord.trace.json"; }
   std::string JobTraceDir() const { return dir_ + "/traces"; }
 
@@ -222,7 +225,6 @@ class Stage {
 struct Running {
   Subprocess process;
   size_t job;
-  int attempt;
 };
 
 }  // namespace
@@ -281,24 +283,24 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
       return out;
     }
   }
-  const bool together = o.policy != Policy::kExclusive && o.policy != Policy::kFifo;
-  const size_t slots = together ? jobs.size() : o.policy == Policy::kFifo ? static_cast<size_t>(o.fifo_slots) : 1;
-  std::deque<std::pair<size_t, int>> queue;  // (job, attempt)
-  for (size_t i = 0; i < jobs.size(); ++i) queue.push_back({i, 0});
+  const bool together = o.policy != Policy::kExclusive;
+  const size_t slots = together ? jobs.size() : 1;
+  std::vector<size_t> queue(jobs.size());  // in arrival order (submission order among equals)
+  for (size_t i = 0; i < jobs.size(); ++i) queue[i] = i;
+  std::stable_sort(queue.begin(), queue.end(), [&](size_t a, size_t b) { return jobs[a].arrival_ns < jobs[b].arrival_ns; });
+  size_t next = 0;
   std::vector<Running> running;
-  std::vector<Stage::Attempt> attempts;  // for the timeline, when no coordinator draws one
+  std::vector<Stage::JobSpan> spans;  // for the timeline, when no coordinator draws one
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeout_ms);
-  while (!queue.empty() || !running.empty()) {
-    while (!queue.empty() && running.size() < slots) {
-      const auto [i, attempt] = queue.front();
-      if (attempt > 0 && !running.empty()) break;  // a retry after running out of memory runs alone
-      queue.pop_front();
-      Result<Subprocess> p = stage.Spawn(jobs[i], i, attempt, together ? jobs.size() : 0);
+  while (next < queue.size() || !running.empty()) {
+    while (next < queue.size() && running.size() < slots) {
+      const size_t i = queue[next++];
+      Result<Subprocess> p = stage.Spawn(jobs[i], i, together ? jobs.size() : 0);
       if (!p.ok()) {
         out.jobs[i].error = p.status().message();
         continue;
       }
-      running.push_back({std::move(*p), i, attempt});
+      running.push_back({std::move(*p), i});
     }
     if (std::chrono::steady_clock::now() > deadline) {
       for (Running& r : running) r.process.Kill(SIGKILL), r.process.Wait();
@@ -314,13 +316,10 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
       }
       progressed = true;
       JobOutcome& j = out.jobs[it->job];
-      const int ooms_before = j.ooms;
-      stage.Collect(it->job, it->attempt, status, &j);
+      stage.Collect(it->job, status, &j);
+      j.arrival_ns = jobs[it->job].arrival_ns;  // as submitted (a job may start later: exclusive)
       if (!Coordinated(o.policy)) {
-        attempts.push_back({it->process.pid(), jobs[it->job].label, j.started_ns, j.finished_ns});
-      }
-      if (status != 0 && j.ooms > ooms_before && o.policy == Policy::kFifo && it->attempt + 1 < o.max_attempts) {
-        queue.push_back({it->job, it->attempt + 1});  // resubmitted, as a user or a cluster would
+        spans.push_back({it->process.pid(), jobs[it->job].label, j.started_ns, j.finished_ns});
       }
       it = running.erase(it);
     }
@@ -329,7 +328,7 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
   for (const JobOutcome& j : out.jobs) out.makespan_ns = std::max(out.makespan_ns, j.finished_ns);
   out.switches = stage.switches();
   if (!o.trace_path.empty()) {
-    if (Status s = stage.WriteTrace(attempts); !s.ok()) out.trace_error = s.message();
+    if (Status s = stage.WriteTrace(spans); !s.ok()) out.trace_error = s.message();
   }
   return out;
 }

@@ -8,14 +8,18 @@
 //   msched                 all at once under a coordinator (templates + OPT + time slices)
 //   msched-alloc           the same with whole-allocation prediction (ablation)
 //   msched-lru             the same with LRU eviction in each job (ablation)
-//   exclusive              one job at a time in submission order (mode off)
-//   fifo                   up to `fifo_slots` at once in submission order with
-//                          plain device memory and no admission: a job that
-//                          runs out of memory is counted and resubmitted last,
-//                          and when its turn comes it runs alone (so that it
-//                          finishes, as a retry with the GPU to itself would)
-// Jobs submitted together start together (the simulator's start barrier), so
-// their device clocks begin at the same instant.
+//   exclusive              one job at a time in arrival order (mode off): what a
+//                          scheduler that gives each job a whole GPU (a Slurm
+//                          gres) does
+//   nocheck                all at once on arrival in plain device memory, with
+//                          no memory check (plain CUDA or MPS): a job that runs
+//                          out of memory crashes, loses its work and is run
+//                          again from the start `retry_delay_ns` later, up to
+//                          `max_attempts` runs
+// Every job arrives at its JobSpec::arrival_ns on the device clock. Jobs that
+// run together start together (the simulator's start barrier) and then each
+// waits for its arrival in virtual time, so runs repeat; under exclusive a
+// job starts at its arrival or at its predecessor's end, whichever is later.
 // With a trace path, the run's timeline goes there (docs/tracing.md): the
 // coordinator's, the jobs' own (MSCHED_TRACE), and for runs without a
 // coordinator each job's span from its first launch to its end, merged.
@@ -55,9 +59,10 @@ struct JobSpec {
   int priority = 0;
   uint64_t work_units = 0;  // tasks or tokens the job completes, for throughput
   std::string templates;    // MSCHED_TEMPLATES for this job; empty: RunOptions::templates
+  uint64_t arrival_ns = 0;  // when it is submitted, on the device clock
 };
 
-enum class Policy { kOff, kUm, kAlloc, kMsched, kMschedAlloc, kMschedLru, kExclusive, kFifo };
+enum class Policy { kOff, kUm, kAlloc, kMsched, kMschedAlloc, kMschedLru, kExclusive, kNoCheck };
 const char* PolicyName(Policy p);
 Result<Policy> ParsePolicy(const std::string& name);
 
@@ -68,19 +73,21 @@ struct RunOptions {
   bool host_kernels = true;      // compute results (checksums) or only model the timing
   double oversubscribe = 4.0;    // coordinator admission ratio
   uint64_t fixed_slice_ns = 0;   // 0: adaptive slices
-  int fifo_slots = 2;
-  int max_attempts = 3;          // fifo: resubmissions after running out of memory
+  int max_attempts = 3;          // nocheck: runs of a job that keeps running out of memory
+  uint64_t retry_delay_ns = 0;   // nocheck: from a crash to the job's next run
   uint64_t timeout_ms = 600000;  // per run, real time
   std::string templates;         // MSCHED_TEMPLATES for the jobs ("": none)
   std::string trace_path;        // where the run's timeline goes ("": none)
 };
 
 struct JobOutcome {
-  int status = -1;        // the last attempt's exit status
-  int attempts = 0;
-  int ooms = 0;           // attempts that ran out of device memory
+  int status = -1;        // the job's exit status
+  int attempts = 0;       // runs of its program (nocheck runs it again after an OOM)
+  int ooms = 0;           // runs that ran out of device memory
+  uint64_t lost_ns = 0;   // device time those runs had worked before they crashed
   std::string error;      // the last attempt's message, if it failed
   std::map<std::string, std::string> checksums;
+  uint64_t arrival_ns = 0;   // device clock when it was submitted
   uint64_t started_ns = 0;   // device clock when its first kernel was queued
   uint64_t finished_ns = 0;  // device clock at its end
   uint64_t faults = 0, fault_stall_ns = 0, kernel_ns = 0;

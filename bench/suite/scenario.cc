@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,25 @@ PolicyVariant Variant(const json& p) {
   return v;
 }
 
+Arrivals ArrivalsOf(const json& a, const std::string& what) {
+  Arrivals out;
+  if (!a.is_object()) throw Bad{what + ": an object with at_ms or poisson_per_s"};
+  if (a.contains("at_ms")) {
+    for (const json& t : a["at_ms"]) {
+      if (!t.is_number() || t.get<double>() < 0) throw Bad{what + ".at_ms: times in milliseconds, none negative"};
+      out.at_ms.push_back(t.get<double>());
+    }
+    if (out.at_ms.empty()) throw Bad{what + ".at_ms: at least one time"};
+  } else {
+    out.per_s = a.at("poisson_per_s").get<double>();
+    if (!(out.per_s > 0 && out.per_s < 1e6)) throw Bad{what + ".poisson_per_s: a rate above 0"};
+    out.seed = a.value("seed", uint64_t{1});
+    out.start_ms = a.value("start_ms", 0.0);
+    if (out.start_ms < 0) throw Bad{what + ".start_ms: not negative"};
+  }
+  return out;
+}
+
 ScenarioJob Job(const json& j) {
   ScenarioJob out;
   out.label = j.at("label").get<std::string>();
@@ -65,6 +85,18 @@ ScenarioJob Job(const json& j) {
   const std::string c = j.value("class", std::string());
   out.job_class = c == "short" ? JobClass::kShort : c == "long" ? JobClass::kLong : JobClass::kUnset;
   if (!c.empty() && out.job_class == JobClass::kUnset) throw Bad{"jobs." + out.label + ".class: short or long"};
+  out.priority = j.value("priority", 0);
+  if (j.contains("arrivals")) {
+    const json& a = j["arrivals"];
+    const std::string what = "jobs." + out.label + ".arrivals";
+    out.full_arrivals = ArrivalsOf(a.contains("full") ? a["full"] : a, what);
+    out.quick_arrivals = ArrivalsOf(a.contains("quick") ? a["quick"] : a, what);
+    for (const Arrivals* arr : {&out.full_arrivals, &out.quick_arrivals}) {
+      if (!arr->at_ms.empty() && out.count > 0 && static_cast<int>(arr->at_ms.size()) != out.count) {
+        throw Bad{what + ".at_ms: one time per job (count " + std::to_string(out.count) + ")"};
+      }
+    }
+  }
   out.workload = j.at("workload").get<std::string>();
   out.share = j.value("share", 0.0);
   out.hbm_share = j.value("hbm_share", 0.0);
@@ -95,7 +127,9 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
   s.name = j.at("name").get<std::string>();
   s.title = j.at("title").get<std::string>();
   s.description = j.value("description", std::string());
-  s.admission = j.value("kind", std::string("sweep")) == "admission";
+  const std::string kind = j.value("kind", std::string("sweep"));
+  if (kind != "sweep" && kind != "multiuser") throw Bad{"kind: sweep or multiuser"};
+  s.multiuser = kind == "multiuser";
   s.headline = j.value("headline", false);
   const json* jobs_source = &j;
   if (j.contains("jobs_from")) {
@@ -114,6 +148,19 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
   for (const json& p : j.at("policies")) s.policies.push_back(Variant(p));
   if (s.policies.empty()) throw Bad{"policies: at least one"};
   s.oversubscribe = j.value("oversubscribe", 4.0);
+  if (j.contains("targets")) {
+    const json& t = j["targets"];
+    s.targets.short_wait_vs_exclusive = t.value("short_wait_vs_exclusive", 0.0);
+    s.targets.makespan_vs_exclusive = t.value("makespan_vs_exclusive", 0.0);
+    s.targets.busy_points = t.value("busy_points", 0.0);
+    s.targets.urgent_vs_alone = t.value("urgent_vs_alone", 0.0);
+    s.targets.spread_below_baselines = t.value("spread_below_baselines", false);
+  }
+  if (j.contains("retry_delay_ms")) {
+    s.retry_delay_ms_full = j["retry_delay_ms"].at("full").get<double>();
+    s.retry_delay_ms_quick = j["retry_delay_ms"].at("quick").get<double>();
+    if (s.retry_delay_ms_full < 0 || s.retry_delay_ms_quick < 0) throw Bad{"retry_delay_ms: not negative"};
+  }
   s.link_passes_per_unit = j.value("link_passes_per_unit", 0.0);
   if (s.link_passes_per_unit < 0 || s.link_passes_per_unit > 100) {
     throw Bad{"link_passes_per_unit: a number from 0 to 100"};
@@ -161,6 +208,26 @@ Result<std::vector<Scenario>> LoadScenarios(const std::string& dir) {
   return out;
 }
 
+std::vector<uint64_t> Arrivals::Times(int count) const {
+  std::vector<uint64_t> out;
+  if (!at_ms.empty()) {
+    for (int i = 0; i < count; ++i) out.push_back(static_cast<uint64_t>(at_ms[i % at_ms.size()] * 1e6));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  if (per_s <= 0) return std::vector<uint64_t>(count, 0);
+  // Exponential gaps by inversion from a 64-bit Mersenne Twister, whose
+  // output the standard fixes: the same seed gives the same trace anywhere.
+  std::mt19937_64 rng(seed);
+  double t_ms = start_ms;
+  for (int i = 0; i < count; ++i) {
+    const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+    t_ms += -std::log1p(-u) / per_s * 1e3;
+    out.push_back(static_cast<uint64_t>(t_ms * 1e6));
+  }
+  return out;
+}
+
 Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick) {
   Point p;
   p.percent = percent;
@@ -170,6 +237,7 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick) {
     const ScenarioJob& j = s.jobs[kind];
     const double each = j.share > 0 ? total * j.share : static_cast<double>(hbm_bytes) * j.hbm_share;
     const int count = j.count > 0 ? j.count : std::max(1, static_cast<int>(std::lround(total / each)));
+    const std::vector<uint64_t> arrivals = (quick ? j.quick_arrivals : j.full_arrivals).Times(count);
     for (int i = 1; i <= count; ++i) {
       JobSpec spec;
       spec.label = count > 1 ? j.label + "-" + std::to_string(i) : j.label;
@@ -177,7 +245,9 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick) {
       spec.workload = j.workload;
       spec.footprint = static_cast<uint64_t>(each) & ~uint64_t{0xffff};  // whole 64 KiB
       spec.job_class = j.job_class;
-      spec.declare_memory = s.admission;
+      spec.declare_memory = s.multiuser;
+      spec.priority = j.priority;
+      spec.arrival_ns = arrivals[i - 1];
       spec.vars = j.vars;
       for (const auto& [k, v] : quick ? j.quick_vars : j.full_vars) spec.vars[k] = v;
       spec.vars["FOOT"] = static_cast<int64_t>(spec.footprint);

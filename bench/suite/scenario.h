@@ -15,12 +15,27 @@
 
 namespace msched::bench {
 
+// When the jobs of one kind are submitted, in milliseconds of device time:
+// an explicit trace, or a seeded Poisson process (exponential gaps at
+// `per_s` jobs per second from `start_ms`). Unset: all at time 0.
+struct Arrivals {
+  std::vector<double> at_ms;
+  double per_s = 0;
+  uint64_t seed = 1;
+  double start_ms = 0;
+  bool set() const { return !at_ms.empty() || per_s > 0; }
+  // The arrival of each of `count` jobs, in nanoseconds, non-decreasing.
+  std::vector<uint64_t> Times(int count) const;
+};
+
 // One kind of job in a scenario, started `count` times.
 struct ScenarioJob {
   std::string label;
   int count = 1;           // 0: as many as `hbm_share` gives at the point's footprint
   std::string user = "user";
   JobClass job_class = JobClass::kUnset;
+  int priority = 0;        // MSCHED_PRIORITY (an urgent job: above 0)
+  Arrivals full_arrivals, quick_arrivals;
   std::string workload;    // under bench/workloads
   double share = 0;        // of the point's total footprint, per job
   double hbm_share = 0;    // of HBM, per job (when share is 0)
@@ -44,12 +59,25 @@ struct PolicyVariant {
 
 struct Scenario {
   std::string name, title, description;
-  bool admission = false;        // reported as admission and ordering, not as a sweep
+  // Reported as users feel it (waits, OOMs, completion by user), not as a
+  // throughput sweep; jobs declare their memory and class.
+  bool multiuser = false;
   bool headline = false;         // its msched speedups go in the headline table
   std::string hbm_full = "profile", hbm_quick = "64M";  // "profile": the device profile's HBM
   std::vector<int> points_full, points_quick;            // total footprint, percent of HBM
   std::vector<PolicyVariant> policies;
   double oversubscribe = 4.0;    // the coordinator's admission ratio
+  // What the multi-user report checks msched against (0: not checked):
+  // short jobs' mean wait over exclusive's, makespan over exclusive's, GPU
+  // busy at most this many points below the best baseline, the users'
+  // completion spread below every baseline's, and the urgent job's time
+  // over its time alone plus one swap of its memory at 90% of the link.
+  struct Targets {
+    double short_wait_vs_exclusive = 0, makespan_vs_exclusive = 0, busy_points = 0, urgent_vs_alone = 0;
+    bool spread_below_baselines = false;
+  } targets;
+  // nocheck: how long after a crash a job is submitted again.
+  double retry_delay_ms_full = 0, retry_delay_ms_quick = 0;
   // How often per work unit every byte beyond HBM must cross the link (a job
   // that streams all its data once per step: 1). 0: at least once in all.
   // The ideal counts the bytes beyond HBM that many times.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -59,7 +60,64 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) 
     r.wait_ns += j.coordinator_wait_ns;
   }
   r.throughput = r.seconds > 0 ? static_cast<double>(point.total_work()) / r.seconds : 0;
+  std::vector<uint64_t> waits;
+  uint64_t short_wait = 0, shorts = 0;
+  for (size_t i = 0; i < r.run.jobs.size(); ++i) {
+    const JobOutcome& j = r.run.jobs[i];
+    r.ooms += j.ooms;
+    r.lost_ns += j.lost_ns;
+    const uint64_t wait = j.started_ns > j.arrival_ns ? j.started_ns - j.arrival_ns : 0;
+    waits.push_back(wait);
+    if (point.jobs[i].job_class == JobClass::kShort) short_wait += wait, ++shorts;
+    if (point.jobs[i].priority > 0 && j.finished_ns > j.arrival_ns) {
+      r.urgent_ns = std::max(r.urgent_ns, j.finished_ns - j.arrival_ns);
+    }
+  }
+  if (!waits.empty()) {
+    std::sort(waits.begin(), waits.end());
+    uint64_t sum = 0;
+    for (uint64_t w : waits) sum += w;
+    r.wait_mean_ns = sum / waits.size();
+    // The nearest rank: the smallest wait at or above 95% of the jobs'.
+    r.wait_p95_ns = waits[std::max<size_t>(1, static_cast<size_t>(std::ceil(0.95 * static_cast<double>(waits.size())))) - 1];
+  }
+  r.short_wait_mean_ns = shorts ? short_wait / shorts : 0;
+  r.busy = r.run.makespan_ns ? static_cast<double>(r.compute_ns) / static_cast<double>(r.run.makespan_ns) : 0;
   return r;
+}
+
+// Per user, the mean completion and slowdown of its jobs in every run of
+// `pr`, each job's time alone taken from the exclusive run (when it ran),
+// and the spread of the users' slowdowns.
+void DeriveFairness(PointResult* pr) {
+  const PolicyResult* alone = pr->Find(Policy::kExclusive);
+  const bool have_alone = alone != nullptr && alone->ok();
+  for (PolicyResult& r : pr->policies) {
+    std::map<std::string, std::pair<double, double>> sums;  // user: completion ms, slowdown
+    std::map<std::string, int> counts;
+    for (size_t i = 0; i < r.run.jobs.size(); ++i) {
+      const JobOutcome& j = r.run.jobs[i];
+      const std::string& user = pr->point.jobs[i].user;
+      const double completion = j.finished_ns > j.arrival_ns ? static_cast<double>(j.finished_ns - j.arrival_ns) : 0;
+      sums[user].first += completion / 1e6;
+      if (have_alone) {
+        const JobOutcome& a = alone->run.jobs[i];
+        const double solo = a.finished_ns > a.started_ns ? static_cast<double>(a.finished_ns - a.started_ns) : 0;
+        sums[user].second += solo > 0 ? completion / solo : 0;
+      }
+      ++counts[user];
+    }
+    std::vector<double> spread;
+    for (const auto& [user, sum] : sums) {
+      r.user_completion_ms[user] = sum.first / counts[user];
+      if (have_alone) r.user_slowdown[user] = sum.second / counts[user];
+      spread.push_back(have_alone ? r.user_slowdown[user] : r.user_completion_ms[user]);
+    }
+    double mean = 0, var = 0;
+    for (double v : spread) mean += v / static_cast<double>(spread.size());
+    for (double v : spread) var += (v - mean) * (v - mean) / static_cast<double>(spread.size());
+    r.user_cv = mean > 0 ? std::sqrt(var) / mean : 0;
+  }
 }
 
 }  // namespace
@@ -72,7 +130,7 @@ const PolicyResult* PointResult::Find(Policy p) const {
 }
 
 const PolicyResult* PointResult::Baseline() const {
-  for (Policy p : {Policy::kExclusive, Policy::kFifo}) {
+  for (Policy p : {Policy::kExclusive, Policy::kNoCheck}) {
     if (const PolicyResult* r = Find(p)) return r;
   }
   for (const PolicyResult& r : policies) {
@@ -256,6 +314,7 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
       ro.host_kernels = o.quick;
       ro.oversubscribe = s.oversubscribe;
       ro.fixed_slice_ns = v.fixed_slice_ns;
+      ro.retry_delay_ns = static_cast<uint64_t>((o.quick ? s.retry_delay_ms_quick : s.retry_delay_ms_full) * 1e6);
       if (!trace_dir.empty()) {
         std::filesystem::create_directories(trace_dir);
         ro.trace_path = trace_dir + "/" + s.name + "-" + std::to_string(percent) + "-" + v.name + ".json";
@@ -285,9 +344,11 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
     for (PolicyResult& r : pr.policies) {
       r.problem = Check(r.run, o.quick && reference != nullptr ? &reference->run : nullptr, pr.point);
       const bool plain = r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff ||
-                         r.variant.policy == Policy::kFifo;
+                         r.variant.policy == Policy::kNoCheck;
       r.cannot_run = !r.ok() && plain && largest > hbm;
+      r.out_of_memory = !r.ok() && !r.cannot_run && r.variant.policy == Policy::kNoCheck && r.ooms > 0;
     }
+    DeriveFairness(&pr);
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
       uint64_t least = 0;
       for (const PolicyResult& r : pr.policies) {

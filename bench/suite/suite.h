@@ -45,9 +45,25 @@ struct PolicyResult {
   uint64_t faults = 0, h2d_bytes = 0, d2h_bytes = 0, prefetch_bytes = 0;
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
   std::string trace;          // the run's timeline ("": not traced)
+  // As users feel it (every time from a job's arrival, in device ns):
+  int ooms = 0;               // job runs that crashed out of memory
+  uint64_t lost_ns = 0;       // device time those runs had worked: GPU time lost
+  uint64_t wait_mean_ns = 0, wait_p95_ns = 0;  // arrival to first kernel
+  uint64_t short_wait_mean_ns = 0;             // the same, jobs of class short
+  double busy = 0;            // kernel time over makespan
+  uint64_t urgent_ns = 0;     // arrival to completion of the slowest job of priority above 0
+  // Per user: the mean of its jobs' completion times (arrival to end) and
+  // of their slowdowns (completion over the job's time alone under
+  // exclusive; 0 without an exclusive run), and the coefficient of
+  // variation of the users' mean slowdowns (of completions without one).
+  std::map<std::string, double> user_completion_ms, user_slowdown;
+  double user_cv = 0;
   // It failed as it must: a job is larger than HBM and the policy keeps jobs
   // in plain device memory (what exclusive use of the GPU cannot do).
   bool cannot_run = false;
+  // nocheck gave up on a job that ran out of memory at every attempt: the
+  // failure sharing without a memory check shows (not an error of the suite).
+  bool out_of_memory = false;
   bool ok() const { return problem.empty(); }
 };
 

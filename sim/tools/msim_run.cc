@@ -3,13 +3,20 @@
 // simulated driver, alone or under LD_PRELOAD=libmsched.so.
 //
 //   msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]
-//            [--managed] [--no-checksum]
+//            [--managed] [--no-checksum] [--arrive-ns T]
+//            [--attempts N] [--retry-delay-ns D]
 //
 // --managed allocates every device buffer as managed memory, as a
 // unified-memory program does (demand paging without msched).
 // --no-checksum skips reading the checksum buffers back (benchmark scale).
+// --arrive-ns submits the job at virtual time T: it allocates nothing
+// before every process sharing the device has reached T.
+// --attempts runs the program again from the start, D nanoseconds after an
+// attempt ran out of device memory, up to N runs in all (a crashed job
+// resubmitted); the JSON counts the OOMs and the device time they lost.
 // Exit status: 0 success, 1 the workload failed, 2 bad usage or file.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -21,7 +28,8 @@
 namespace {
 
 int Usage(const char* why) {
-  std::fprintf(stderr, "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n",
+  std::fprintf(stderr, "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n"
+               "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n",
                why);
   return 2;
 }
@@ -46,6 +54,16 @@ int main(int argc, char** argv) {
       options.force_managed = true;
     } else if (a == "--no-checksum") {
       options.checksums = false;
+    } else if ((a == "--arrive-ns" || a == "--attempts" || a == "--retry-delay-ns") && i + 1 < argc) {
+      char* end = nullptr;
+      const char* text = argv[++i];
+      const unsigned long long v = std::strtoull(text, &end, 10);
+      if (*text < '0' || *text > '9' || *end != '\0' || (a == "--attempts" && (v < 1 || v > 100))) {
+        return Usage((a + " " + text + ": expected " + (a == "--attempts" ? "a count from 1 to 100" : "nanoseconds")).c_str());
+      }
+      if (a == "--arrive-ns") options.arrival_ns = v;
+      else if (a == "--attempts") options.max_attempts = static_cast<int>(v);
+      else options.retry_delay_ns = v;
     } else if (a == "--json" && i + 1 < argc) {
       json_out = argv[++i];
     } else if (!a.empty() && a[0] != '-' && path.empty()) {
@@ -65,7 +83,11 @@ int main(int argc, char** argv) {
   nlohmann::json j = {{"workload", w.name},
                       {"launches", r.launches},
                       {"first_launch_ns", r.first_launch_ns},
-                      {"virtual_time_ns", r.virtual_ns}};
+                      {"virtual_time_ns", r.virtual_ns},
+                      {"arrival_ns", r.arrival_ns},
+                      {"attempts", r.attempts},
+                      {"ooms", r.ooms},
+                      {"lost_ns", r.lost_ns}};
   for (const auto& [name, sum] : r.checksums) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum));

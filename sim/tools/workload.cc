@@ -221,6 +221,7 @@ std::vector<Step> ParseSteps(const json& arr, const std::map<std::string, bool>&
 
 struct RunError {
   std::string message;
+  CUresult code = CUDA_SUCCESS;  // the driver's error, when a driver call failed
 };
 
 class Runner {
@@ -231,17 +232,35 @@ class Runner {
     RunResult result;
     try {
       Setup();
-      Exec(w_.steps);
-      Check(cuCtxSynchronize(), "final synchronisation");
+      Arrive();
+      result.arrival_ns = Now();
+      for (int attempt = 1;; ++attempt) {
+        const uint64_t started = Now();
+        try {
+          ++result.attempts;
+          Attempt();
+          break;
+        } catch (const RunError& e) {
+          // A program that runs out of device memory crashes and loses its
+          // work; a user (or the cluster's requeue) submits it again later.
+          if (e.code != CUDA_ERROR_OUT_OF_MEMORY) throw;
+          ++result.ooms;
+          result.lost_ns += Now() - started;
+          if (attempt >= options_.max_attempts) throw;
+          Discard();
+          msimAdvanceTo(Now() + options_.retry_delay_ns);
+        }
+      }
       if (options_.checksums) {
         for (const std::string& name : w_.checksum) result.checksums[name] = Checksum(name);
       }
       result.launches = launches_;
       result.first_launch_ns = first_launch_ns_;
       result.marks = marks_;
-      msimGetTime(&result.virtual_ns);
+      result.virtual_ns = Now();
     } catch (const RunError& e) {
       result.error = e.message;
+      result.virtual_ns = Now();
     }
     return result;
   }
@@ -251,7 +270,12 @@ class Runner {
     if (r == CUDA_SUCCESS) return;
     const char* name = nullptr;
     cuGetErrorName(r, &name);
-    throw RunError{what + ": " + (name ? name : std::to_string(r))};
+    throw RunError{what + ": " + (name ? name : std::to_string(r)), r};
+  }
+  static uint64_t Now() {
+    uint64_t now = 0;
+    msimGetTime(&now);
+    return now;
   }
   int64_t Eval(const ExprPtr& e, const std::string& what) {
     int64_t v = 0;
@@ -272,9 +296,42 @@ class Runner {
       modules_.push_back(m);
     }
     for (const std::string& s : w_.streams) Check(cuStreamCreate(&streams_[s], CU_STREAM_DEFAULT), "cuStreamCreate");
+  }
+
+  // The job is submitted at RunOptions::arrival_ns: its clock moves there,
+  // and the synchronisation returns once every process sharing the device
+  // has reached that time, so that whatever it does next (a coordinator
+  // hears of it at its first allocation) happens in virtual-time order.
+  void Arrive() {
+    if (options_.arrival_ns == 0) return;
+    msimAdvanceTo(options_.arrival_ns);
+    Check(cuCtxSynchronize(), "arriving");
+  }
+
+  // One run of the program from its first allocation to its end.
+  void Attempt() {
+    vars_ = w_.vars;
     for (const BufferSpec& b : w_.buffers) {
       if (!b.deferred) Alloc(b);
     }
+    Exec(w_.steps);
+    Check(cuCtxSynchronize(), "final synchronisation");
+  }
+
+  // What a crashed attempt held is released, as the process's exit would:
+  // its queued work finishes or fails, and its memory is freed.
+  void Discard() {
+    (void)cuCtxSynchronize();
+    for (const auto& entry : ptrs_) (void)Free(entry.first);
+    ptrs_.clear();
+  }
+
+  // Frees buffer `name` the way it was allocated.
+  CUresult Free(const std::string& name) {
+    const CUdeviceptr p = Buffer(name).first;
+    const std::string& kind = Spec(name).kind;
+    if (kind == "host") return cuMemFreeHost(reinterpret_cast<void*>(p));
+    return kind == "async" && !options_.force_managed ? cuMemFreeAsync(p, nullptr) : cuMemFree(p);
   }
 
   const BufferSpec& Spec(const std::string& name) {
@@ -505,27 +562,19 @@ class Runner {
           Check(cuMemcpyAsync(dst, src, std::min(dsize, ssize), Stream(s.stream)), "copying to " + s.buffer);
           break;
         }
-        case Step::Op::kFree: {
-          auto [p, size] = Buffer(s.buffer);
-          const std::string& kind = Spec(s.buffer).kind;
-          const bool async = kind == "async" && !options_.force_managed;
-          Check(kind == "host" ? cuMemFreeHost(reinterpret_cast<void*>(p)) : async ? cuMemFreeAsync(p, nullptr) : cuMemFree(p),
-                "freeing " + s.buffer);
+        case Step::Op::kFree:
+          Check(Free(s.buffer), "freeing " + s.buffer);
           ptrs_.erase(s.buffer);
           break;
-        }
         case Step::Op::kAlloc: Alloc(Spec(s.buffer)); break;
         case Step::Op::kMark: {
           Check(cuCtxSynchronize(), "synchronising at mark " + s.var);
           msimGetTime(&marks_[s.var]);
           break;
         }
-        case Step::Op::kHostWork: {
-          uint64_t now = 0;
-          msimGetTime(&now);
-          msimAdvanceTo(now + static_cast<uint64_t>(Eval(s.value, "host_work")) * 1000);
+        case Step::Op::kHostWork:
+          msimAdvanceTo(Now() + static_cast<uint64_t>(Eval(s.value, "host_work")) * 1000);
           break;
-        }
       }
     }
   }

@@ -72,12 +72,21 @@ struct RunResult {
   uint64_t first_launch_ns = 0;  // the clock once the first launch was queued (a job's start, past any wait)
   uint64_t virtual_ns = 0;  // the process's virtual clock at the end
   std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
+  uint64_t arrival_ns = 0;  // when the job was submitted (RunOptions::arrival_ns, or its start)
+  int attempts = 0;         // runs of the program, the last one included
+  int ooms = 0;             // attempts that ran out of device memory and were run again
+  uint64_t lost_ns = 0;     // device time those attempts ran before failing (work lost)
   std::string error;        // empty on success
 };
 
 struct RunOptions {
   bool force_managed = false;  // every device buffer as cuMemAllocManaged (a unified-memory program)
   bool checksums = true;       // read the checksum buffers back at the end
+  uint64_t arrival_ns = 0;     // virtual time the job is submitted at (0: at once)
+  // An attempt that runs out of device memory is discarded and the program
+  // run again from the start after retry_delay_ns, up to max_attempts runs.
+  int max_attempts = 1;
+  uint64_t retry_delay_ns = 0;
 };
 
 // Executes the workload through the driver API.

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "run_program.h"
 
 namespace {
@@ -115,6 +117,46 @@ TEST(SimWorkloadTest, DeviceAllocationsBeyondHbmFailWithOutOfMemory) {
   EXPECT_NE(o.err.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << o.err;
   // The same footprint as managed memory runs (demand paging).
   EXPECT_EQ(RunMsim({std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=300M", "--managed"}).status, 0);
+}
+
+// --arrive-ns: the job does nothing on the device before its arrival.
+TEST(SimWorkloadTest, AJobStartsAtItsArrivalTime) {
+  const std::string out = testing::TempDir() + "arrive_" + std::to_string(getpid()) + ".json";
+  const Outcome o = RunMsim({std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--arrive-ns", "5000000", "--json", out});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(out), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_GE(j["arrival_ns"].get<uint64_t>(), 5000000u);
+  EXPECT_GT(j["first_launch_ns"].get<uint64_t>(), 5000000u);
+  EXPECT_EQ(RunMsim({std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--arrive-ns", "-5"}).status, 2);
+  EXPECT_EQ(RunMsim({std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--attempts", "0"}).status, 2);
+}
+
+// --attempts: a run that runs out of device memory is discarded and run
+// again; the JSON counts the OOMs and the device time they had worked.
+TEST(SimWorkloadTest, AJobThatRunsOutOfMemoryIsRunAgainAndCountsTheWorkLost) {
+  const std::string out = testing::TempDir() + "attempts_" + std::to_string(getpid()) + ".json";
+  // 300 MB on 256 MiB: A, B and C fit, D (allocated after the first burst) does not.
+  const Outcome o = RunMsim({std::string(WORKLOADS_DIR) + "/train_phases.json", "--set", "FOOT=300M", "--attempts",
+                             "3", "--retry-delay-ns", "1000000", "--json", out});
+  EXPECT_EQ(o.status, 1);
+  EXPECT_NE(o.err.find("allocating D"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << o.err;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(out), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["attempts"].get<int>(), 3);
+  EXPECT_EQ(j["ooms"].get<int>(), 3);
+  const uint64_t lost = j["lost_ns"].get<uint64_t>();
+  EXPECT_GT(lost, 0u) << "each run did its first burst before it failed";
+  EXPECT_GE(j["virtual_time_ns"].get<uint64_t>(), lost + 2 * 1000000) << "two retry delays";
+  // Memory a failed run held is released for the next: with room, the same
+  // program succeeds at its first attempt.
+  const Outcome fits = RunMsim({std::string(WORKLOADS_DIR) + "/train_phases.json", "--set", "FOOT=200M", "--attempts",
+                                "3", "--json", out});
+  EXPECT_EQ(fits.status, 0) << fits.err;
+  j = nlohmann::json::parse(std::ifstream(out), nullptr, false);
+  EXPECT_EQ(j["attempts"].get<int>(), 1);
+  EXPECT_EQ(j["ooms"].get<int>(), 0);
 }
 
 }  // namespace

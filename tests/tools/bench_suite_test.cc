@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -41,7 +43,8 @@ TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
   std::vector<std::string> names;
   for (const b::Scenario& s : *all) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
-                                             "ablation-eviction", "ablation-slice", "overhead", "admission"}));
+                                             "ablation-eviction", "ablation-slice", "overhead", "multiuser", "hostphase",
+                                             "urgent"}));
   const b::Scenario& slice = Named(*all, "ablation-slice");
   EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
   ASSERT_EQ(slice.policies.size(), 2u);
@@ -67,11 +70,40 @@ TEST(BenchScenarioTest, ExpandingSharesTheFootprintAndCountsInstances) {
     EXPECT_EQ(d.jobs[0].vars.at("INIT"), 0) << "full runs hold no inputs in host memory";
     EXPECT_EQ(d.units[0], "tokens");
   }
-  const b::Point adm = b::Expand(Named(*all, "admission"), 161, 64 * kMiB, true);
-  ASSERT_EQ(adm.jobs.size(), 6u);
-  EXPECT_TRUE(adm.jobs[0].declare_memory);
-  EXPECT_EQ(adm.jobs[5].job_class, msched::JobClass::kShort);
-  EXPECT_EQ(adm.jobs[5].user, "bob");
+  const b::Point mu = b::Expand(Named(*all, "multiuser"), 210, 64 * kMiB, true);
+  ASSERT_EQ(mu.jobs.size(), 10u);
+  EXPECT_TRUE(mu.jobs[0].declare_memory);
+  EXPECT_EQ(mu.jobs[9].job_class, msched::JobClass::kShort);
+  EXPECT_EQ(mu.jobs[9].user, "bob");
+  const b::Point urgent = b::Expand(Named(*all, "urgent"), 120, 16ull << 30, false);
+  ASSERT_EQ(urgent.jobs.size(), 2u);
+  EXPECT_EQ(urgent.jobs[0].arrival_ns, 0u);
+  EXPECT_EQ(urgent.jobs[1].arrival_ns, 150'000'000u) << "the full form's trace";
+  EXPECT_EQ(urgent.jobs[1].priority, 10);
+}
+
+// Arrivals repeat from their seed, keep their order, and a Poisson process
+// comes at its rate; an explicit trace is taken as given.
+TEST(BenchScenarioTest, ArrivalsFollowTheirTraceOrTheirSeededRate) {
+  msched::Result<std::vector<b::Scenario>> all = b::LoadScenarios(SCENARIOS_DIR);
+  ASSERT_TRUE(all.ok());
+  const b::Scenario& mu = Named(*all, "multiuser");
+  const b::Point one = b::Expand(mu, 210, 16ull << 30, false), two = b::Expand(mu, 210, 16ull << 30, false);
+  for (size_t i = 0; i < one.jobs.size(); ++i) EXPECT_EQ(one.jobs[i].arrival_ns, two.jobs[i].arrival_ns) << i;
+  EXPECT_GT(one.jobs[0].arrival_ns, 0u) << "a Poisson process's first arrival comes after a gap";
+  b::Arrivals poisson;
+  poisson.per_s = 100;
+  poisson.seed = 7;
+  const std::vector<uint64_t> t = poisson.Times(2000);
+  EXPECT_TRUE(std::is_sorted(t.begin(), t.end()));
+  const double mean_gap_ms = static_cast<double>(t.back()) / 1e6 / 2000;
+  EXPECT_NEAR(mean_gap_ms, 10.0, 0.6) << "2000 exponential gaps average 1/rate within 6%";
+  poisson.seed = 8;
+  EXPECT_NE(poisson.Times(1).front(), t.front()) << "another seed, another trace";
+  b::Arrivals trace;
+  trace.at_ms = {5, 1.5};
+  EXPECT_EQ(trace.Times(2), (std::vector<uint64_t>{1'500'000, 5'000'000}));
+  EXPECT_EQ(b::Arrivals{}.Times(3), (std::vector<uint64_t>{0, 0, 0})) << "unset: all at once";
 }
 
 TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
@@ -90,6 +122,14 @@ TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
   r = b::LoadScenarios(dir);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("jobs.x: exactly one of share and hbm_share"), std::string::npos)
+      << r.status().message();
+  std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
+    "hbm": {"full": "profile", "quick": "64M"}, "points": {"full": [150], "quick": [150]}, "policies": ["um"],
+    "jobs": [{"label": "x", "workload": "micro_vadd.json", "share": 1.0, "work": "TASKS", "count": 2,
+              "arrivals": {"at_ms": [1, 2, 3]}}]})";
+  r = b::LoadScenarios(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("jobs.x.arrivals.at_ms: one time per job"), std::string::npos)
       << r.status().message();
 }
 
@@ -113,6 +153,10 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
   std::istringstream csv(ts::Slurp(out + "/results.csv"));
   std::string line;
   std::getline(csv, line);  // header
+  std::vector<std::string> columns;
+  std::stringstream hs(line);
+  for (std::string cell; std::getline(hs, cell, ',');) columns.push_back(cell);
+  std::map<std::string, std::vector<std::string>> rows;  // "scenario,policy": the last point's row
   while (std::getline(csv, line)) {
     std::vector<std::string> f;
     std::stringstream ls(line);
@@ -123,11 +167,26 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
       EXPECT_EQ(f.back(), "cannot_run") << line;
       continue;
     }
+    rows[f[0] + "," + f[4]] = f;
+    if (f[4] == "nocheck" && f.back() == "out_of_memory") continue;  // what sharing without a memory check does
     EXPECT_EQ(f[5], "1") << line;
     EXPECT_EQ(f.back(), "ok") << line;
     EXPECT_NE(f[6], "0") << "a makespan was measured: " << line;
   }
   EXPECT_EQ(seen, expected);
+  // The multi-user scenarios: msched never runs out of memory, sharing
+  // without a memory check does, and the urgent job finishes sooner after
+  // its arrival under msched than behind the long job under exclusive.
+  auto column = [&](const std::string& row, const std::string& name) {
+    const std::vector<std::string>& f = rows.at(row);
+    const size_t at = static_cast<size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin());
+    return at < f.size() ? std::stoull(f[at]) : ~0ull;
+  };
+  for (const std::string s : {"multiuser", "hostphase", "urgent"}) {
+    EXPECT_EQ(column(s + ",msched", "ooms"), 0u) << s;
+  }
+  EXPECT_GT(column("multiuser,nocheck", "ooms") + column("urgent,nocheck", "ooms"), 0u);
+  EXPECT_LT(column("urgent,msched", "urgent_ns"), column("urgent,exclusive", "urgent_ns"));
   const std::string report = ts::Slurp(out + "/report.md");
   EXPECT_NE(report.find("simulated"), std::string::npos);
   EXPECT_NE(report.find("57.88x"), std::string::npos) << "the paper's figures are beside ours";

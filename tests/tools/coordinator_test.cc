@@ -122,7 +122,7 @@ TEST(CoordinatorTest, AdmissionAvoidsOutOfMemory) {
     jobs[i].user = i < 2 ? "alice" : "bob";
   }
   const b::RunOutcome exclusive = RunUnder(jobs, b::Policy::kExclusive, kHbm);
-  const b::RunOutcome fifo = RunUnder(jobs, b::Policy::kFifo, kHbm);
+  const b::RunOutcome nocheck = RunUnder(jobs, b::Policy::kNoCheck, kHbm);
   const b::RunOutcome ms = RunUnder(jobs, b::Policy::kMsched, kHbm, /*oversubscribe=*/1.0);
   ExpectAllFinished(exclusive, jobs);
   ExpectAllFinished(ms, jobs);
@@ -137,10 +137,10 @@ TEST(CoordinatorTest, AdmissionAvoidsOutOfMemory) {
     return sum / (jobs.size() - 2) / 1e6;
   };
   std::printf("%-10s %5s %16s\n", "policy", "OOMs", "small wait ms");
-  for (const b::RunOutcome* r : {&fifo, &exclusive, &ms}) {
+  for (const b::RunOutcome* r : {&nocheck, &exclusive, &ms}) {
     std::printf("%-10s %5d %16.2f\n", b::PolicyName(r->policy), ooms(*r), small_wait(*r));
   }
-  EXPECT_GT(ooms(fifo), 0) << "two large jobs do not fit side by side";
+  EXPECT_GT(ooms(nocheck), 0) << "two large jobs do not fit side by side";
   EXPECT_EQ(ooms(ms), 0);
   EXPECT_EQ(ooms(exclusive), 0);
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(ms.jobs[i].checksums, exclusive.jobs[i].checksums) << i;

@@ -173,6 +173,13 @@ std::vector<std::string> TargetNotes(const Scenario& s, const PointResult& pr, c
     notes.push_back("the jobs it displaced finished with their reference results after " +
                     std::to_string(ms->run.switches) + " switches (each one bulk swap out and back in)");
   }
+  const PolicyResult* sw = pr.Find(Policy::kSwap);
+  if (t.p99_vs_swap > 0 && sw != nullptr && sw->ok() && sw->latency_p99_ns > 0) {
+    const double x = static_cast<double>(ms->latency_p99_ns) / static_cast<double>(sw->latency_p99_ns);
+    notes.push_back(verdict(x <= t.p99_vs_swap) + ": p99 request latency " + Num(Ms(ms->latency_p99_ns), 1) + " ms, " +
+                    Num(x, 2) + "x the model-swapping server's " + Num(Ms(sw->latency_p99_ns), 1) + " ms (target " +
+                    Num(t.p99_vs_swap, 2) + "x)");
+  }
   return notes;
 }
 
@@ -180,9 +187,13 @@ std::string MultiuserSection(const ScenarioResult& r, const DeviceFacts& device)
   std::ostringstream out;
   for (const PointResult& pr : r.points) {
     if (r.points.size() > 1) out << "At " << Footprint(pr.point) << " of HBM:\n\n";
+    bool services = false;
+    for (const PolicyResult& p : pr.policies) services = services || p.requests > 0;
     out << "| policy | OOMs | GPU s lost | mean wait ms | p95 wait ms | short jobs' mean wait ms | GPU busy % | "
-           "makespan ms | x exclusive | mean completion by user ms (slowdown) | user CV | urgent ms | status |\n"
-        << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n";
+           "makespan ms | x exclusive | mean completion by user ms (slowdown) | user CV | urgent ms | "
+        << (services ? "requests | p50 ms | p99 ms | within SLO % | " : "") << "status |\n"
+        << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|" << (services ? "---:|---:|---:|---:|" : "")
+        << "---|\n";
     for (const PolicyResult& p : pr.policies) {
       std::string users;
       for (const auto& [user, ms] : p.user_completion_ms) {
@@ -194,7 +205,12 @@ std::string MultiuserSection(const ScenarioResult& r, const DeviceFacts& device)
           << Num(Ms(p.wait_mean_ns), 2) << " | " << Num(Ms(p.wait_p95_ns), 2) << " | " << Num(Ms(p.short_wait_mean_ns), 2)
           << " | " << Num(100 * p.busy, 1) << " | " << Num(p.seconds * 1e3, 1) << " | "
           << Times(Speedup(p, pr, Policy::kExclusive)) << " | " << users << " | " << Num(p.user_cv, 3) << " | "
-          << (p.urgent_ns ? Num(Ms(p.urgent_ns), 1) : "") << " | " << Outcome(p) << " |\n";
+          << (p.urgent_ns ? Num(Ms(p.urgent_ns), 1) : "") << " | ";
+      if (services) {
+        out << p.requests << " | " << Num(Ms(p.latency_p50_ns), 1) << " | " << Num(Ms(p.latency_p99_ns), 1) << " | "
+            << Num(100 * p.slo_met, 1) << " | ";
+      }
+      out << Outcome(p) << " |\n";
     }
     out << "\nTargets:\n\n";
     for (const std::string& n : TargetNotes(*r.scenario, pr, device)) out << "- " << n << "\n";
@@ -267,7 +283,7 @@ std::string MultiuserHeadline(const std::vector<ScenarioResult>& results) {
       if (out.tellp() == 0) {
         out << "| scenario | footprint | OOMs: nocheck, msched | mean wait ms: exclusive, msched | short jobs' wait "
                "x exclusive | msched makespan x exclusive | GPU busy %: exclusive, msched | urgent job ms: "
-               "exclusive, msched |\n|---|---|---|---|---:|---:|---|---|\n";
+               "exclusive, msched | request p99 ms: swap, msched |\n|---|---|---|---|---:|---:|---|---|---|\n";
       }
       auto pair = [&](const PolicyResult* base, auto field) {
         return (base != nullptr ? field(*base) : std::string("-")) + ", " + field(*ms);
@@ -279,7 +295,10 @@ std::string MultiuserHeadline(const std::vector<ScenarioResult>& results) {
           << (shorts ? Num(static_cast<double>(ms->short_wait_mean_ns) / static_cast<double>(ex->short_wait_mean_ns), 2) + "x" : "-")
           << " | " << (ex != nullptr && ex->ok() && ms->ok() ? Num(ms->seconds / ex->seconds, 2) + "x" : "-") << " | "
           << pair(ex, [](const PolicyResult& p) { return Num(100 * p.busy, 1); }) << " | "
-          << (ms->urgent_ns ? pair(ex, [](const PolicyResult& p) { return Num(Ms(p.urgent_ns), 1); }) : "") << " |\n";
+          << (ms->urgent_ns ? pair(ex, [](const PolicyResult& p) { return Num(Ms(p.urgent_ns), 1); }) : "") << " | "
+          << (ms->requests ? pair(pr.Find(Policy::kSwap), [](const PolicyResult& p) { return Num(Ms(p.latency_p99_ns), 1); })
+                           : "")
+          << " |\n";
     }
   }
   return out.str();
@@ -290,7 +309,7 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
   out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
          "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
          "coordinator_wait_ns,switches,ooms,lost_ns,wait_mean_ns,wait_p95_ns,short_wait_mean_ns,busy,user_cv,urgent_ns,"
-         "status\n";
+         "requests,latency_p50_ns,latency_p99_ns,slo_met,status\n";
   for (const ScenarioResult& r : results) {
     for (const PointResult& pr : r.points) {
       const uint64_t work = pr.point.total_work();
@@ -302,7 +321,8 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
             << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
             << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << p.ooms
             << "," << p.lost_ns << "," << p.wait_mean_ns << "," << p.wait_p95_ns << "," << p.short_wait_mean_ns << ","
-            << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << "," << p.urgent_ns << ","
+            << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << "," << p.urgent_ns << "," << p.requests << ","
+            << p.latency_p50_ns << "," << p.latency_p99_ns << "," << Num(p.slo_met, 4) << ","
             << (p.ok() ? "ok" : p.cannot_run ? "cannot_run" : p.out_of_memory ? "out_of_memory" : "failed") << "\n";
       }
     }

@@ -30,7 +30,8 @@ constexpr std::pair<Policy, const char*> kPolicies[] = {
     {Policy::kOff, "off"},         {Policy::kUm, "um"},
     {Policy::kAlloc, "alloc"},     {Policy::kMsched, "msched"},
     {Policy::kMschedAlloc, "msched-alloc"}, {Policy::kMschedLru, "msched-lru"},
-    {Policy::kExclusive, "exclusive"},      {Policy::kNoCheck, "nocheck"}};
+    {Policy::kExclusive, "exclusive"},      {Policy::kNoCheck, "nocheck"},
+    {Policy::kSwap, "swap"}};
 
 bool Coordinated(Policy p) { return p == Policy::kMsched || p == Policy::kMschedAlloc || p == Policy::kMschedLru; }
 
@@ -206,6 +207,12 @@ class Stage {
     out->h2d_copy_bytes = U(sim, {"bytes", "h2d", "memcpy"});
     out->d2h_bytes = U(sim, {"bytes", "d2h", "eviction"}) + U(sim, {"bytes", "d2h", "prefetch"});
     out->coordinator_wait_ns = U(hook, {"coordinator", "wait_ns"});
+    out->latencies_ns.clear();
+    if (run.is_object() && run.contains("latency_ns") && run["latency_ns"].is_array()) {
+      for (const json& l : run["latency_ns"]) {
+        if (l.is_number_unsigned()) out->latencies_ns.push_back(l.get<uint64_t>());
+      }
+    }
   }
 
  private:

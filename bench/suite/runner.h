@@ -16,6 +16,8 @@
 //                          out of memory crashes, loses its work and is run
 //                          again from the start `retry_delay_ns` later, up to
 //                          `max_attempts` runs
+//   swap                   the scenario's model-swapping server (Scenario::swap_server)
+//                          in place of its service instances, plain device memory
 // Every job arrives at its JobSpec::arrival_ns on the device clock. Jobs that
 // run together start together (the simulator's start barrier) and then each
 // waits for its arrival in virtual time, so runs repeat; under exclusive a
@@ -62,7 +64,7 @@ struct JobSpec {
   uint64_t arrival_ns = 0;  // when it is submitted, on the device clock
 };
 
-enum class Policy { kOff, kUm, kAlloc, kMsched, kMschedAlloc, kMschedLru, kExclusive, kNoCheck };
+enum class Policy { kOff, kUm, kAlloc, kMsched, kMschedAlloc, kMschedLru, kExclusive, kNoCheck, kSwap };
 const char* PolicyName(Policy p);
 Result<Policy> ParsePolicy(const std::string& name);
 
@@ -94,6 +96,7 @@ struct JobOutcome {
   uint64_t compute_ns = 0;  // kernel work alone, as if all its data were resident
   uint64_t h2d_fault_bytes = 0, h2d_prefetch_bytes = 0, h2d_copy_bytes = 0, d2h_bytes = 0;
   uint64_t coordinator_wait_ns = 0;  // blocked at its gate (hook statistics)
+  std::vector<uint64_t> latencies_ns;  // a service's requests, arrival to answer
   bool ok() const { return status == 0; }
 };
 

@@ -105,6 +105,7 @@ ScenarioJob Job(const json& j) {
   }
   if (out.count < 0 || out.count > 64) throw Bad{"jobs." + out.label + ".count: from 0 to 64"};
   out.work_var = j.at("work").get<std::string>();
+  out.instance_var = j.value("instance_var", std::string());
   out.unit = j.value("unit", std::string("tasks"));
   out.vars = Vars(j, "vars");
   out.full_vars = Vars(j, "full_vars");
@@ -155,6 +156,18 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
     s.targets.busy_points = t.value("busy_points", 0.0);
     s.targets.urgent_vs_alone = t.value("urgent_vs_alone", 0.0);
     s.targets.spread_below_baselines = t.value("spread_below_baselines", false);
+    s.targets.p99_vs_swap = t.value("p99_vs_swap", 0.0);
+  }
+  if (j.contains("slo_ms")) {
+    s.slo_ms_full = j["slo_ms"].at("full").get<double>();
+    s.slo_ms_quick = j["slo_ms"].at("quick").get<double>();
+  }
+  if (j.contains("swap_server")) {
+    s.swap_workload = j["swap_server"].at("workload").get<std::string>();
+    s.swap_vars = Vars(j["swap_server"], "vars");
+  }
+  for (const PolicyVariant& v : s.policies) {
+    if (v.policy == Policy::kSwap && s.swap_workload.empty()) throw Bad{"policies: swap needs a swap_server"};
   }
   if (j.contains("retry_delay_ms")) {
     s.retry_delay_ms_full = j["retry_delay_ms"].at("full").get<double>();
@@ -208,6 +221,16 @@ Result<std::vector<Scenario>> LoadScenarios(const std::string& dir) {
   return out;
 }
 
+JobSpec SwapServer(const Scenario& s, const Point& p) {
+  JobSpec server = p.jobs.front();
+  server.label = "swap-server";
+  server.workload = s.swap_workload;
+  server.templates.clear();
+  for (const auto& [k, v] : s.swap_vars) server.vars[k] = v;
+  server.vars.erase("MODEL");
+  return server;
+}
+
 std::vector<uint64_t> Arrivals::Times(int count) const {
   std::vector<uint64_t> out;
   if (!at_ms.empty()) {
@@ -251,6 +274,7 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick) {
       spec.vars = j.vars;
       for (const auto& [k, v] : quick ? j.quick_vars : j.full_vars) spec.vars[k] = v;
       spec.vars["FOOT"] = static_cast<int64_t>(spec.footprint);
+      if (!j.instance_var.empty()) spec.vars[j.instance_var] = i - 1;
       if (!quick) spec.vars["INIT"] = 0;  // inputs would have to be held in host memory
       spec.work_units = spec.vars.count(j.work_var) ? static_cast<uint64_t>(spec.vars[j.work_var]) : 0;
       p.footprint += spec.footprint;

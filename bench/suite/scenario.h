@@ -40,6 +40,7 @@ struct ScenarioJob {
   double share = 0;        // of the point's total footprint, per job
   double hbm_share = 0;    // of HBM, per job (when share is 0)
   std::string work_var;    // the variable counting its work units (TASKS, STEPS)
+  std::string instance_var;  // set to each instance's index from 0 (a service's MODEL)
   std::string unit;        // what a work unit is, for reports ("tasks", "tokens")
   std::map<std::string, int64_t> vars, full_vars, quick_vars;
   // Variables of each profiling run (beside quick_vars), for shapes that
@@ -70,12 +71,20 @@ struct Scenario {
   // What the multi-user report checks msched against (0: not checked):
   // short jobs' mean wait over exclusive's, makespan over exclusive's, GPU
   // busy at most this many points below the best baseline, the users'
-  // completion spread below every baseline's, and the urgent job's time
-  // over its time alone plus one swap of its memory at 90% of the link.
+  // completion spread below every baseline's, the urgent job's time over
+  // its time alone plus one swap of its memory at 90% of the link, and
+  // services' p99 latency over the model-swapping server's.
   struct Targets {
     double short_wait_vs_exclusive = 0, makespan_vs_exclusive = 0, busy_points = 0, urgent_vs_alone = 0;
+    double p99_vs_swap = 0;  // services: msched's p99 request latency over the swap server's
     bool spread_below_baselines = false;
   } targets;
+  // Services: a request answered within this many milliseconds meets its
+  // SLO; the swap policy runs this workload, with the first job kind's
+  // variables and its own, once in place of the service instances.
+  double slo_ms_full = 0, slo_ms_quick = 0;
+  std::string swap_workload;
+  std::map<std::string, int64_t> swap_vars;
   // nocheck: how long after a crash a job is submitted again.
   double retry_delay_ms_full = 0, retry_delay_ms_quick = 0;
   // How often per work unit every byte beyond HBM must cross the link (a job
@@ -109,5 +118,10 @@ struct Point {
   }
 };
 Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick);
+
+// The swap policy's one job at `p`: Scenario::swap_workload over the first
+// service instance's variables and footprint, with swap_vars, answering every
+// request (MODEL -1).
+JobSpec SwapServer(const Scenario& s, const Point& p);
 
 }  // namespace msched::bench

@@ -45,7 +45,13 @@ std::string Check(const RunOutcome& run, const RunOutcome* reference, const Poin
   return "";
 }
 
-PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) {
+// The nearest-rank percentile `q` of sorted `v` (0 when empty).
+uint64_t Percentile(const std::vector<uint64_t>& v, double q) {
+  if (v.empty()) return 0;
+  return v[std::max<size_t>(1, static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())))) - 1];
+}
+
+PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point, uint64_t slo_ns) {
   PolicyResult r;
   r.variant = v;
   r.run = std::move(run);
@@ -78,9 +84,16 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point) 
     uint64_t sum = 0;
     for (uint64_t w : waits) sum += w;
     r.wait_mean_ns = sum / waits.size();
-    // The nearest rank: the smallest wait at or above 95% of the jobs'.
-    r.wait_p95_ns = waits[std::max<size_t>(1, static_cast<size_t>(std::ceil(0.95 * static_cast<double>(waits.size())))) - 1];
+    r.wait_p95_ns = Percentile(waits, 0.95);
   }
+  std::vector<uint64_t> latencies;
+  for (const JobOutcome& j : r.run.jobs) latencies.insert(latencies.end(), j.latencies_ns.begin(), j.latencies_ns.end());
+  std::sort(latencies.begin(), latencies.end());
+  r.requests = latencies.size();
+  r.latency_p50_ns = Percentile(latencies, 0.50);
+  r.latency_p99_ns = Percentile(latencies, 0.99);
+  const size_t met = static_cast<size_t>(std::upper_bound(latencies.begin(), latencies.end(), slo_ns) - latencies.begin());
+  r.slo_met = latencies.empty() ? 0 : static_cast<double>(met) / static_cast<double>(latencies.size());
   r.short_wait_mean_ns = shorts ? short_wait / shorts : 0;
   r.busy = r.run.makespan_ns ? static_cast<double>(r.compute_ns) / static_cast<double>(r.run.makespan_ns) : 0;
   return r;
@@ -320,9 +333,11 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
         ro.trace_path = trace_dir + "/" + s.name + "-" + std::to_string(percent) + "-" + v.name + ".json";
       }
       const auto start = std::chrono::steady_clock::now();
-      RunOutcome run = RunJobs(pr.point.jobs, ro, paths);
+      RunOutcome run = RunJobs(v.policy == Policy::kSwap ? std::vector<JobSpec>{SwapServer(s, pr.point)} : pr.point.jobs,
+                               ro, paths);
       const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      pr.policies.push_back(Derive(v, std::move(run), pr.point));
+      pr.policies.push_back(Derive(v, std::move(run), pr.point,
+                                   static_cast<uint64_t>((o.quick ? s.slo_ms_quick : s.slo_ms_full) * 1e6)));
       PolicyResult& done = pr.policies.back();
       if (!done.run.trace_error.empty() && o.progress) o.progress("timeline: " + done.run.trace_error);
       if (!ro.trace_path.empty() && std::filesystem::exists(ro.trace_path)) done.trace = ro.trace_path;
@@ -336,13 +351,16 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
     // else the first that succeeded.
     const PolicyResult* reference = nullptr;
     for (const PolicyResult& r : pr.policies) {
+      if (r.variant.policy == Policy::kSwap) continue;
       const bool plain = r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff;
       if (Check(r.run, nullptr, pr.point).empty() && (reference == nullptr || plain)) reference = &r;
     }
     uint64_t largest = 0;  // the largest job: plain device memory cannot run one beyond HBM
     for (const JobSpec& j : pr.point.jobs) largest = std::max(largest, j.footprint);
     for (PolicyResult& r : pr.policies) {
-      r.problem = Check(r.run, o.quick && reference != nullptr ? &reference->run : nullptr, pr.point);
+      // The swap server is another program than the instances: nothing to compare its results with.
+      const bool comparable = o.quick && reference != nullptr && r.variant.policy != Policy::kSwap;
+      r.problem = Check(r.run, comparable ? &reference->run : nullptr, pr.point);
       const bool plain = r.variant.policy == Policy::kExclusive || r.variant.policy == Policy::kOff ||
                          r.variant.policy == Policy::kNoCheck;
       r.cannot_run = !r.ok() && plain && largest > hbm;
@@ -352,6 +370,7 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
       uint64_t least = 0;
       for (const PolicyResult& r : pr.policies) {
+        if (r.run.jobs.size() != pr.point.jobs.size()) continue;  // the swap server ran other jobs
         const uint64_t c = r.run.jobs[i].compute_ns;
         if (r.run.jobs[i].ok() && c > 0 && (least == 0 || c < least)) least = c;
       }

@@ -58,6 +58,11 @@ struct PolicyResult {
   // variation of the users' mean slowdowns (of completions without one).
   std::map<std::string, double> user_completion_ms, user_slowdown;
   double user_cv = 0;
+  // Services: every request's latency (arrival to answer), its median and
+  // p99 (nearest rank), and the fraction within the scenario's SLO.
+  size_t requests = 0;
+  uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
+  double slo_met = 0;
   // It failed as it must: a job is larger than HBM and the policy keeps jobs
   // in plain device memory (what exclusive use of the GPU cannot do).
   bool cannot_run = false;

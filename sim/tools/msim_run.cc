@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
     std::printf("checksum %s %s\n", name.c_str(), hex);
   }
   for (const auto& [name, t] : r.marks) j["marks"][name] = t;
+  if (!r.latencies_ns.empty()) j["latency_ns"] = r.latencies_ns;
   if (!r.error.empty()) j["error"] = r.error;
   if (!json_out.empty()) std::ofstream(json_out) << j.dump(2) << "\n";
   if (!r.error.empty()) {

@@ -2,7 +2,10 @@
 
 #include <cuda.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -204,6 +207,33 @@ Step ParseStep(const json& j, const std::map<std::string, bool>& buffers, const 
   } else if (op == "host_work") {
     s.op = Step::Op::kHostWork;
     s.value = ParseExprField(j.at("us"), where + ".us");
+  } else if (op == "serve") {
+    s.op = Step::Op::kServe;
+    auto spec = std::make_shared<ServeSpec>();
+    spec->requests = ParseExprField(j.at("requests"), where + ".requests");
+    spec->per_s = ParseExprField(j.at("per_s"), where + ".per_s");
+    spec->seed = ParseExprField(j.at("seed"), where + ".seed");
+    spec->models = ParseExprField(j.at("models"), where + ".models");
+    spec->model = ParseExprField(j.at("model"), where + ".model");
+    spec->var = j.value("var", std::string());
+    std::map<std::string, bool> body_buffers = buffers;
+    if (j.contains("swap")) {
+      const json& sw = j["swap"];
+      for (const json& b : sw.at("buffers")) {
+        const std::string name = b.get<std::string>();
+        if (!buffers.count(name)) throw ParseError{where + ".swap.buffers: no buffer '" + name + "'"};
+        spec->swap_buffers.push_back(name);
+      }
+      if (spec->swap_buffers.empty()) throw ParseError{where + ".swap.buffers: one buffer per model"};
+      spec->swap_as = Str(sw, "as", where + ".swap");
+      if (buffers.count(spec->swap_as)) throw ParseError{where + ".swap.as: '" + spec->swap_as + "' is a buffer's name"};
+      spec->swap_from = Str(sw, "from", where + ".swap");
+      if (!buffers.count(spec->swap_from)) throw ParseError{where + ".swap.from: no buffer '" + spec->swap_from + "'"};
+      spec->resident = ParseExprField(sw.at("resident"), where + ".swap.resident");
+      body_buffers[spec->swap_as] = true;
+    }
+    s.serve = std::move(spec);
+    s.body = ParseSteps(j.at("steps"), body_buffers, where + ".steps");
   } else {
     throw ParseError{where + ".op: unknown op '" + op + "'"};
   }
@@ -257,6 +287,7 @@ class Runner {
       result.launches = launches_;
       result.first_launch_ns = first_launch_ns_;
       result.marks = marks_;
+      result.latencies_ns = latencies_;
       result.virtual_ns = Now();
     } catch (const RunError& e) {
       result.error = e.message;
@@ -326,6 +357,61 @@ class Runner {
     ptrs_.clear();
   }
 
+  // A "serve" step: ServeSpec in workload.h. Arrival times count from the
+  // device clock's start, so that processes started together see one trace.
+  void Serve(const Step& s) {
+    const ServeSpec& sp = *s.serve;
+    const int64_t requests = Eval(sp.requests, "requests"), per_s = Eval(sp.per_s, "per_s");
+    const int64_t models = Eval(sp.models, "models"), mine = Eval(sp.model, "model");
+    if (requests < 0 || per_s <= 0 || models < 1 || mine < -1 || mine >= models) {
+      throw RunError{"serve: needs requests >= 0, per_s > 0, models >= 1 and model from -1 to models-1"};
+    }
+    const bool swapping = !sp.swap_buffers.empty();
+    if (swapping && static_cast<int64_t>(sp.swap_buffers.size()) < models) throw RunError{"serve: one swap buffer per model"};
+    const int64_t resident = swapping ? Eval(sp.resident, "resident") : 0;
+    if (swapping && resident < 1) throw RunError{"serve: swap.resident must be at least 1"};
+    std::mt19937_64 rng(static_cast<uint64_t>(Eval(sp.seed, "seed")));
+    auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };  // [0, 1), the same anywhere
+    double arrival_ns = 0;
+    std::vector<std::string> held;  // swap buffers allocated, least recently used first
+    for (int64_t i = 0; i < requests; ++i) {
+      arrival_ns += -std::log1p(-uniform()) / static_cast<double>(per_s) * 1e9;
+      const int64_t model = std::min<int64_t>(models - 1, static_cast<int64_t>(uniform() * static_cast<double>(models)));
+      if (mine >= 0 && model != mine) continue;
+      const uint64_t arrival = static_cast<uint64_t>(arrival_ns);
+      if (Now() < arrival) msimAdvanceTo(arrival);
+      if (swapping) Load(sp, sp.swap_buffers[model], resident, &held);
+      if (!sp.var.empty()) vars_[sp.var] = model;
+      Exec(s.body);
+      Check(cuCtxSynchronize(), "answering request " + std::to_string(i));
+      latencies_.push_back(Now() - arrival);
+    }
+    if (swapping) aliases_.erase(sp.swap_as);
+  }
+
+  // Makes model buffer `name` the one the body names sp.swap_as, as a
+  // model-swapping server does: when it is not loaded, the least recently
+  // used are freed while `resident` are held, and it is allocated and
+  // copied in from the host.
+  void Load(const ServeSpec& sp, const std::string& name, int64_t resident, std::vector<std::string>* held) {
+    const auto it = std::find(held->begin(), held->end(), name);
+    if (it != held->end()) {
+      held->erase(it);
+    } else {
+      while (!held->empty() && static_cast<int64_t>(held->size()) >= resident) {
+        Check(Free(held->front()), "unloading " + held->front());
+        ptrs_.erase(held->front());
+        held->erase(held->begin());
+      }
+      Alloc(Spec(name));
+      const auto [dst, size] = Buffer(name);
+      const auto [src, src_size] = Buffer(sp.swap_from);
+      Check(cuMemcpyHtoD(dst, reinterpret_cast<const void*>(src), std::min(size, src_size)), "loading " + name);
+    }
+    held->push_back(name);
+    aliases_[sp.swap_as] = name;
+  }
+
   // Frees buffer `name` the way it was allocated.
   CUresult Free(const std::string& name) {
     const CUdeviceptr p = Buffer(name).first;
@@ -364,7 +450,8 @@ class Runner {
   }
 
   std::pair<CUdeviceptr, uint64_t> Buffer(const std::string& name) {
-    auto it = ptrs_.find(name);
+    const auto alias = aliases_.find(name);
+    auto it = ptrs_.find(alias != aliases_.end() ? alias->second : name);
     if (it == ptrs_.end()) throw RunError{"buffer " + name + " is not allocated"};
     return it->second;
   }
@@ -575,6 +662,7 @@ class Runner {
         case Step::Op::kHostWork:
           msimAdvanceTo(Now() + static_cast<uint64_t>(Eval(s.value, "host_work")) * 1000);
           break;
+        case Step::Op::kServe: Serve(s); break;
       }
     }
   }
@@ -585,6 +673,8 @@ class Runner {
   std::vector<CUmodule> modules_;
   std::map<std::string, CUstream> streams_;
   std::map<std::string, std::pair<CUdeviceptr, uint64_t>> ptrs_;
+  std::map<std::string, std::string> aliases_;  // a serve step's swap_as: the model buffer it names now
+  std::vector<uint64_t> latencies_;
   std::map<std::string, CUfunction> functions_;
   uint64_t launches_ = 0;
   uint64_t first_launch_ns_ = 0;

@@ -25,10 +25,14 @@ struct ArgSpec {
   std::vector<ArgSpec> fields;  // kStruct
 };
 
+struct ServeSpec;
+
 struct Step {
   // kGraph: its body (launches and repeats of launches) captured on its
   // stream into a CUDA graph, instantiated, and launched `count` times.
-  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork, kMark, kGraph };
+  // kServe: a service answering requests (see ServeSpec); its body is one request.
+  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork, kMark, kGraph,
+                  kServe };
   Op op = Op::kSync;
   std::string buffer, buffer2;    // target; kCopy: destination, buffer2 source
   std::string stream;             // empty: the default stream
@@ -41,7 +45,28 @@ struct Step {
   std::string pattern;            // kWrite: iota_u32 | const_f32 | ramp_f32 | address (of buffer2)
   std::string to;                 // kPrefetch: device | host
   std::string var;                // kRepeat: loop variable
-  std::vector<Step> body;         // kRepeat, kGraph
+  std::vector<Step> body;         // kRepeat, kGraph, kServe
+  std::shared_ptr<const ServeSpec> serve;  // kServe
+};
+
+// A service's requests: `requests` arrive as one seeded Poisson process at
+// `per_s` per second in all (from the process's start), each for one of
+// `models` models chosen uniformly from the same seed, so that every
+// process given the same numbers sees the same trace. A process answers
+// the requests for model `model` (-1: all of them), one at a time in
+// arrival order: it waits (idle) for a request's arrival, runs the body
+// with `var` set to the request's model, synchronises, and records the
+// latency from arrival to that point.
+// With `swap_buffers` (one deferred buffer per model), the process is a
+// model-swapping server: a request whose model's buffer is not allocated
+// first frees the least recently used of them while `resident` are held,
+// allocates it and copies `swap_from` (host memory) into it, and the body
+// names that model's buffer as `swap_as`.
+struct ServeSpec {
+  ExprPtr requests, per_s, seed, models, model, resident;
+  std::string var;
+  std::vector<std::string> swap_buffers;
+  std::string swap_as, swap_from;
 };
 
 struct BufferSpec {
@@ -72,6 +97,7 @@ struct RunResult {
   uint64_t first_launch_ns = 0;  // the clock once the first launch was queued (a job's start, past any wait)
   uint64_t virtual_ns = 0;  // the process's virtual clock at the end
   std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
+  std::vector<uint64_t> latencies_ns;     // each request a "serve" step answered, arrival to answer
   uint64_t arrival_ns = 0;  // when the job was submitted (RunOptions::arrival_ns, or its start)
   int attempts = 0;         // runs of the program, the last one included
   int ooms = 0;             // attempts that ran out of device memory and were run again

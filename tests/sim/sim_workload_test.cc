@@ -159,4 +159,58 @@ TEST(SimWorkloadTest, AJobThatRunsOutOfMemoryIsRunAgainAndCountsTheWorkLost) {
   EXPECT_EQ(j["ooms"].get<int>(), 0);
 }
 
+nlohmann::json RunJson(const std::vector<std::string>& args, const std::string& tag) {
+  const std::string out = testing::TempDir() + tag + "_" + std::to_string(getpid()) + ".json";
+  std::vector<std::string> argv = args;
+  argv.insert(argv.end(), {"--json", out});
+  const Outcome o = RunMsim(argv);
+  EXPECT_EQ(o.status, 0) << o.err;
+  return nlohmann::json::parse(std::ifstream(out), nullptr, false);
+}
+
+// A "serve" step: instances given the same seed split one trace between
+// them; a model-swapping server answers all of it, paying a model load
+// whenever a request needs a model it does not hold.
+TEST(SimWorkloadTest, ServiceInstancesShareOneTraceAndASwapServerPaysForLoads) {
+  const std::string service = std::string(WORKLOADS_DIR) + "/llm_service.json";
+  const std::string server = std::string(WORKLOADS_DIR) + "/llm_swap_server.json";
+  const std::vector<std::string> trace = {"--set", "REQS=40", "--set", "MODELS=2", "--set", "SEED=9"};
+  size_t answered = 0;
+  for (const char* model : {"MODEL=0", "MODEL=1"}) {
+    std::vector<std::string> args = {service, "--set", model};
+    args.insert(args.end(), trace.begin(), trace.end());
+    const nlohmann::json j = RunJson(args, "service");
+    ASSERT_TRUE(j.contains("latency_ns")) << j.dump();
+    answered += j["latency_ns"].size();
+    EXPECT_GT(j["latency_ns"].size(), 5u) << "a uniform draw gives each model a share";
+  }
+  EXPECT_EQ(answered, 40u) << "every request of the trace is for one of the instances";
+  std::vector<std::string> args = {server, "--set", "RESIDENT=2"};
+  args.insert(args.end(), trace.begin(), trace.end());
+  const nlohmann::json both = RunJson(args, "server2");
+  args[2] = "RESIDENT=1";
+  const nlohmann::json one = RunJson(args, "server1");
+  ASSERT_EQ(both["latency_ns"].size(), 40u);
+  ASSERT_EQ(one["latency_ns"].size(), 40u);
+  EXPECT_EQ(both["checksums"], one["checksums"]) << "the same answers, however many models stay loaded";
+  uint64_t sum_both = 0, sum_one = 0;
+  for (size_t i = 0; i < 40; ++i) sum_both += both["latency_ns"][i].get<uint64_t>(), sum_one += one["latency_ns"][i].get<uint64_t>();
+  EXPECT_GT(sum_one, sum_both) << "with one model loaded at a time, requests wait for reloads";
+}
+
+TEST(SimWorkloadTest, AMalformedServeStepIsRejectedClearly) {
+  const std::string w = Write("bad_serve.json", R"({"format": "msim-workload", "version": 1, "name": "bad",
+    "buffers": [{"name": "W0", "size": 4096, "deferred": true}, {"name": "H", "size": 4096, "kind": "host"}],
+    "steps": [{"op": "serve", "requests": 2, "per_s": 10, "seed": 1, "models": 1, "model": -1,
+               "swap": {"buffers": ["W0"], "as": "H", "from": "H", "resident": 1}, "steps": []}]})");
+  const Outcome o = RunMsim({w});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("swap.as: 'H' is a buffer's name"), std::string::npos) << o.err;
+  const std::string w2 = Write("bad_serve2.json", R"({"format": "msim-workload", "version": 1, "name": "bad",
+    "steps": [{"op": "serve", "requests": 2, "per_s": 0, "seed": 1, "models": 1, "model": 0, "steps": []}]})");
+  const Outcome o2 = RunMsim({w2});
+  EXPECT_EQ(o2.status, 1);
+  EXPECT_NE(o2.err.find("serve: needs requests >= 0, per_s > 0"), std::string::npos) << o2.err;
+}
+
 }  // namespace

@@ -44,7 +44,7 @@ TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
   for (const b::Scenario& s : *all) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
                                              "ablation-eviction", "ablation-slice", "overhead", "multiuser", "hostphase",
-                                             "urgent"}));
+                                             "urgent", "services"}));
   const b::Scenario& slice = Named(*all, "ablation-slice");
   EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
   ASSERT_EQ(slice.policies.size(), 2u);
@@ -187,6 +187,10 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
   }
   EXPECT_GT(column("multiuser,nocheck", "ooms") + column("urgent,nocheck", "ooms"), 0u);
   EXPECT_LT(column("urgent,msched", "urgent_ns"), column("urgent,exclusive", "urgent_ns"));
+  // Services: the instances under msched and the swap server answer the same trace, every request of it.
+  EXPECT_EQ(column("services,msched", "requests"), column("services,swap", "requests"));
+  EXPECT_GT(column("services,msched", "requests"), 0u);
+  EXPECT_GT(column("services,msched", "latency_p99_ns"), 0u);
   const std::string report = ts::Slurp(out + "/report.md");
   EXPECT_NE(report.find("simulated"), std::string::npos);
   EXPECT_NE(report.find("57.88x"), std::string::npos) << "the paper's figures are beside ours";

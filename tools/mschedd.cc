@@ -6,9 +6,12 @@
 //           [--oversubscribe RATIO] [--slice DURATION|adaptive] [--swap-fraction F]
 //           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
 //           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
-//           [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]
-//           [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT] [--metrics-names]
+//           [--idle-yield DURATION|off] [--hello-timeout DURATION] [--max-jobs-per-user N]
+//           [--max-guest-priority N] [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT]
+//           [--metrics-names]
 //
+// --idle-yield (default 50ms): a job that holds its turn while others wait
+// and launches nothing for that long gives the turn up (docs/coordinator.md).
 // --metrics serves GET /metrics in the Prometheus text format at a numeric
 // IPv4 address and port (off by default; docs/operate.md, "Metrics"): jobs
 // by id and uid, and by name too only with --metrics-names, since anyone
@@ -43,8 +46,12 @@ constexpr char kUsage[] =
     "usage: mschedd [--socket PATH] [--gpu-memory SIZE] [--host-memory SIZE] [--oversubscribe RATIO]\n"
     "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
     "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n"
-    "               [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]\n"
-    "               [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT] [--metrics-names]\n"
+    "               [--idle-yield DURATION|off] [--hello-timeout DURATION] [--max-jobs-per-user N]\n"
+    "               [--max-guest-priority N] [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT]\n"
+    "               [--metrics-names]\n"
+    "--idle-yield: a job that holds its turn on the GPU while others wait for theirs, and has launched\n"
+    "nothing (and synchronised what it launched) for this long, gives its turn up; it rejoins the\n"
+    "rotation at its next launch. Default 50ms; 0 or off never takes a turn away for idleness.\n"
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
     "(default 64) and priorities up to --max-guest-priority (default 0).\n"
     "--trace writes the timeline (Chrome trace format: open it at ui.perfetto.dev or chrome://tracing), at\n"
@@ -148,6 +155,12 @@ int Main(int argc, char** argv) {
     } else if (a == "--answer-timeout") {
       if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
       o.answer_timeout_ms = ns / 1000000;
+    } else if (a == "--idle-yield") {
+      if (v == "off" || v == "0") {
+        o.idle_yield_ns = 0;
+      } else if (!duration(&o.idle_yield_ns)) {
+        return bad("a duration such as 50ms, or 0 or off");
+      }
     } else if (a == "--idle-exit") {
       if (!duration(&ns)) return bad("a duration such as 60s");
       o.idle_exit_ms = ns / 1000000;

@@ -93,16 +93,36 @@ struct Column {
   std::function<std::string(const json&)> cell;
 };
 
+// The job's state as the table shows it: on the GPU ("running"), "waiting",
+// "swapped out", "paused" or "finished". A coordinator that sends no
+// run_state (an older one) is shown its own state.
+std::string StateOf(const json& j) { return Text(j, "run_state", Text(j, "state", "?")); }
+
+// How long the job has been off the GPU, or "-" while it runs. An older
+// coordinator sends only the wait before admission.
+std::string WaitOf(const json& j) {
+  if (j.is_object() && !j.contains("wait_ns")) return Duration(U64(j, "waited_ns"));
+  return Flag(j, "on_gpu") || StateOf(j) == "finished" ? "-" : Duration(U64(j, "wait_ns"));
+}
+
+// Why the job waits ("turn", "admission"...), or "-".
+std::string WhyOf(const json& j) {
+  const std::string why = Text(j, "wait_reason", "");
+  return why.empty() ? "-" : why;
+}
+
 // In display order. A guest sees other users' jobs without name or pid
 // (empty and 0 in the document): shown as "-".
 const std::vector<Column>& AllColumns() {
   static const std::vector<Column>* columns = new std::vector<Column>{
       {"JOB", true, [](const json& j) { return std::to_string(U64(j, "id")); }},
       {"NAME", false, [](const json& j) { return Text(j, "name", "").empty() ? "-" : Text(j, "name", ""); }},
-      {"UID", true, [](const json& j) { return std::to_string(U64(j, "uid")); }},
+      {"USER", false, [](const json& j) { return Text(j, "user", std::to_string(U64(j, "uid"))); }},
       {"PID", true, [](const json& j) { return Int(j, "pid") ? std::to_string(Int(j, "pid")) : "-"; }},
-      {"STATE", false, [](const json& j) { return Text(j, "state", "?"); }},
-      {"ON_GPU", false, [](const json& j) { return std::string(Flag(j, "on_gpu") ? "yes" : "no"); }},
+      {"STATE", false, StateOf},
+      {"WHY", false, WhyOf},
+      {"WAITED", true, WaitOf},
+      {"SLICES", true, [](const json& j) { return std::to_string(U64(j, "slices")); }},
       {"CLASS", false, [](const json& j) { return Text(j, "class", "-"); }},
       {"PRIO", true, [](const json& j) { return std::to_string(Int(j, "priority")); }},
       {"DECLARED", true, [](const json& j) { return Size(j, "declared_bytes"); }},
@@ -110,15 +130,14 @@ const std::vector<Column>& AllColumns() {
       {"WORKSET", true, [](const json& j) { return Size(j, "working_set_bytes"); }},
       {"RESIDENT", true, [](const json& j) { return Size(j, "resident_bytes"); }},
       {"BUDGET", true, [](const json& j) { return Size(j, "budget_bytes"); }},
-      {"WAITED", true, [](const json& j) { return Duration(U64(j, "waited_ns")); }},
       {"SWAPS", true, [](const json& j) { return std::to_string(U64(j, "swaps_in")); }},
   };
   return *columns;
 }
 
 // First left out when narrow; the columns not named here always stay.
-constexpr const char* kDropOrder[] = {"SWAPS", "BUDGET",   "PID", "CLASS",    "DECLARED",  "PRIO",
-                                      "WAITED", "WORKSET", "UID", "RESIDENT", "ALLOCATED", "ON_GPU"};
+constexpr const char* kDropOrder[] = {"SWAPS",    "BUDGET", "PID",       "CLASS",    "PRIO",   "SLICES", "WORKSET",
+                                      "DECLARED", "USER",   "ALLOCATED", "RESIDENT", "WAITED", "WHY"};
 
 // Joins `parts` with ", " into lines of at most `width` columns (0: one line).
 std::string Wrap(const std::vector<std::string>& parts, size_t width) {
@@ -139,7 +158,7 @@ std::string Summary(const json& c, const json& jobs, size_t width) {
   char oversubscribe[32];
   std::snprintf(oversubscribe, sizeof oversubscribe, "oversubscribe %.3g", Real(c, "oversubscribe", 1.0));
   std::map<std::string, int> states;  // "2 jobs (1 running, 1 waiting)"
-  for (const json& j : jobs) ++states[Text(j, "state", "?")];
+  for (const json& j : jobs) ++states[StateOf(j)];
   std::string counts = std::to_string(jobs.size()) + (jobs.size() == 1 ? " job" : " jobs");
   const char* separator = " (";
   for (const auto& [state, n] : states) {

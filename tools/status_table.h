@@ -15,9 +15,10 @@ namespace msched {
 // most `width` columns; 0 means no limit, every column at full width. When
 // the full table does not fit, names longer than 16 columns are shortened
 // first (ending in "…"), then the columns least needed to see who holds the
-// GPU are left out, from SWAPS, BUDGET, PID, CLASS, DECLARED, PRIO, WAITED,
-// WORKSET, RESIDENT and UID to ALLOCATED and ON_GPU, then names shrink to 6
-// columns; JOB, NAME and STATE always stay. A column is a UTF-8 code point.
+// GPU and why the others wait are left out, from SWAPS, BUDGET, PID, CLASS,
+// PRIO, SLICES, WORKSET, DECLARED, USER, ALLOCATED and RESIDENT to WAITED
+// and WHY, then names shrink to 6 columns; JOB, NAME and STATE always stay.
+// A column is a UTF-8 code point.
 std::string RenderStatus(const nlohmann::json& status, size_t width);
 
 // The width to render for on `fd`: $COLUMNS when it is a positive number

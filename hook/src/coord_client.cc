@@ -61,6 +61,17 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   }
   fd_.store(*fd);
   std::thread(&CoordClient::ReaderLoop, this).detach();
+  // On a real GPU nothing else sees an idle job's time pass (on the
+  // simulator, its idle alarm does, in virtual time): the timer thread
+  // carries out a yield in the job's context, which is current here.
+  if (!DeviceIsSimulated()) {
+    CUcontext ctx = nullptr;
+    if (auto current = RealDriver().cuCtxGetCurrent) current(&ctx);
+    std::thread([this, ctx] {
+      if (auto set = RealDriver().cuCtxSetCurrent; set != nullptr && ctx != nullptr) set(ctx);
+      IdleTimerLoop();
+    }).detach();
+  }
   const bool required = config_.coord == CoordMode::kRequired;
   const auto answer_wait = required ? std::chrono::nanoseconds(config_.coord_wait_ns)
                                     : std::min<std::chrono::nanoseconds>(kAutoAnswerWait,
@@ -185,6 +196,9 @@ void CoordClient::ReaderLoop() {
       const CoordShm* mapping = new CoordShm(std::move(*shm));  // never unmapped: see gate_
       gate_.store(&mapping->slot(w->slot), std::memory_order_release);
       running_.store(false);
+      idleness_ = Idleness::kBusy;
+      idle_yield_ns_.store(w->idle_yield_ns);
+      DeviceSetIdleAlarm(w->idle_yield_ns, &CoordClient::OnIdleAlarm);
       welcomed_ = true;
       welcomed_here = true;
       dropped_ = false;
@@ -214,6 +228,7 @@ void CoordClient::BecomeStandalone(const std::string& why) {
   MutexLock lock(&mu_);
   inbox_.clear();
   welcomed_ = false;
+  idleness_ = Idleness::kBusy;
   attention_.store(false);
   cv_.NotifyAll();
 }
@@ -237,12 +252,71 @@ void CoordClient::SayGoodbye() {
   if (CoordClient* c = Active()) c->Send(proto::Goodbye{DeviceNow(), c->Counters()});
 }
 
-bool CoordClient::MayLaunch() const {
-  if (attention_.load(std::memory_order_acquire) || !running_.load(std::memory_order_relaxed)) return false;
+bool CoordClient::MayLaunch() {
+  if (attention_.load(std::memory_order_acquire) || !running_.load()) return false;
   const ShmSlot* slot = gate_.load(std::memory_order_acquire);
   if (slot == nullptr || slot->may_run.load(std::memory_order_acquire) == 0) return false;
   const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
-  return end == proto::kNever || DeviceNow() < end;
+  if (end == proto::kNever) return true;
+  const uint64_t now = DeviceNow();
+  if (now >= end || IdleSince(now, end) != 0) return false;
+  NoteActive(now, end);
+  return true;
+}
+
+bool CoordClient::EnterGate() {
+  // Sequentially consistent with the closing of the gate (OnStop, Yield):
+  // either this call sees the gate closed, or the closer sees its pass.
+  passes_held_.fetch_add(1);
+  if (MayLaunch()) return true;
+  passes_held_.fetch_sub(1);
+  return false;
+}
+
+void CoordClient::LeaveGate() {
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  const uint64_t end = slot != nullptr ? slot->slice_end_ns.load(std::memory_order_relaxed) : proto::kNever;
+  if (end != proto::kNever) NoteActive(DeviceNow(), end);
+  passes_.fetch_add(1, std::memory_order_release);  // its work is queued: a synchronisation from now covers it
+  passes_held_.fetch_sub(1);
+}
+
+GatePass CoordClient::WaitAtGate(Runtime& rt) {
+  for (;;) {
+    WaitTurn(rt);
+    if (Active() != this) return {};  // alone now: no gate
+    if (EnterGate()) return GatePass(this);
+  }
+}
+
+void CoordClient::WaitForPasses() const {
+  for (int spins = 0; passes_held_.load() != 0; ++spins) {
+    if (spins < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+void CoordClient::ExecuteInbox() {
+  while (!inbox_.empty()) {
+    // exec_mu_ is taken before the message is: threads that carry orders out
+    // (application threads, the idle yield's) run them in the order sent.
+    mu_.Unlock();
+    exec_mu_.Lock();
+    mu_.Lock();
+    std::optional<proto::Message> m;
+    if (!inbox_.empty()) {
+      m = std::move(inbox_.front());
+      inbox_.pop_front();
+    }
+    mu_.Unlock();
+    if (m) Execute(*m);
+    exec_mu_.Unlock();
+    mu_.Lock();
+  }
+  attention_.store(false, std::memory_order_release);
 }
 
 void CoordClient::WaitTurn(Runtime& rt) {
@@ -250,21 +324,35 @@ void CoordClient::WaitTurn(Runtime& rt) {
   MutexLock lock(&mu_);
   bool blocked = false;
   for (;;) {
-    while (!inbox_.empty()) {
-      const proto::Message m = std::move(inbox_.front());
-      inbox_.pop_front();
-      lock.Unlock();
-      Execute(m);
-      lock.Lock();
-    }
-    attention_.store(false, std::memory_order_release);
+    ExecuteInbox();
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
+    if (idleness_ == Idleness::kYielded) {
+      // It gave its turn up and has work again: back in the rotation.
+      idleness_ = Idleness::kBusy;
+      Send(proto::Idle{DeviceNow(), false});
+    }
     if (running_.load()) {
       const ShmSlot* slot = gate_.load(std::memory_order_acquire);
       if (slot->may_run.load(std::memory_order_acquire) != 0) {
         const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
         const uint64_t now = DeviceNow();
-        if (end == proto::kNever || now < end) break;
+        if (end == proto::kNever || now < end) {
+          const uint64_t idle = IdleSince(now, end);
+          if (idle == 0) {
+            if (end != proto::kNever) NoteActive(now, end);
+            break;
+          }
+          // Idle longer than the idle yield and no timer caught it: the turn
+          // passes on as of then, and this launch waits for the next.
+          lock.Unlock();
+          const bool yielded = Yield(idle);
+          lock.Lock();
+          if (!yielded) {
+            NoteActive(now, end);  // busy after all: another call was under way
+            break;
+          }
+          continue;
+        }
         if (!slice_end_sent_) {
           slice_end_sent_ = true;
           Send(proto::SliceEnd{now});
@@ -282,6 +370,7 @@ void CoordClient::WaitTurn(Runtime& rt) {
 }
 
 void CoordClient::Execute(const proto::Message& m) {
+  const ExecutingOrder executing;
   if (auto* go = std::get_if<proto::Go>(&m)) {
     OnGo(*go);
   } else if (auto* stop = std::get_if<proto::Stop>(&m)) {
@@ -314,11 +403,18 @@ void CoordClient::OnGo(const proto::Go& go) {
   }
   MutexLock lock(&mu_);
   slice_end_sent_ = false;
+  idleness_ = Idleness::kBusy;
   running_.store(true);
+  // The turn (or its remainder) starts now: idleness counts from here.
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  const uint64_t end = slot != nullptr ? slot->slice_end_ns.load(std::memory_order_relaxed) : proto::kNever;
+  if (end != proto::kNever) NoteActive(DeviceNow(), end);
+  cv_.NotifyAll();
 }
 
 void CoordClient::OnStop(const proto::Stop& stop) {
-  running_.store(false);
+  running_.store(false);  // closes the gate; then the calls already past it end
+  WaitForPasses();
   rt_.counters().coord_stops->Add();
   auto synchronize = RealDriver().cuCtxSynchronize;
   if (synchronize) synchronize();  // the queue drains: the stop falls on a kernel boundary
@@ -345,6 +441,9 @@ void CoordClient::OnStop(const proto::Stop& stop) {
   }
   reply.counters = Counters();
   Send(reply);
+  MutexLock lock(&mu_);
+  if (idleness_ == Idleness::kAsked) idleness_ = Idleness::kYielded;
+  cv_.NotifyAll();
 }
 
 void CoordClient::OnBudget(uint64_t budget) {

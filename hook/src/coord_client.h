@@ -7,17 +7,29 @@
 // most kAutoAnswerWait (auto: then the job runs alone, and joins if the
 // coordinator answers later), so a stopped coordinator never hangs a job. From then
 // on every launch and device-side copy passes the gate:
-//   - fast path, no system call: the job holds its turn (its last Go), the
-//     coordinator's shared-memory slot says it may run, and the device clock
-//     is before its slice end;
+//   - fast path, no system call and no lock: the job holds its turn (its
+//     last Go), the coordinator's shared-memory slot says it may run, the
+//     device clock is before its slice end, and the job has not been idle
+//     for the idle yield; the call holds a GatePass until it returns;
 //   - slow path: report the slice end, carry out what the coordinator asks,
-//     in order (Stop: drain, take the slice's working set, evict what the
-//     coordinator named by OPT, answer; Go: move the clock to the start,
-//     take the budget, bring the working set back in access order; Budget:
-//     evict down to it), and wait, marked blocked for the simulator's
-//     lockstep, until it may run.
-// A reader thread receives messages and only queues them: every driver call
-// is made by an application thread holding the Runtime's lock. If the
+//     in order (Stop: close the gate, wait for the calls holding a pass,
+//     drain, take the slice's working set, evict what the coordinator named
+//     by OPT, answer; Go: move the clock to the start, take the budget,
+//     bring the working set back in access order; Budget: evict down to
+//     it), and wait, marked blocked for the simulator's lockstep, until it
+//     may run.
+// Idle yield: while others wait for their turns (its slice has an end), a
+// job that holds its turn, has nothing in flight, has synchronised what it
+// launched, and has launched nothing for the welcome's idle yield gives the
+// turn up (proto::Idle), so that they run in the gap: on a real GPU from a
+// timer thread, which then carries the Stop out at once; on the simulator
+// from its idle alarm, in virtual time, so that runs stay deterministic;
+// and, should neither have fired, at its next launch, dated when it went
+// idle. Given up, it is out of the rotation: its next launch says it has
+// work again and waits for its turn.
+// A reader thread receives messages and only queues them; orders are carried
+// out one at a time (exec_mu_) by an application thread, or by the timer or
+// alarm that yielded the turn, with the Runtime's lock taken inside. If the
 // coordinator goes away the job carries on alone with its own budget, and
 // the reader thread reconnects to a new coordinator when one appears,
 // backing off while coordinators drop it before welcoming it.
@@ -30,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -40,6 +53,31 @@
 #include "runtime.h"
 
 namespace msched::hook {
+
+class CoordClient;
+
+// A launch's or copy's hold on the open gate, from passing it to the end of
+// the call: a Stop closes the gate and then waits for every hold to end, so
+// that the work these calls queue drains with the rest. Move-only.
+class [[nodiscard]] GatePass {
+ public:
+  GatePass() = default;
+  explicit GatePass(CoordClient* holder) : holder_(holder) {}
+  GatePass(GatePass&& o) noexcept : holder_(std::exchange(o.holder_, nullptr)) {}
+  GatePass& operator=(GatePass&& o) noexcept {
+    Release();
+    holder_ = std::exchange(o.holder_, nullptr);
+    return *this;
+  }
+  GatePass(const GatePass&) = delete;
+  GatePass& operator=(const GatePass&) = delete;
+  ~GatePass() { Release(); }
+  // Ends the hold now: before passing the gate again, within one call.
+  inline void Release();
+
+ private:
+  CoordClient* holder_ = nullptr;
+};
 
 class CoordClient {
  public:
@@ -57,22 +95,83 @@ class CoordClient {
   // Allocated bytes changed (after an allocation or a free).
   void ReportAllocated(uint64_t bytes);
 
-  // The launch path: may the job launch now? No system call.
-  bool MayLaunch() const;
-  // The slow path: blocks until it may launch, doing what the coordinator asks.
-  void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(mu_);
+  // The launch path: true when the job may launch now (no system call),
+  // holding the gate open until LeaveGate.
+  bool EnterGate();
+  void LeaveGate();
+  // The slow path: blocks until the job may launch, doing what the
+  // coordinator asks, and passes the gate (no pass once it runs alone).
+  GatePass WaitAtGate(Runtime& rt) MSCHED_EXCLUDES(exec_mu_, mu_);
+
+  // Launches and copies that have passed the gate and returned so far (their
+  // work is queued); a synchronisation takes this before it starts and, once
+  // it succeeded, reports it: all of that work is complete.
+  uint64_t passes() const { return passes_.load(std::memory_order_acquire); }
+  void Synchronized(uint64_t passes_before);
 
  private:
   CoordClient(Runtime& rt, const Config& config) : rt_(rt), config_(config) {}
+
+  // Marks the thread carrying out an order: the simulator's idle alarm,
+  // which a Go's move of the clock may fire, does nothing there.
+  class ExecutingOrder {
+   public:
+    ExecutingOrder() { ++depth(); }
+    ~ExecutingOrder() { --depth(); }
+    ExecutingOrder(const ExecutingOrder&) = delete;
+    ExecutingOrder& operator=(const ExecutingOrder&) = delete;
+    static bool Active() { return depth() > 0; }
+
+   private:
+    static int& depth() {
+      static thread_local int d = 0;
+      return d;
+    }
+  };
+
+  enum class Idleness : uint8_t {
+    kBusy,     // holds its turn or waits for one
+    kAsked,    // reported going idle; the coordinator's Stop or Go answers
+    kYielded,  // stopped after that report: out of the rotation until it says it has work
+  };
+
+  bool MayLaunch();
+  // Blocks until it may launch, doing what the coordinator asks.
+  void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(exec_mu_, mu_);
+  // Carries out the orders queued in the inbox, in order, dropping mu_ while
+  // each runs (under exec_mu_).
+  void ExecuteInbox() MSCHED_REQUIRES(mu_) MSCHED_EXCLUDES(exec_mu_);
+  // Blocks until no call holds a pass (the gate is closed).
+  void WaitForPasses() const;
+
+  // Idle yield. The job's activity while its slice has an end: the device
+  // time of its last launch, copy or synchronisation, and the slice end then
+  // in force (a new end starts a new count).
+  void NoteActive(uint64_t now, uint64_t end);
+  // When the job went idle, by the rules above, or 0 if it is not idle at
+  // `now` under slice end `end`.
+  uint64_t IdleSince(uint64_t now, uint64_t end) const;
+  // Gives the turn up as of `since` if the job is still idle once its gate is
+  // closed (then true: the report is on its way); else opens the gate again.
+  bool Yield(uint64_t since) MSCHED_EXCLUDES(exec_mu_, mu_);
+  // After Yield on a thread that does not launch: carries out orders until
+  // the coordinator has answered the report.
+  void AwaitYieldAnswer() MSCHED_EXCLUDES(exec_mu_, mu_);
+  // The simulator's idle alarm, on the application thread that moves the
+  // clock: yields in virtual time.
+  static void OnIdleAlarm();
+  // Real GPU: the timer thread's loop.
+  void IdleTimerLoop() MSCHED_EXCLUDES(exec_mu_, mu_);
+
   // Connects and says hello; returns the socket.
   Result<int> Connect(uint64_t allocated);
   void ReaderLoop() MSCHED_EXCLUDES(mu_);
   // The coordinator's orders, carried out on rt_ (the Runtime's lock taken
   // inside, never held by the caller).
-  void Execute(const proto::Message& m) MSCHED_EXCLUDES(mu_);
-  void OnStop(const proto::Stop& stop) MSCHED_EXCLUDES(mu_);
-  void OnGo(const proto::Go& go) MSCHED_EXCLUDES(mu_);
-  void OnBudget(uint64_t budget) MSCHED_EXCLUDES(mu_);
+  void Execute(const proto::Message& m) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
+  void OnStop(const proto::Stop& stop) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
+  void OnGo(const proto::Go& go) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
+  void OnBudget(uint64_t budget) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
   void Send(const proto::Message& m) MSCHED_EXCLUDES(send_mu_);
   // The job's running totals that its reports carry, for mschedd's metrics.
   proto::JobCounters Counters() const;
@@ -90,7 +189,10 @@ class CoordClient {
   Mutex send_mu_;  // one message at a time on the socket
   std::atomic<int> fd_{-1};
 
-  Mutex mu_ MSCHED_ACQUIRED_AFTER(register_mu_);
+  // One order carried out at a time, and a yield decided with none running.
+  Mutex exec_mu_ MSCHED_ACQUIRED_AFTER(register_mu_);
+
+  Mutex mu_ MSCHED_ACQUIRED_AFTER(register_mu_, exec_mu_);
   CondVar cv_;  // signalled under mu_ when the fields below change
   std::deque<proto::Message> inbox_ MSCHED_GUARDED_BY(mu_);
   bool welcomed_ MSCHED_GUARDED_BY(mu_) = false;
@@ -101,8 +203,17 @@ class CoordClient {
   // unmapped (a launch may be reading an old one when the job reconnects).
   std::atomic<const ShmSlot*> gate_{nullptr};
   std::atomic<bool> attention_{false};  // messages wait in the inbox
-  std::atomic<bool> running_{false};    // holds its turn (last Go not yet followed by a Stop)
+  // Holds its turn (last Go not yet followed by a Stop or an idle report):
+  // written under exec_mu_, or by the reader thread on a new connection.
+  std::atomic<bool> running_{false};
   bool slice_end_sent_ MSCHED_GUARDED_BY(mu_) = false;
+  Idleness idleness_ MSCHED_GUARDED_BY(mu_) = Idleness::kBusy;
+  std::atomic<uint64_t> idle_yield_ns_{0};  // the welcome's; 0: never yield
+  std::atomic<uint32_t> passes_held_{0};    // calls between passing the gate and returning
+  std::atomic<uint64_t> passes_{0};         // calls that passed the gate and returned
+  std::atomic<uint64_t> synced_passes_{0};  // of which the work is known complete
+  std::atomic<uint64_t> last_active_ns_{0};
+  std::atomic<uint64_t> last_active_end_{0};
 
   std::vector<ByteRange> last_working_set_ MSCHED_GUARDED_BY(rt_.mu());
   uint64_t loaded_bytes_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
@@ -110,13 +221,20 @@ class CoordClient {
   std::atomic<uint64_t> allocated_{0};
 };
 
+void GatePass::Release() {
+  if (holder_ != nullptr) std::exchange(holder_, nullptr)->LeaveGate();
+}
+
 // The gate every launch and device-side copy passes: one atomic load when
 // the job is not coordinated. Nothing waits while a stream is capturing
-// (captured work does not run now).
-inline void PassGate(Runtime& rt) {
+// (captured work does not run now). Keep the pass until the call returns.
+inline GatePass PassGate(Runtime& rt) {
   CoordClient* cc = CoordClient::Active();
-  if (cc == nullptr || rt.capturing.load(std::memory_order_relaxed) > 0 || cc->MayLaunch()) return;
-  Safely(rt, "waiting for the coordinator", [&] { cc->WaitTurn(rt); });
+  if (cc == nullptr || rt.capturing.load(std::memory_order_relaxed) > 0) return {};
+  if (cc->EnterGate()) return GatePass(cc);
+  GatePass pass;
+  Safely(rt, "waiting for the coordinator", [&] { pass = cc->WaitAtGate(rt); });
+  return pass;
 }
 
 }  // namespace msched::hook

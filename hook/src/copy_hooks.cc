@@ -39,7 +39,7 @@ CUresult CopyHook(Entry e, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstr
   if (!c.real) return NoRealFunction(e);
   if (!c.act || bytes == 0) return call(c.real);
   HookScope scope;
-  PassGate(*c.rt);
+  const GatePass pass = PassGate(*c.rt);
   Safely(*c.rt, Info(e).symbol, [&] {
     if (maybe_host && !DeviceToDevice(*c.rt, dst, src)) return;
     BeforeDeviceOp(*c.rt, {Region(src, bytes, AccessMode::kRead), Region(dst, bytes, AccessMode::kWrite)},
@@ -54,7 +54,7 @@ CUresult SetHook(Entry e, CUdeviceptr dst, size_t n, CUstream stream, Call&& cal
   if (!c.real) return NoRealFunction(e);
   if (!c.act || n == 0) return call(c.real);
   HookScope scope;
-  PassGate(*c.rt);
+  const GatePass pass = PassGate(*c.rt);
   Safely(*c.rt, Info(e).symbol, [&] {
     BeforeDeviceOp(*c.rt, {Region(dst, n * sizeof(T), AccessMode::kWrite)}, EffectiveStream(e, stream));
   });
@@ -66,10 +66,9 @@ template <typename Fn, typename Call>
 CUresult PassHook(Entry e, Call&& call) {
   auto c = Enter<Fn>(e);
   if (!c.real) return NoRealFunction(e);
-  if (c.act) {
-    HookScope scope;
-    PassGate(*c.rt);
-  }
+  if (!c.act) return call(c.real);
+  HookScope scope;
+  const GatePass pass = PassGate(*c.rt);
   return call(c.real);
 }
 

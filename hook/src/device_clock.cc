@@ -15,6 +15,12 @@ uint64_t DeviceNow() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+bool DeviceIsSimulated() { return RealDriver().msimGetTime != nullptr; }
+
+void DeviceSetIdleAlarm(uint64_t idle_ns, void (*fn)()) {
+  if (auto arm = RealDriver().msimSetIdleAlarm) arm(idle_ns, fn);
+}
+
 void DeviceSetBlocked(bool blocked) {
   if (auto set = RealDriver().msimSetBlocked) set(blocked ? 1 : 0);
 }

@@ -2,7 +2,8 @@
 // virtual time when the driver is the simulator (so that slices and waits
 // are measured in the time the simulation models), CLOCK_MONOTONIC on a real
 // GPU. Also the simulator's lockstep calls for a process that waits on the
-// coordinator; no-ops on a real driver. Thread-safe. Used by hook/ only.
+// coordinator, and its idle alarm; no-ops on a real driver. Thread-safe.
+// Used by hook/ only.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,12 @@
 namespace msched::hook {
 
 uint64_t DeviceNow();
+// The driver is the simulator: its clock is virtual, and only the
+// simulator's own timers see it pass.
+bool DeviceIsSimulated();
+// Simulator only: `fn` runs on the thread that moves the process's clock
+// past `idle_ns` of idleness (msimSetIdleAlarm); 0 disarms it.
+void DeviceSetIdleAlarm(uint64_t idle_ns, void (*fn)());
 // The process waits (true) or no longer waits (false) for something outside
 // the device: other processes sharing the simulated device must not wait for it.
 void DeviceSetBlocked(bool blocked);

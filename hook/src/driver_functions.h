@@ -26,6 +26,7 @@ namespace msched::hook {
   X(msimGetTime)                \
   X(msimSetBlocked)             \
   X(msimAdvanceTo)              \
+  X(msimSetIdleAlarm)           \
   X(msimLastLaunchAccesses)     \
   X(msimStatsJson)
 

@@ -239,7 +239,7 @@ CUresult LaunchSplit(Runtime& rt, CUgraphExec exec, GraphRecord& g, CUstream str
       // destroyed): launch it whole, with what fits made resident.
       LogOnce("graph-nodes", spdlog::level::info,
               "a CUDA graph's nodes changed after instantiation; it is launched whole");
-      PassGate(rt);
+      const GatePass pass = PassGate(rt);
       MakeResident(rt, g.plan.segments.front().regions, stream);
       return real();
     }
@@ -247,12 +247,14 @@ CUresult LaunchSplit(Runtime& rt, CUgraphExec exec, GraphRecord& g, CUstream str
   std::vector<unsigned> now = user;
   CUresult result = CUDA_SUCCESS;
   std::vector<uint8_t> member(n);
+  GatePass pass;
   for (const GraphSegment& segment : g.plan.segments) {
     std::fill(member.begin(), member.end(), 0);
     for (size_t i : segment.nodes) member[i] = 1;
     for (size_t i = 0; i < n && result == CUDA_SUCCESS; ++i) result = SetEnabled(exec, g, now, i, user[i] & member[i]);
     if (result != CUDA_SUCCESS) break;
-    PassGate(rt);
+    pass.Release();  // the previous segment is queued; a stop may fall between segments
+    pass = PassGate(rt);
     MakeResident(rt, segment.regions, stream);
     rt.counters().graph_segments->Add();
     result = real();
@@ -309,7 +311,7 @@ CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {
   std::shared_ptr<GraphRecord> g;
   if (rt.capturing.load(std::memory_order_relaxed) == 0) g = GraphRegistry::Get().Find(exec);
   if (g == nullptr) {
-    PassGate(rt);
+    const GatePass pass = PassGate(rt);
     return real();
   }
   GraphRecord& rec = *g;
@@ -324,7 +326,7 @@ CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {
     rec.planned_for = budget;
   }
   if (rec.plan.segments.empty()) {  // planning failed (logged): as if unknown
-    PassGate(rt);
+    const GatePass pass = PassGate(rt);
     return real();
   }
   if (rec.plan.split && RealDriver().cuGraphNodeSetEnabled != nullptr &&
@@ -332,7 +334,7 @@ CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {
     rt.counters().graph_launches_split->Add();
     return LaunchSplit(rt, exec, rec, stream, real);
   }
-  PassGate(rt);
+  const GatePass pass = PassGate(rt);
   MakeResident(rt, rec.plan.segments.front().regions, stream);
   return real();
 }

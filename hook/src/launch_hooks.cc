@@ -141,7 +141,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
 template <typename Real>
 CUresult Launch(Runtime& rt, const char* where, const LaunchSite& s, Real&& real) {
   HookScope scope;
-  PassGate(rt);
+  const GatePass pass = PassGate(rt);
   Safely(rt, where, [&] { BeforeLaunch(rt, s); });
   if (rt.config().mode != Mode::kProfile) return real();
   ProfileRecorder* recorder = nullptr;

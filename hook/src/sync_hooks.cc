@@ -1,8 +1,11 @@
 // Synchronisation and stream capture. A successful synchronisation tells the
 // memory manager which launches have completed (so their chunks can be
-// evicted without waiting for them). Capture begin/end track whether any
+// evicted without waiting for them), and the coordinator client that the
+// job's launches so far are done (a job idles only once it waited for its
+// work: see CoordClient's idle yield). Capture begin/end track whether any
 // stream is capturing: while one is, msched injects no prefetch or event,
 // which would invalidate the capture.
+#include "coord_client.h"
 #include "hook_guard.h"
 #include "hooks.h"
 
@@ -20,32 +23,59 @@ void AfterSync(Runtime& rt, CUstream stream, bool whole_context) {
   used.clear();
 }
 
+// What a coordinated job had launched when a synchronisation began: once it
+// succeeds, all of that is complete.
+struct SyncWitness {
+  CoordClient* client = CoordClient::Active();
+  uint64_t passes = client != nullptr ? client->passes() : 0;
+  void Done() const {
+    if (client != nullptr) client->Synchronized(passes);
+  }
+};
+
 }  // namespace
 
 CUresult Hook_cuCtxSynchronize(Entry e) {
   auto c = Enter<PFN_cuCtxSynchronize_v2000>(e);
   if (!c.real) return NoRealFunction(e);
+  const SyncWitness witness;
   const CUresult r = c.real();
-  if (c.act && r == CUDA_SUCCESS) Safely(*c.rt, "cuCtxSynchronize", [&] { AfterSync(*c.rt, nullptr, true); });
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuCtxSynchronize", [&] {
+      AfterSync(*c.rt, nullptr, true);
+      witness.Done();
+    });
+  }
   return r;
 }
 
 CUresult Hook_cuCtxSynchronize(Entry e, CUcontext ctx) {
   auto c = Enter<PFN_cuCtxSynchronize_v13000>(e);
   if (!c.real) return NoRealFunction(e);
+  const SyncWitness witness;
   const CUresult r = c.real(ctx);
-  if (c.act && r == CUDA_SUCCESS) Safely(*c.rt, "cuCtxSynchronize", [&] { AfterSync(*c.rt, nullptr, true); });
+  if (c.act && r == CUDA_SUCCESS) {
+    Safely(*c.rt, "cuCtxSynchronize", [&] {
+      AfterSync(*c.rt, nullptr, true);
+      witness.Done();
+    });
+  }
   return r;
 }
 
+// A stream's synchronisation counts as the job's: the common case is one
+// stream (a framework's current stream), and a job whose other streams are
+// still busy when it yields drains them at its Stop.
 CUresult Hook_cuStreamSynchronize(Entry e, CUstream stream) {
   auto c = Enter<PFN_cuStreamSynchronize_v2000>(e);
   if (!c.real) return NoRealFunction(e);
+  const SyncWitness witness;
   const CUresult r = c.real(stream);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuStreamSynchronize", [&] {
       const CUstream effective = stream == nullptr && Info(e).flavour != 0 ? CU_STREAM_PER_THREAD : stream;
       AfterSync(*c.rt, effective, false);
+      witness.Done();
     });
   }
   return r;

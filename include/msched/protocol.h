@@ -29,8 +29,9 @@ namespace msched::proto {
 
 inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // 2: the gate travels as a descriptor; 3: usage, stopped and goodbye carry
-// the job's counters.
-inline constexpr uint16_t kVersion = 3;
+// the job's counters; 4: the welcome carries the idle yield, and jobs report
+// going idle and having work again.
+inline constexpr uint16_t kVersion = 4;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -42,6 +43,7 @@ enum class MsgType : uint16_t {
   kHello = 1,   // register (at the job's first allocation)
   kUsage,       // allocated bytes changed
   kSliceEnd,    // the job reached the end of its slice at a kernel boundary
+  kIdle,        // the job launched nothing for the idle yield while others waited, or has work again
   kStopped,     // a Stop was carried out
   kGoodbye,     // the job is exiting (a job that dies just closes its socket)
   // coordinator -> job
@@ -97,6 +99,20 @@ struct SliceEnd {
   Status Validate() const { return Status::Ok(); }
 };
 
+// A job that holds its turn while others wait for theirs and has launched
+// nothing (and synchronised all it launched) for the welcome's idle yield
+// gives its turn up: `idle`, as of `at_ns`, when it went idle. The answer is
+// a Stop (the turn passed on: the job is out of the rotation) or a Go (it
+// carries on). Once stopped that way, it says it has work again (`idle`
+// false, at its launch at `at_ns`) and waits for its turn like any other.
+struct Idle {
+  static constexpr MsgType kType = MsgType::kIdle;
+  uint64_t at_ns = 0;
+  bool idle = true;
+  template <typename V> bool Fields(V& v) { return v(at_ns) && v(idle); }
+  Status Validate() const { return Status::Ok(); }
+};
+
 struct Stopped {
   static constexpr MsgType kType = MsgType::kStopped;
   uint64_t now_ns = 0;       // after the drain and the evictions were queued
@@ -126,7 +142,8 @@ struct Welcome {
   uint64_t job = 0;
   uint32_t slot = 0;         // the job's slot in the coordinator's shared memory
   bool admitted = false;     // false: queued; a Go follows when it may run
-  template <typename V> bool Fields(V& v) { return v(job) && v(slot) && v(admitted); }
+  uint64_t idle_yield_ns = 0;  // a turn held this long without work is given up (Idle); 0: never
+  template <typename V> bool Fields(V& v) { return v(job) && v(slot) && v(admitted) && v(idle_yield_ns); }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -184,8 +201,8 @@ struct ControlReply {
   Status Validate() const { return Status::Ok(); }
 };
 
-using Message =
-    std::variant<Hello, Usage, SliceEnd, Stopped, Goodbye, Welcome, Refused, Go, Stop, Budget, Control, ControlReply>;
+using Message = std::variant<Hello, Usage, SliceEnd, Idle, Stopped, Goodbye, Welcome, Refused, Go, Stop, Budget, Control,
+                             ControlReply>;
 
 // The whole frame, header included.
 std::string Encode(const Message& m);

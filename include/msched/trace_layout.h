@@ -27,6 +27,7 @@ inline constexpr int64_t kJobMemoryTid = 3;    // written by the job
 inline constexpr const char* kRunning = "running";
 inline constexpr const char* kWaitingAdmission = "waiting for admission";
 inline constexpr const char* kWaitingTurn = "waiting for its turn";
+inline constexpr const char* kIdle = "idle";  // gave its turn up for want of work (mschedd --idle-yield)
 inline constexpr const char* kDraining = "draining";
 inline constexpr const char* kPaused = "paused";
 

@@ -44,7 +44,10 @@ class CallScope {
     p_.dev->EnterCall(t);
     p_.dev->WaitForTurn(t);
   }
-  ~CallScope() { p_.dev->LeaveCall(p_.now_relaxed()); }
+  ~CallScope() {
+    p_.NoteCallEnd(p_.now_relaxed());
+    p_.dev->LeaveCall(p_.now_relaxed());
+  }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 

@@ -220,10 +220,29 @@ MSIM_EXPORT CUresult msimDeviceTime(uint64_t* now_ns) {
 MSIM_EXPORT CUresult msimAdvanceTo(uint64_t t_ns) {
   Process* p = Process::Current();
   if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  static thread_local bool in_alarm = false;  // the alarm never fires from within itself
+  for (;;) {
+    msimIdleAlarmFn alarm = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(p->mu);
+      const uint64_t due = in_alarm ? 0 : p->IdleAlarmDue(t_ns);
+      p->AdvanceTo(due != 0 ? due : t_ns);
+      msim::DeviceLock dl(p->dev);
+      p->PublishClock();
+      if (due != 0) alarm = p->idle_alarm_fn();
+    }
+    if (alarm == nullptr) return CUDA_SUCCESS;
+    in_alarm = true;
+    alarm();
+    in_alarm = false;
+  }
+}
+
+MSIM_EXPORT CUresult msimSetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn) {
+  Process* p = Process::Current();
+  if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   std::lock_guard<std::mutex> lock(p->mu);
-  p->AdvanceTo(t_ns);
-  msim::DeviceLock dl(p->dev);
-  p->PublishClock();
+  p->SetIdleAlarm(idle_ns, fn);
   return CUDA_SUCCESS;
 }
 

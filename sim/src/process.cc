@@ -134,6 +134,25 @@ Stream* Process::ResolveStream(CUstream s, bool ptsz, CUresult* err) {
   return st;
 }
 
+void Process::SetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn) {
+  idle_alarm_ns_ = fn != nullptr ? idle_ns : 0;
+  idle_alarm_fn_ = idle_alarm_ns_ != 0 ? fn : nullptr;
+  idle_alarm_fired_for_ = UINT64_MAX;
+}
+
+uint64_t Process::IdleAlarmDue(uint64_t t) {
+  if (idle_alarm_ns_ == 0) return 0;
+  const ProcSlot& me = dev->proc(dev->slot());
+  if (__atomic_load_n(&me.in_call, __ATOMIC_RELAXED) > 0) return 0;  // another thread is in a driver call
+  const uint64_t idle_from = std::max(last_call_end_.load(std::memory_order_relaxed), AllStreamsReady());
+  const uint64_t due = idle_from + idle_alarm_ns_;
+  // Only on the way from now to t: a clock that passed the point otherwise
+  // (a driver call that waited) started a new idle period anyway.
+  if (idle_from == idle_alarm_fired_for_ || due < now() || due > t) return 0;
+  idle_alarm_fired_for_ = idle_from;
+  return due;
+}
+
 uint64_t Process::AllStreamsReady() const {
   uint64_t t = legacy.ready;
   for (Stream* s : streams) t = std::max(t, s->ready);

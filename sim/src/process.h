@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernel_decl.h"
+#include "msim/msim.h"
 #include "shared_device.h"
 #include "uvm_model.h"
 
@@ -152,6 +153,16 @@ class Process {
   // REQUIRES: mu and the device lock. Publishes the clock to the device.
   void PublishClock();
 
+  // The virtual time the last driver call returned (CallScope).
+  void NoteCallEnd(uint64_t t) { last_call_end_.store(t, std::memory_order_relaxed); }
+  // REQUIRES: mu. The idle alarm (msimSetIdleAlarm); idle_ns 0 disarms it.
+  void SetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn);
+  // REQUIRES: mu. The time at which the idle alarm fires if the clock is to
+  // advance to `t`, or 0 when it does not fire on the way; a time returned
+  // counts as the alarm of its idle period (it does not fire again for it).
+  uint64_t IdleAlarmDue(uint64_t t);
+  msimIdleAlarmFn idle_alarm_fn() const { return idle_alarm_fn_; }
+
   // REQUIRES: mu. Maps a stream handle to its Stream; `ptsz` says a per-thread
   // entry point was used, which makes handle 0 the per-thread stream.
   Stream* ResolveStream(CUstream s, bool ptsz, CUresult* err);
@@ -177,6 +188,10 @@ class Process {
 
  private:
   std::atomic<uint64_t> host_now_{0};
+  std::atomic<uint64_t> last_call_end_{0};
+  uint64_t idle_alarm_ns_ = 0;
+  msimIdleAlarmFn idle_alarm_fn_ = nullptr;
+  uint64_t idle_alarm_fired_for_ = UINT64_MAX;  // the start of the idle period it last fired in
   std::map<std::thread::id, std::unique_ptr<Stream>> thread_streams_;
 };
 

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstring>
 
-#include <nlohmann/json.hpp>
+#include "coord/status_report.h"
 
 namespace msched {
 namespace {
@@ -250,6 +250,8 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns));
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
+  } else if (auto* idle = std::get_if<proto::Idle>(&m)) {
+    Apply(idle->idle ? scheduler_.Idle(c.job, idle->at_ns) : scheduler_.Busy(c.job, idle->at_ns));
   } else if (auto* stopped = std::get_if<proto::Stopped>(&m)) {
     if (trace_) trace_->Stopped(scheduler_, c.job, *stopped);
     if (metrics_) {
@@ -309,8 +311,12 @@ void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
   w.job = id;
   w.slot = slot;
   w.admitted = added != nullptr && added->state == JobState::kRunning;
+  w.idle_yield_ns = options_.idle_yield_ns;
   Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) + ") registered: " +
       FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
+  // The gates before the welcome: once the new job blocks, waiting for its
+  // turn, the running ones already see the slice end its arrival brought.
+  SyncSlots();
   if (!SendMessage(fd, w, shm_.reader_fd()).ok()) return Close(fd, "cannot write to it");
   Apply(commands);
 }
@@ -319,7 +325,7 @@ void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
   proto::ControlReply reply;
   if (m.op == proto::ControlOp::kStatus) {
     reply.ok = true;
-    reply.text = StatusJson(c.peer.uid);
+    reply.text = StatusReport(scheduler_, {options_.socket_path, options_.idle_yield_ns, c.peer.uid});
   } else {
     const Job* j = scheduler_.Find(m.job);
     Result<Commands> r = Status::NotFound("no job " + std::to_string(m.job));
@@ -458,50 +464,6 @@ size_t CoordServer::ConnectionsOf(uint32_t uid, bool jobs_only) const {
   size_t n = 0;
   for (const auto& [fd, c] : conns_) n += c->peer.uid == uid && (!jobs_only || c->job != 0);
   return n;
-}
-
-std::string CoordServer::StatusJson(uint32_t requester) const {
-  using nlohmann::json;
-  const SchedulerOptions& o = scheduler_.options();
-  json jobs = json::array();
-  for (const auto& [id, j] : scheduler_.jobs()) {
-    const uint64_t admitted_or_now = j.admitted_ns ? j.admitted_ns : scheduler_.now();
-    // A guest sees who holds the GPU and how much, not what others run.
-    const bool shown = requester == 0 || requester == j.uid;
-    jobs.push_back({{"id", id},
-                    {"name", shown ? j.name : std::string()},
-                    {"uid", j.uid},
-                    {"pid", shown ? j.pid : 0},
-                    {"state", JobStateName(j.state)},
-                    {"on_gpu", j.active},
-                    {"class", JobClassName(j.job_class)},
-                    {"priority", j.priority},
-                    {"declared_bytes", j.declared},
-                    {"allocated_bytes", j.allocated},
-                    {"working_set_bytes", j.working_set},
-                    {"resident_bytes", j.resident},
-                    {"budget_bytes", j.budget},
-                    {"submitted_ns", j.submitted_ns},
-                    {"waited_ns", admitted_or_now - std::min(admitted_or_now, j.submitted_ns)},
-                    {"finished_ns", j.finished_ns},
-                    {"slices", j.slices},
-                    {"swaps_in", j.swaps_in}});
-  }
-  json out = {{"coordinator",
-               {{"pid", ::getpid()},
-                {"socket", options_.socket_path},
-                {"hbm_bytes", o.hbm_bytes},
-                {"oversubscribe", o.oversubscribe},
-                {"device_time_ns", scheduler_.now()},
-                {"groups", scheduler_.group_count()},
-                {"slice_end_ns", scheduler_.slice_end_ns() == proto::kNever ? json(nullptr)
-                                                                            : json(scheduler_.slice_end_ns())},
-                {"switches", scheduler_.switches()},
-                {"link_gbps", scheduler_.link_bytes_per_ns()}}},
-              {"jobs", jobs}};
-  // Names were checked at the protocol boundary; replacing any invalid
-  // byte here keeps a bug elsewhere from ever throwing.
-  return out.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace msched

@@ -27,6 +27,8 @@
 //   - A watchdog passes over a job that leaves a slice end or a stop
 //     unanswered for `answer_timeout_ms` of real time, so a hung job never
 //     stalls the others.
+//   - Each job learns `idle_yield_ns` with its welcome: a job that holds its
+//     turn that long without work while others wait gives it up.
 // Run() is single-threaded; Shutdown() may be called from any thread.
 // Used by mschedd and by tests and benchmarks that run a coordinator
 // in-process.
@@ -54,6 +56,7 @@ struct ServerOptions {
   uint64_t answer_timeout_ms = 10000;
   uint64_t idle_exit_ms = 0;  // exit after this long without jobs (0: never)
   uint64_t hello_timeout_ms = 5000;
+  uint64_t idle_yield_ns = 50'000'000;  // a turn held this long without work passes on (0: never)
   uint32_t max_jobs_per_user = 64;  // guests only
   int max_guest_priority = 0;
   std::string trace_path;                       // empty: no timeline
@@ -99,7 +102,6 @@ class CoordServer {
   // Root and the coordinator's own user; everyone else is a guest.
   bool Privileged(uint32_t uid) const { return uid == 0 || uid == own_uid_; }
   size_t ConnectionsOf(uint32_t uid, bool jobs_only) const;
-  std::string StatusJson(uint32_t requester) const;
   void Log(const std::string& line) const { options_.log(line); }
 
   ServerOptions options_;

@@ -21,7 +21,8 @@ const char* StateOf(const Scheduler& s, const Job& j, const std::set<uint64_t>& 
     case JobState::kFinished: return nullptr;
     case JobState::kRunning:
       if (s.MayRun(j)) return trace::kRunning;
-      return draining ? trace::kDraining : trace::kWaitingTurn;
+      if (draining) return trace::kDraining;
+      return j.idle ? trace::kIdle : trace::kWaitingTurn;
   }
   return nullptr;
 }

@@ -37,12 +37,15 @@ struct Job {
   bool active = false;       // running and in the group that holds the GPU now
   bool was_admitted = false; // paused before admission returns to the queue on resume
   bool unresponsive = false; // left an answer owed: out of the rotation until it is heard from
+  bool idle = false;         // gave its turn up for want of work: out of the rotation until it has work again
   uint64_t submitted_ns = 0;
   uint64_t admitted_ns = 0;
   uint64_t finished_ns = 0;
   uint64_t last_ran_ns = 0;  // when its last slice began (0: never ran)
+  uint64_t off_gpu_ns = 0;   // when it last left the GPU, or was submitted (while not on the GPU)
   uint64_t slices = 0;
   uint64_t swaps_in = 0;     // times it was brought back with its working set
+  uint64_t idle_yields = 0;  // turns it gave up for want of work
 
   // The memory admission counts: what it declared, or what it allocated if more.
   uint64_t Footprint() const { return std::max(declared, allocated); }

@@ -188,9 +188,10 @@ uint32_t MaxPayloadOf(MsgType t) {
     case MsgType::kHello: return 4 * 8 + 4 + 1 + kText + kMaxName;
     case MsgType::kUsage: return 2 * 8 + kCounters;
     case MsgType::kSliceEnd: return 8;
+    case MsgType::kIdle: return 8 + 1;
     case MsgType::kStopped: return 5 * 8 + kCounters;
     case MsgType::kGoodbye: return 8 + kCounters;
-    case MsgType::kWelcome: return 8 + 4 + 1;
+    case MsgType::kWelcome: return 8 + 4 + 1 + 8;
     case MsgType::kRefused: return kText + kMaxReason;
     case MsgType::kGo: return 3 * 8 + 1;
     case MsgType::kStop: return 8 + 1;
@@ -206,6 +207,7 @@ const char* MsgTypeName(MsgType t) {
     case MsgType::kHello: return "hello";
     case MsgType::kUsage: return "usage";
     case MsgType::kSliceEnd: return "slice-end";
+    case MsgType::kIdle: return "idle";
     case MsgType::kStopped: return "stopped";
     case MsgType::kGoodbye: return "goodbye";
     case MsgType::kWelcome: return "welcome";
@@ -269,6 +271,7 @@ Result<Message> DecodePayload(const Header& header, const std::string& payload) 
     case MsgType::kHello: return DecodeAs<Hello>(payload);
     case MsgType::kUsage: return DecodeAs<Usage>(payload);
     case MsgType::kSliceEnd: return DecodeAs<SliceEnd>(payload);
+    case MsgType::kIdle: return DecodeAs<Idle>(payload);
     case MsgType::kStopped: return DecodeAs<Stopped>(payload);
     case MsgType::kGoodbye: return DecodeAs<Goodbye>(payload);
     case MsgType::kWelcome: return DecodeAs<Welcome>(payload);

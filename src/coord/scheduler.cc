@@ -17,6 +17,19 @@ Command StopCommand(uint64_t job, uint64_t evict, proto::StopReason reason) {
   return c;
 }
 
+// Tells an active job that reported going idle to go on with its turn as it
+// was: dated when it went idle, which its clock has passed (a Go never moves
+// a job's clock back).
+Command CarryOn(const Job& j, uint64_t at, uint64_t slice_end) {
+  Command c;
+  c.kind = Command::Kind::kGo;
+  c.job = j.id;
+  c.go.start_ns = at;
+  c.go.budget = j.budget;
+  c.go.slice_end_ns = slice_end;
+  return c;
+}
+
 }  // namespace
 
 const char* JobStateName(JobState s) {
@@ -90,6 +103,7 @@ Commands Scheduler::Submit(Job job, uint64_t device_total, uint64_t now) {
   if (options_.hbm_bytes == 0 && device_total > 0) options_.hbm_bytes = device_total;
   job.state = JobState::kWaiting;
   job.submitted_ns = now;
+  job.off_gpu_ns = now;
   const uint64_t id = job.id;
   const std::string never = NeverFits(job, options_);
   jobs_[id] = std::move(job);
@@ -129,6 +143,43 @@ Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   reported_.insert(id);
   // With no slice in force (everything fits again), the job just goes on.
   if (AllActiveReported() || slice_end_ == proto::kNever) Reschedule(true, &out);
+  return out;
+}
+
+Commands Scheduler::Idle(uint64_t id, uint64_t since) {
+  Commands out;
+  now_ = std::max(now_, since);
+  Job* j = Heard(id);
+  if (j == nullptr) return out;
+  if (!j->active || reported_.count(id)) {  // its turn is already ending: its Stop (or Go) answers
+    Reschedule(AllActiveReported(), &out);  // (it may be back from being unresponsive)
+    return out;
+  }
+  const std::vector<uint64_t> active = Active();
+  const bool others_run = std::any_of(active.begin(), active.end(),
+                                      [&](uint64_t a) { return a != id && !reported_.count(a); });
+  if (slice_end_ == proto::kNever || !pending_.empty() || others_run) {
+    out.push_back(CarryOn(*j, since, slice_end_));
+    return out;
+  }
+  j->idle = true;
+  ++j->idle_yields;
+  reported_.insert(id);
+  // Alone on the GPU, it left it idle from `since`: the next group may use
+  // it from then (their clocks move there). Beside jobs that reached their
+  // slice ends, the switch waits for them to drain, as at any slice end.
+  if (active.size() == 1) switch_at_ = std::max(since, turn_start_);
+  Reschedule(/*slice_over=*/true, &out);
+  return out;
+}
+
+Commands Scheduler::Busy(uint64_t id, uint64_t now) {
+  Commands out;
+  now_ = std::max(now_, now);
+  Job* j = Heard(id);
+  if (j == nullptr) return out;
+  j->idle = false;
+  Reschedule(AllActiveReported(), &out);
   return out;
 }
 
@@ -181,6 +232,7 @@ Commands Scheduler::Unresponsive(uint64_t id) {
   } else if (j != nullptr && j->active) {
     // Its turn is over; if it wakes, it stops at its next launch and answers.
     j->active = false;
+    j->off_gpu_ns = now_;
     reported_.erase(id);
     out.push_back(StopCommand(id, 0, proto::StopReason::kSlice));
     Reschedule(AllActiveReported() || Active().empty(), &out);
@@ -195,6 +247,7 @@ Result<Commands> Scheduler::Pause(uint64_t id) {
   Commands out;
   const bool running = j->state == JobState::kRunning;
   j->state = JobState::kPaused;
+  if (j->active) j->off_gpu_ns = now_;
   j->active = false;
   reported_.erase(id);
   next_.erase(std::remove(next_.begin(), next_.end(), id), next_.end());
@@ -234,10 +287,19 @@ void Scheduler::Reschedule(bool slice_over, Commands* out) {
   group_count_ = groups.size();
   if (groups.empty()) {
     slice_end_ = proto::kNever;
+    switch_at_ = 0;
     return;
   }
   if (groups.size() == 1) {
-    StartGroup(groups[0], proto::kNever, out);
+    // A job that left the rotation while it held the GPU (it went idle) is
+    // stopped first, evicting what the group lacks room for.
+    const std::vector<uint64_t> active = Active();
+    const std::set<uint64_t> members(groups[0].jobs.begin(), groups[0].jobs.end());
+    if (std::any_of(active.begin(), active.end(), [&](uint64_t id) { return !members.count(id); })) {
+      BeginSwitch(groups[0], /*preempt=*/false, out);
+    } else {
+      StartGroup(groups[0], proto::kNever, out);
+    }
     return;
   }
   const Group& next = groups[PickNextGroup(groups, jobs_)];
@@ -287,6 +349,7 @@ void Scheduler::BeginSwitch(const Group& next, bool preempt, Commands* out) {
     if (members.count(id)) continue;
     Job& j = jobs_.at(id);
     j.active = false;
+    j.off_gpu_ns = SwitchTime();
     out->push_back(StopCommand(id, evict[id], preempt ? proto::StopReason::kPreempt : proto::StopReason::kSlice));
     pending_.insert(id);
     evict.erase(id);
@@ -302,7 +365,7 @@ void Scheduler::BeginSwitch(const Group& next, bool preempt, Commands* out) {
     const std::vector<uint64_t> ids = std::move(next_);
     next_.clear();
     const Group g = GroupOf(ids);
-    StartGroup(g, now_ + SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
+    StartGroup(g, SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
   }
 }
 
@@ -314,16 +377,19 @@ void Scheduler::FinishSwitch(Commands* out) {
     const Group g = GroupOf(ids);
     // Unless a job left and everything fits now (Reschedule then runs all).
     if (!g.jobs.empty() && FormGroups(jobs_, UsableHbm(options_)).size() > 1) {
-      StartGroup(g, now_ + SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
+      StartGroup(g, SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
     }
   }
   Reschedule(AllActiveReported(), out);
 }
 
-void Scheduler::StartGroup(const Group& g, uint64_t slice_end, Commands* out) {
+void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
   const std::map<uint64_t, uint64_t> budgets = GroupBudgets(g, jobs_, UsableHbm(options_));
+  const uint64_t start = SwitchTime();
+  switch_at_ = 0;
+  const uint64_t slice_end = length == proto::kNever ? proto::kNever : start + length;
   slice_end_ = slice_end;
-  turn_start_ = now_;
+  turn_start_ = start;
   for (uint64_t id : g.jobs) {
     Job& j = jobs_.at(id);
     const uint64_t budget = budgets.at(id);
@@ -332,7 +398,7 @@ void Scheduler::StartGroup(const Group& g, uint64_t slice_end, Commands* out) {
       Command c;
       c.kind = Command::Kind::kGo;
       c.job = id;
-      c.go.start_ns = now_;
+      c.go.start_ns = start;
       c.go.budget = budget;
       c.go.slice_end_ns = slice_end;
       c.go.load = !j.active && j.last_ran_ns > 0;  // back from a switch: bring its working set in
@@ -346,7 +412,7 @@ void Scheduler::StartGroup(const Group& g, uint64_t slice_end, Commands* out) {
       out->push_back(std::move(c));
     }
     if (!j.active || waiting) {
-      j.last_ran_ns = std::max<uint64_t>(now_, 1);
+      j.last_ran_ns = std::max<uint64_t>(start, 1);
       ++j.slices;
     }
     j.active = true;

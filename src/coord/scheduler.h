@@ -14,6 +14,10 @@
 //   - A job of higher priority than the active ones preempts: its Go is
 //     sent together with the outgoing jobs' Stops, so its working set is
 //     moving in while they drain.
+//   - A job that holds its turn without work while others wait gives it up
+//     (Idle): its turn ends as of when it went idle, so the next group's Go
+//     is dated then, and it stays out of the rotation until it has work
+//     again (Busy), when it waits for its turn like any other.
 //   - Pause stops a job, evicts all of its memory and releases its budget;
 //     resume puts it back in the rotation.
 // Time is the device clock the jobs report; the scheduler never reads a
@@ -56,6 +60,18 @@ class Scheduler {
   Commands Submit(Job job, uint64_t device_total, uint64_t now);
   Commands Allocated(uint64_t id, uint64_t bytes, uint64_t now);
   Commands SliceEnded(uint64_t id, uint64_t now);
+  // The active job launched nothing from `since_ns` on while others waited
+  // for their turns (proto::Idle). When that ends the active group's turn
+  // (any other members have reached their slice ends), the job is stopped
+  // and leaves the rotation, and the turn passes on as of `since_ns` (not
+  // before the turn began) when it was alone on the GPU, else as a slice end
+  // does. Otherwise (nobody waits, a switch is under way, other members
+  // still run) it is told to carry on (a Go with its turn unchanged). From a
+  // job whose turn is already ending (its Stop answers it), or that is not
+  // on the GPU, it changes nothing.
+  Commands Idle(uint64_t id, uint64_t since_ns);
+  // A job that gave its turn up has work again: back in the rotation.
+  Commands Busy(uint64_t id, uint64_t now);
   Commands Stopped(uint64_t id, const proto::Stopped& s);
   // The job exited (cleanly or not): its memory and budget are released.
   Commands Exited(uint64_t id, uint64_t now);
@@ -91,7 +107,11 @@ class Scheduler {
   // Decides what runs now. `slice_over`: the active group's slice has ended.
   void Reschedule(bool slice_over, Commands* out);
   void BeginSwitch(const Group& next, bool preempt, Commands* out);
-  void StartGroup(const Group& g, uint64_t slice_end, Commands* out);
+  // Starts `g` for `length` (kNever: no end) from the switch's time.
+  void StartGroup(const Group& g, uint64_t length, Commands* out);
+  // When the switch under way takes effect: when the job that gave its turn
+  // up went idle, else now (its last stop answered).
+  uint64_t SwitchTime() const { return switch_at_ != 0 ? switch_at_ : now_; }
   // Starts the group a switch was waiting to start, once no stop is pending.
   void FinishSwitch(Commands* out);
   Group GroupOf(const std::vector<uint64_t>& ids) const;
@@ -106,6 +126,7 @@ class Scheduler {
   std::set<uint64_t> pending_;    // stops not yet answered
   std::set<uint64_t> reported_;   // active jobs that reported their slice end
   std::vector<uint64_t> next_;    // the group to start when pending_ empties
+  uint64_t switch_at_ = 0;        // an idle switch's time, until the next group starts (0: none)
   uint64_t switches_ = 0;
   double link_bytes_per_ns_;
   size_t group_count_ = 0;

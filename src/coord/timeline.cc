@@ -13,7 +13,7 @@ uint64_t UsableHbm(const SchedulerOptions& o) {
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable) {
   std::vector<const Job*> runnable;
   for (const auto& [id, j] : jobs) {
-    if (j.state == JobState::kRunning && !j.unresponsive) runnable.push_back(&j);
+    if (j.state == JobState::kRunning && !j.unresponsive && !j.idle) runnable.push_back(&j);
   }
   // Higher priority first, then larger first (first-fit decreasing), then id.
   std::sort(runnable.begin(), runnable.end(), [](const Job* a, const Job* b) {

@@ -33,7 +33,7 @@ struct Group {
 // HBM available to working sets.
 uint64_t UsableHbm(const SchedulerOptions& o);
 
-// Partitions the runnable jobs (kRunning, not unresponsive) into groups.
+// Partitions the runnable jobs (kRunning, neither unresponsive nor idle) into groups.
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable);
 
 // Each member's HBM budget while the group runs.

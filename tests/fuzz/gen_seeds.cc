@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   hello.declared_mem = 20ull << 30, hello.allocated = 1 << 20, hello.device_total = 80ull << 30;
   hello.now_ns = 123456789, hello.priority = -7, hello.job_class = msched::JobClass::kShort, hello.name = "train\tjob";
   proto::Welcome welcome;
-  welcome.job = 3, welcome.slot = 2, welcome.admitted = true;
+  welcome.job = 3, welcome.slot = 2, welcome.admitted = true, welcome.idle_yield_ns = 50'000'000;
   proto::Go go;
   go.start_ns = 1000, go.budget = 8ull << 30, go.slice_end_ns = 5000, go.load = true;
   proto::Stop stop;
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   reply.ok = true, reply.text = "{\"jobs\":[]}\n";
   const proto::Message messages[] = {
       hello, proto::Usage{.allocated = 4096, .now_ns = 9, .counters = {.faults = 12, .prefetched = 1 << 20}},
-      proto::SliceEnd{.now_ns = 77},
+      proto::SliceEnd{.now_ns = 77}, proto::Idle{.at_ns = 88, .idle = true},
       proto::Stopped{.now_ns = 1, .resident = 2, .working_set = 3, .loaded = 4, .load_ns = 5, .counters = {6, 7}},
       proto::Goodbye{.now_ns = 8, .counters = {.faults = 30, .prefetched = 2 << 20}}, welcome, proto::Refused{.reason = "needs 90 GiB; the device has 80"}, go, stop,
       proto::Budget{.budget = 1 << 30}, control, reply};

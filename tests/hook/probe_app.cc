@@ -16,6 +16,10 @@
 //             allocations made during the steps
 //   rtld_next dlsym(RTLD_NEXT, ...) answers as if no interposer sat between
 //   crash     three vector adds of different sizes, then killed by a signal
+//   idle US   a vector add over 40 MiB, US microseconds of host work with the
+//             simulator's idle alarm off (as if no timer saw it: the next
+//             launch must notice the idleness itself), a second vector add;
+//             prints a checksum
 // Exit status 0 on success; 1 with a message on stderr otherwise.
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -42,6 +46,8 @@ PFN_cuGetProcAddress_v12000 g_lookup = nullptr;
 // The simulator's own entry points, found with dlsym (null on a real driver).
 decltype(&msimGetTime) g_sim_time = nullptr;
 decltype(&msimCallCount) g_sim_calls = nullptr;
+decltype(&msimAdvanceTo) g_sim_advance = nullptr;
+decltype(&msimSetIdleAlarm) g_sim_alarm = nullptr;
 
 void* Lookup(const char* name, int version, cuuint64_t flags = CU_GET_PROC_ADDRESS_DEFAULT) {
   void* fn = nullptr;
@@ -363,6 +369,35 @@ int Pool(Api& api, int steps) {
   return 0;
 }
 
+int IdleBetweenLaunches(Api& api, uint64_t host_us) {
+  if (g_sim_time == nullptr || g_sim_advance == nullptr || g_sim_alarm == nullptr) {
+    std::fprintf(stderr, "probe: idle needs the simulated driver\n");
+    return 1;
+  }
+  uint64_t n = 3'500'000;  // three buffers of 14 MB
+  CUdeviceptr a, b, c;
+  CHECK(api.alloc(&a, 4 * n));
+  CHECK(api.alloc(&b, 4 * n));
+  CHECK(api.alloc(&c, 4 * n));
+  std::vector<float> x(n), y(n);
+  for (uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000), y[i] = 0.25f;
+  CHECK(api.htod(a, x.data(), 4 * n));
+  CHECK(api.htod(b, y.data(), 4 * n));
+  void* params[] = {&a, &b, &c, &n};
+  CHECK(api.launch(api.vadd, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+  CHECK(api.sync());
+  CHECK(g_sim_alarm(0, nullptr));
+  uint64_t now = 0;
+  CHECK(g_sim_time(&now));
+  CHECK(g_sim_advance(now + host_us * 1000));
+  void* again[] = {&c, &b, &a, &n};
+  CHECK(api.launch(api.vadd, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0, nullptr, again, nullptr));
+  CHECK(api.sync());
+  CHECK(api.dtoh(x.data(), a, 4 * n));
+  std::printf("checksum %016llx\n", static_cast<unsigned long long>(Fnv(x)));
+  return 0;
+}
+
 int RtldNext() {
   // From the main program, the next definition of a hooked name is the
   // interposer's; of an ordinary libc function, libc's.
@@ -375,7 +410,8 @@ int RtldNext() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash\n");
+    std::fprintf(stderr,
+                 "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash|idle US\n");
     return 1;
   }
   const std::string cmd = argv[1];
@@ -390,6 +426,8 @@ int main(int argc, char** argv) {
   g_lookup = first;
   g_sim_time = reinterpret_cast<decltype(g_sim_time)>(dlsym(h, "msimGetTime"));
   g_sim_calls = reinterpret_cast<decltype(g_sim_calls)>(dlsym(h, "msimCallCount"));
+  g_sim_advance = reinterpret_cast<decltype(g_sim_advance)>(dlsym(h, "msimAdvanceTo"));
+  g_sim_alarm = reinterpret_cast<decltype(g_sim_alarm)>(dlsym(h, "msimSetIdleAlarm"));
   // As cudart does: from here on, use the pointer returned for cuGetProcAddress itself.
   g_lookup = L<PFN_cuGetProcAddress_v12000>("cuGetProcAddress", 12000);
   if (cmd == "lookups") {
@@ -405,6 +443,7 @@ int main(int argc, char** argv) {
   if (cmd == "async") return Async(api);
   if (cmd == "pool") return Pool(api, argc > 2 ? std::atoi(argv[2]) : 20);
   if (cmd == "crash") return LaunchThenCrash(api);
+  if (cmd == "idle" && argc > 2) return IdleBetweenLaunches(api, std::strtoull(argv[2], nullptr, 10));
   std::fprintf(stderr, "probe: unknown command %s\n", cmd.c_str());
   return 1;
 }

@@ -390,6 +390,49 @@ TEST_F(SimDriverTest, EventsMeasureVirtualTime) {
   CU_ASSERT(cuEventDestroy(e1));
 }
 
+// Issue 12: the idle alarm is a timer in virtual time for a job that gives
+// its turn on the GPU up when it has been idle: it fires where the idleness
+// runs out, on the thread that moves the clock, once per idle period,
+// counting queued work as activity, and never from within itself.
+std::vector<uint64_t> g_alarms;  // the virtual times the alarm fired at
+void RecordAlarm() {
+  g_alarms.push_back(Now());
+  msimAdvanceTo(Now() + 5'000'000);  // from within the alarm: no second one
+}
+
+TEST_F(SimDriverTest, TheIdleAlarmFiresOncePerIdlePeriodWhereItsIdlenessRunsOut) {
+  struct Disarm {
+    ~Disarm() { msimSetIdleAlarm(0, nullptr); }
+  } disarm;
+  g_alarms.clear();
+  CUdeviceptr small = Managed(4096);
+  Prefetch(small, 4096, true);
+  CU_ASSERT(cuCtxSynchronize());
+  CU_ASSERT(msimSetIdleAlarm(1'000'000, RecordAlarm));
+  const uint64_t t0 = Now();  // the synchronisation's end: idle from here
+  CU_ASSERT(msimAdvanceTo(t0 + 500'000));
+  EXPECT_TRUE(g_alarms.empty()) << "idle for 0.5 ms only";
+  CU_ASSERT(msimAdvanceTo(t0 + 3'000'000));
+  ASSERT_EQ(g_alarms.size(), 1u);
+  EXPECT_EQ(g_alarms[0], t0 + 1'000'000) << "the clock stops where 1 ms of idleness ran out";
+  EXPECT_EQ(Now(), t0 + 6'000'000) << "then goes on: the alarm moved it 5 ms, past the 3 ms asked for";
+  CU_ASSERT(msimAdvanceTo(Now() + 10'000'000));
+  EXPECT_EQ(g_alarms.size(), 1u) << "once per idle period";
+
+  // A 10 ms kernel still queued is work: the period starts at its end.
+  const uint64_t t1 = Now();
+  Spin(small, 563'000'000'000, nullptr);
+  CU_ASSERT(msimAdvanceTo(t1 + 30'000'000));
+  ASSERT_EQ(g_alarms.size(), 2u);
+  EXPECT_GE(g_alarms[1], t1 + 11'000'000);
+  EXPECT_LT(g_alarms[1], t1 + 11'100'000);
+
+  CU_ASSERT(msimSetIdleAlarm(0, nullptr));
+  CU_ASSERT(cuCtxSynchronize());
+  CU_ASSERT(msimAdvanceTo(Now() + 10'000'000));
+  EXPECT_EQ(g_alarms.size(), 2u) << "disarmed";
+}
+
 TEST_F(SimDriverTest, CaptureRecordsLaunchesAndRefusesPrefetch) {
   CUdeviceptr a = Managed(4096), b = Managed(4096), c = Managed(4096);
   CU_ASSERT(cuMemsetD32(a, 0x3f800000, 1024));

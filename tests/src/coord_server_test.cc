@@ -415,6 +415,53 @@ TEST_F(CoordServerTest, OnlyTheOwnerOrRootMayControlAJob) {
   ::close(fd);
 }
 
+// Issue 12: the welcome carries the idle yield (mschedd --idle-yield); a
+// job idle while another waits gives its turn up, the waiting one's Go is
+// dated when it went idle, and `msched status` says why each waits.
+TEST_F(CoordServerTest, AnIdleJobGivesItsTurnToTheWaitingOneAndRejoinsWhenItHasWork) {
+  const int a = Join(10 * kGiB, "loader");
+  EXPECT_EQ(ExpectWelcome(a).first.idle_yield_ns, 50'000'000u) << "the default";
+  Expect<proto::Go>(a);
+  const int b = Join(10 * kGiB, "trainer");  // 20 GiB on 16: turns
+  Expect<proto::Welcome>(b);
+  ASSERT_TRUE(SendMessage(a, proto::Idle{40'000'000, true}).ok());
+  const proto::Stop stop = Expect<proto::Stop>(a);
+  EXPECT_EQ(stop.evict_bytes, 4 * kGiB);
+  proto::Stopped st;
+  st.now_ns = 90'000'000;  // its clock is far past the moment it went idle
+  st.working_set = 10 * kGiB;
+  st.resident = 6 * kGiB;
+  ASSERT_TRUE(SendMessage(a, st).ok());
+  const proto::Go go = Expect<proto::Go>(b);
+  EXPECT_EQ(go.start_ns, 40'000'000u);
+  EXPECT_EQ(go.slice_end_ns, proto::kNever) << "the idle job is out of the rotation";
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["coordinator"]["idle_yield_ns"], 50'000'000u);
+  ASSERT_EQ(s["jobs"].size(), 2u);
+  EXPECT_EQ(s["jobs"][0]["wait_reason"], "idle");
+  EXPECT_EQ(s["jobs"][0]["idle_yields"], 1u);
+  EXPECT_EQ(s["jobs"][1]["run_state"], "running");
+  ASSERT_TRUE(SendMessage(a, proto::Idle{100'000'000, false}).ok());  // it launches again
+  for (int i = 0; i < 100 && Status()["coordinator"]["slice_end_ns"].is_null(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  s = Status();
+  EXPECT_FALSE(s["coordinator"]["slice_end_ns"].is_null()) << "the running job's turn now ends";
+  EXPECT_EQ(s["jobs"][0]["wait_reason"], "turn");
+  ::close(a);
+  ::close(b);
+}
+
+TEST_F(CoordServerTest, IdleYieldOffIsSentAsZero) {
+  Stop();
+  ServerOptions o;
+  o.idle_yield_ns = 0;
+  Start(10000, o);
+  const int a = Join(kGiB);
+  EXPECT_EQ(ExpectWelcome(a).first.idle_yield_ns, 0u);
+  ::close(a);
+}
+
 TEST_F(CoordServerTest, AJobThatStopsAnsweringIsPassedOver) {
   Stop();
   Start(/*answer_timeout_ms=*/300);

@@ -65,6 +65,28 @@ class CoordTraceTest : public ::testing::Test {
   std::unique_ptr<CoordTrace> trace_;
 };
 
+// Issue 12: a job that gave its turn up for want of work shows as idle until
+// it has work again, then as waiting for its turn.
+TEST_F(CoordTraceTest, AJobThatGaveItsTurnUpIsIdleUntilItHasWorkAgain) {
+  Submit(1, 101, 10 * kGiB, 0);
+  Submit(2, 102, 10 * kGiB, 100);
+  Apply(s_.Idle(1, 1000));
+  Stopped(1, 1500, 4 * kGiB);
+  Apply(s_.Busy(1, 3000));
+  Apply(s_.Exited(2, 9000));
+  Apply(s_.Exited(1, 9500));
+  json idle, waiting;
+  for (const json& e : Events()) {
+    if (e["ph"] != "X" || e["pid"] != 101) continue;
+    if (e["name"] == trace::kIdle) idle = e;
+    if (e["name"] == trace::kWaitingTurn) waiting = e;
+  }
+  ASSERT_FALSE(idle.is_null() || waiting.is_null());
+  EXPECT_DOUBLE_EQ(idle["ts"].get<double>(), 1.5) << "once it answered its stop";
+  EXPECT_DOUBLE_EQ(idle["dur"].get<double>(), 1.5) << "until it had work again";
+  EXPECT_DOUBLE_EQ(waiting["ts"].get<double>(), 3.0);
+}
+
 TEST_F(CoordTraceTest, ASwitchEndsOneRunningSpanStartsTheOtherAndSwapsBetween) {
   Submit(1, 101, 10 * kGiB, 0);
   Submit(2, 102, 10 * kGiB, 100);

@@ -31,6 +31,7 @@ std::vector<Message> Samples() {
   welcome.job = 42;
   welcome.slot = 3;
   welcome.admitted = true;
+  welcome.idle_yield_ns = 50'000'000;
   Go go;
   go.start_ns = 10, go.budget = 1 << 30, go.slice_end_ns = 20, go.load = true;
   Stop stop;
@@ -41,7 +42,7 @@ std::vector<Message> Samples() {
   reply.ok = true;
   reply.text = "{\n\t\"jobs\": []\n}";
   return {hello, Usage{1 << 20, 5, {6, 7}}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5, {6, 7}}, Goodbye{8, {9, 10}},
-          welcome, Refused{"too big"}, go, stop, Budget{99}, control, reply};
+          welcome, Refused{"too big"}, go, stop, Budget{99}, control, reply, Idle{123, true}, Idle{456, false}};
 }
 
 TEST(ProtocolTest, EveryMessageRoundTrips) {
@@ -63,6 +64,13 @@ TEST(ProtocolTest, EveryMessageRoundTrips) {
   EXPECT_EQ(st.counters.prefetched, 7u);
   EXPECT_EQ(std::get<Usage>(*Decode(Encode(Samples()[1]))).counters.prefetched, 7u);
   EXPECT_EQ(std::get<Goodbye>(*Decode(Encode(Samples()[4]))).counters.faults, 9u);
+  // Issue 12: the welcome tells the job its idle yield; a job reports going
+  // idle, and having work again.
+  EXPECT_EQ(std::get<Welcome>(*Decode(Encode(Samples()[5]))).idle_yield_ns, 50'000'000u);
+  const Idle gone = std::get<Idle>(*Decode(Encode(Samples()[12])));
+  EXPECT_EQ(gone.at_ns, 123u);
+  EXPECT_TRUE(gone.idle);
+  EXPECT_FALSE(std::get<Idle>(*Decode(Encode(Samples()[13]))).idle);
 }
 
 TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
@@ -73,6 +81,9 @@ TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
   bad = frame;
   bad[4] = 9;  // version
   EXPECT_NE(Decode(bad).status().message().find("protocol version 9"), std::string::npos);
+  bad[4] = 3;  // the version before the idle yield (issue 12): refused as clearly
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 3 (this msched speaks 4): mixed msched versions?"),
+            std::string::npos);
   bad = frame;
   bad[6] = 99;  // type
   EXPECT_NE(Decode(bad).status().message().find("unknown message type 99"), std::string::npos);
@@ -106,6 +117,11 @@ TEST(ProtocolTest, MalformedPayloadsAreRejected) {
   std::string go_frame = Encode(Go{});
   go_frame.back() = 2;  // the bool
   EXPECT_FALSE(Decode(go_frame).ok()) << "a bool must be 0 or 1";
+  std::string idle_frame = Encode(Idle{});
+  idle_frame.back() = 3;
+  EXPECT_FALSE(Decode(idle_frame).ok()) << "an idle report's flag must be 0 or 1";
+  EXPECT_FALSE(decode_payload(MsgType::kWelcome, Encode(Welcome{}).substr(kHeaderSize, 13)).ok())
+      << "a welcome of protocol 3, without the idle yield";
 
   Stop stop;
   stop.reason = static_cast<StopReason>(9);
@@ -160,7 +176,8 @@ TEST(ProtocolTest, EachTypesSizeLimitIsCheckedFromTheHeaderAlone) {
   Hello longest;
   longest.name = std::string(kMaxName, 'n');
   EXPECT_EQ(Encode(longest).size() - kHeaderSize, MaxPayloadOf(MsgType::kHello)) << "the limit is exact";
-  for (const Message& m : {Message(Usage{}), Message(Stopped{}), Message(Goodbye{})}) {
+  for (const Message& m :
+       {Message(Usage{}), Message(Stopped{}), Message(Goodbye{}), Message(Welcome{}), Message(Idle{})}) {
     EXPECT_EQ(Encode(m).size() - kHeaderSize, MaxPayloadOf(TypeOf(m))) << MsgTypeName(TypeOf(m)) << ": exact";
   }
   // A hello announcing a megabyte is refused before a byte of it is read.

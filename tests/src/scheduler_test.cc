@@ -2,45 +2,24 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "scheduler_fixtures.h"
+
 namespace msched {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
+using testing_fixtures::kGiB;
+using testing_fixtures::NewJob;
+using testing_fixtures::Options;
+using testing_fixtures::StoppedAt;
 using Kind = Command::Kind;
-
-SchedulerOptions Options(double ratio = 2.0) {
-  SchedulerOptions o;
-  o.hbm_bytes = 16 * kGiB;
-  o.usable_fraction = 1.0;
-  o.oversubscribe = ratio;
-  o.min_slice_ns = 1000;
-  o.max_slice_ns = 1'000'000;
-  return o;
-}
-
-Job NewJob(uint64_t id, uint64_t mem, int priority = 0, JobClass c = JobClass::kUnset) {
-  Job j;
-  j.id = id;
-  j.name = "job" + std::to_string(id);
-  j.declared = mem;
-  j.priority = priority;
-  j.job_class = c;
-  return j;
-}
 
 const Command* Find(const Commands& cs, Kind kind, uint64_t job) {
   for (const Command& c : cs) {
     if (c.kind == kind && c.job == job) return &c;
   }
   return nullptr;
-}
-
-proto::Stopped StoppedAt(uint64_t now, uint64_t resident, uint64_t ws) {
-  proto::Stopped s;
-  s.now_ns = now;
-  s.resident = resident;
-  s.working_set = ws;
-  return s;
 }
 
 TEST(SchedulerTest, AJobAloneRunsWithTheWholeGpuAndNoSliceEnd) {
@@ -280,6 +259,207 @@ TEST(SchedulerTest, AnUnresponsiveJobOwingAStopDoesNotHoldUpTheSwitch) {
   const Commands c = s.Unresponsive(1);
   ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
   EXPECT_EQ(Find(c, Kind::kGo, 2)->go.slice_end_ns, proto::kNever) << "job 1 is out of the rotation";
+}
+
+// Issue 12: an urgent job submitted while a long one holds 70% of HBM gets
+// the GPU at once; the long job is stopped with one bulk eviction of just
+// what the urgent one lacks room for, and once the urgent job is gone it
+// comes back with its working set reloaded.
+TEST(SchedulerTest, AnUrgentJobGetsTheGpuAtOnceAndTheLongJobComesBackWithItsWorkingSet) {
+  Scheduler s(Options());
+  const uint64_t long_ws = 16 * kGiB / 10 * 7;  // 70% of HBM
+  s.Submit(NewJob(1, long_ws), 0, 0);
+  s.Stopped(1, StoppedAt(0, 0, 0));  // an answer nobody waited for: nothing changes
+  const Commands c = s.Submit(NewJob(2, 6 * kGiB, /*priority=*/10), 0, 1000);
+  ASSERT_EQ(c.size(), 2u) << "one stop and one go, nothing else";
+  const Command* stop = Find(c, Kind::kStop, 1);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->stop.reason, proto::StopReason::kPreempt);
+  EXPECT_EQ(stop->stop.evict_bytes, long_ws + 6 * kGiB - 16 * kGiB) << "one bulk eviction of what is missing";
+  const Command* go = Find(c, Kind::kGo, 2);
+  ASSERT_NE(go, nullptr) << "the urgent job does not wait for the long one to drain";
+  EXPECT_EQ(go->go.start_ns, 1000u);
+  EXPECT_FALSE(s.MayRun(*s.Find(1)));
+  EXPECT_TRUE(s.MayRun(*s.Find(2)));
+
+  EXPECT_TRUE(s.Stopped(1, StoppedAt(1200, long_ws - (long_ws + 6 * kGiB - 16 * kGiB), long_ws)).empty());
+  const Commands again = s.SliceEnded(2, s.slice_end_ns());
+  EXPECT_EQ(Find(again, Kind::kGo, 1), nullptr) << "the long job waits while the urgent one lives";
+  EXPECT_EQ(s.Find(1)->state, JobState::kRunning) << "stopped, not dropped";
+
+  const uint64_t gone = s.now() + 1000;
+  const Commands back = s.Exited(2, gone);
+  const Command* resume = Find(back, Kind::kGo, 1);
+  ASSERT_NE(resume, nullptr);
+  EXPECT_TRUE(resume->go.load) << "its working set is brought back before its first launch";
+  EXPECT_EQ(resume->go.start_ns, gone);
+  EXPECT_EQ(resume->go.budget, 16 * kGiB);
+  EXPECT_EQ(resume->go.slice_end_ns, proto::kNever);
+  EXPECT_EQ(s.Find(1)->working_set, long_ws) << "the working set it reported is what it reloads";
+  EXPECT_EQ(s.Find(1)->swaps_in, 1u);
+}
+
+// Issue 12: jobs that arrive over time are admitted in arrival order as the
+// memory of those that finish frees (no oversubscription here).
+TEST(SchedulerTest, JobsArrivingOverTimeAreAdmittedInOrderAsMemoryFrees) {
+  Scheduler s(Options(1.0));
+  s.Submit(NewJob(1, 8 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 8 * kGiB), 0, 10);
+  EXPECT_EQ(s.Find(2)->state, JobState::kRunning) << "16 GiB: both fit";
+  s.Submit(NewJob(3, 8 * kGiB), 0, 20);
+  s.Submit(NewJob(4, 8 * kGiB), 0, 30);
+  s.Submit(NewJob(5, 8 * kGiB), 0, 40);
+  for (uint64_t id : {3, 4, 5}) EXPECT_EQ(s.Find(id)->state, JobState::kWaiting) << id;
+
+  Commands c = s.Exited(1, 100);
+  ASSERT_NE(Find(c, Kind::kGo, 3), nullptr) << "the first to arrive";
+  EXPECT_EQ(Find(c, Kind::kGo, 4), nullptr);
+  EXPECT_EQ(s.Find(3)->admitted_ns, 100u);
+  EXPECT_EQ(s.Find(4)->state, JobState::kWaiting);
+
+  c = s.Exited(2, 200);
+  ASSERT_NE(Find(c, Kind::kGo, 4), nullptr);
+  EXPECT_EQ(s.Find(4)->admitted_ns, 200u);
+  EXPECT_EQ(s.Find(5)->state, JobState::kWaiting);
+
+  c = s.Exited(4, 250);
+  ASSERT_NE(Find(c, Kind::kGo, 5), nullptr);
+  EXPECT_EQ(s.Find(5)->admitted_ns, 250u);
+  EXPECT_EQ(s.Find(5)->submitted_ns, 40u);
+}
+
+// ---- Idle yield (issue 12) ---------------------------------------------------
+
+// Jobs 1 and 2 of 10 GiB on 16: job 1 runs, job 2 waits for its turn, which
+// began at 100 when job 2 arrived.
+Scheduler TwoTakingTurns() {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 10 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 10 * kGiB), 0, 100);
+  return s;
+}
+
+TEST(SchedulerTest, AnIdleJobGivesItsTurnUpAsOfWhenItWentIdle) {
+  Scheduler s = TwoTakingTurns();
+  ASSERT_TRUE(s.MayRun(*s.Find(1)));
+  ASSERT_NE(s.slice_end_ns(), proto::kNever) << "job 2 waits";
+  Commands c = s.Idle(1, 500);
+  const Command* stop = Find(c, Kind::kStop, 1);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->stop.evict_bytes, 4 * kGiB) << "what job 2 lacks room for";
+  EXPECT_EQ(Find(c, Kind::kGo, 2), nullptr) << "job 2 goes once job 1 has evicted";
+  EXPECT_FALSE(s.MayRun(*s.Find(1)));
+  EXPECT_TRUE(s.Find(1)->idle);
+  EXPECT_EQ(s.Find(1)->idle_yields, 1u);
+  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1}));
+
+  // It answers when its clock is far past the moment it went idle.
+  c = s.Stopped(1, StoppedAt(900, 6 * kGiB, 10 * kGiB));
+  const Command* go = Find(c, Kind::kGo, 2);
+  ASSERT_NE(go, nullptr);
+  EXPECT_EQ(go->go.start_ns, 500u) << "the GPU was free from when job 1 went idle";
+  EXPECT_EQ(go->go.slice_end_ns, proto::kNever) << "job 1 is out of the rotation: nobody waits";
+  EXPECT_EQ(s.slice_end_ns(), proto::kNever);
+  EXPECT_EQ(s.switches(), 1u);
+  EXPECT_EQ(s.now(), 900u);
+}
+
+TEST(SchedulerTest, AnIdleJobsTurnNeverPassesOnBeforeItBegan) {
+  Scheduler s = TwoTakingTurns();
+  s.Idle(1, 50);  // idle since before job 2 arrived at 100
+  const Commands c = s.Stopped(1, StoppedAt(900, 6 * kGiB, 10 * kGiB));
+  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
+  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.start_ns, 100u) << "job 2 waited from 100";
+}
+
+TEST(SchedulerTest, AnIdleJobComesBackInTheRotationAtItsNextLaunch) {
+  Scheduler s = TwoTakingTurns();
+  s.Idle(1, 500);
+  s.Stopped(1, StoppedAt(900, 6 * kGiB, 10 * kGiB));
+  Commands c = s.Busy(1, 1000);
+  EXPECT_TRUE(c.empty()) << "it waits for its turn like any other: " << c.size();
+  EXPECT_FALSE(s.Find(1)->idle);
+  ASSERT_NE(s.slice_end_ns(), proto::kNever) << "job 2's turn now ends";
+  EXPECT_GT(s.slice_end_ns(), 1000u);
+  EXPECT_FALSE(s.MayRun(*s.Find(1)));
+  c = s.SliceEnded(2, s.slice_end_ns());
+  ASSERT_NE(Find(c, Kind::kStop, 2), nullptr);
+  c = s.Stopped(2, StoppedAt(s.slice_end_ns() + 10, 6 * kGiB, 10 * kGiB));
+  const Command* go = Find(c, Kind::kGo, 1);
+  ASSERT_NE(go, nullptr);
+  EXPECT_TRUE(go->go.load) << "back with its working set";
+  EXPECT_TRUE(s.MayRun(*s.Find(1)));
+}
+
+TEST(SchedulerTest, WithNobodyWaitingAnIdleJobKeepsTheGpu) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 10 * kGiB), 0, 0);
+  const Commands c = s.Idle(1, 500);
+  ASSERT_EQ(c.size(), 1u);
+  const Command* go = Find(c, Kind::kGo, 1);
+  ASSERT_NE(go, nullptr) << "told to carry on";
+  EXPECT_EQ(go->go.start_ns, 500u) << "dated when it went idle: its clock does not move";
+  EXPECT_EQ(go->go.slice_end_ns, proto::kNever);
+  EXPECT_EQ(go->go.budget, 16 * kGiB);
+  EXPECT_FALSE(go->go.load);
+  EXPECT_TRUE(s.MayRun(*s.Find(1)));
+  EXPECT_FALSE(s.Find(1)->idle);
+  EXPECT_EQ(s.Find(1)->idle_yields, 0u);
+  EXPECT_EQ(s.switches(), 0u);
+}
+
+TEST(SchedulerTest, InAGroupAnIdleJobCarriesOnUntilTheOthersTurnsEnd) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 5 * kGiB), 0, 0);   // 1 and 2 run together
+  s.Submit(NewJob(3, 10 * kGiB), 0, 0);  // groups {3, 1} and {2}: turns
+  ASSERT_TRUE(s.Find(1)->active && s.Find(2)->active);
+  Commands c = s.Idle(1, 300);
+  ASSERT_NE(Find(c, Kind::kGo, 1), nullptr) << "job 2 still runs: job 1 carries on";
+  EXPECT_EQ(Find(c, Kind::kStop, 1), nullptr);
+  EXPECT_TRUE(s.MayRun(*s.Find(1)));
+  const uint64_t end = s.slice_end_ns();
+  s.SliceEnded(2, end);
+  // With job 2 at its slice end, job 1's idleness ends the group's turn; out
+  // of the rotation, it leaves room for jobs 3 and 2 to run together.
+  c = s.Idle(1, end - 1);
+  EXPECT_NE(Find(c, Kind::kStop, 1), nullptr);
+  EXPECT_EQ(Find(c, Kind::kStop, 2), nullptr) << "job 2 runs in the next group too";
+  EXPECT_TRUE(s.Find(1)->idle);
+  c = s.Stopped(1, StoppedAt(end + 100, 0, 5 * kGiB));
+  ASSERT_NE(Find(c, Kind::kGo, 3), nullptr);
+  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr) << "job 2 waited at its slice end";
+  EXPECT_EQ(Find(c, Kind::kGo, 3)->go.start_ns, end + 100) << "beside a job at its slice end, as at any switch";
+  EXPECT_EQ(s.slice_end_ns(), proto::kNever);
+}
+
+TEST(SchedulerTest, IdleReportsDuringASwitchOrFromStoppedOrPausedJobsAreHarmless) {
+  // A switch under way: job 1's slice ended, its stop is owed.
+  Scheduler s = TwoTakingTurns();
+  s.SliceEnded(1, 5000);
+  EXPECT_TRUE(s.Idle(1, 5000).empty()) << "its turn is already ending";
+  EXPECT_TRUE(s.Idle(2, 5000).empty()) << "not on the GPU";
+  EXPECT_FALSE(s.Find(1)->idle);
+  EXPECT_FALSE(s.Find(2)->idle);
+  Commands c = s.Stopped(1, StoppedAt(5100, 6 * kGiB, 10 * kGiB));
+  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
+  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.start_ns, 5100u) << "an ordinary switch";
+
+  // A preemption under way: the urgent job runs while job 2's stop is owed.
+  c = s.Submit(NewJob(3, 10 * kGiB, /*priority=*/5), 0, 6000);
+  ASSERT_NE(Find(c, Kind::kStop, 2), nullptr);
+  c = s.Idle(3, 6500);
+  ASSERT_NE(Find(c, Kind::kGo, 3), nullptr) << "no switch starts during one: it carries on";
+  EXPECT_EQ(Find(c, Kind::kStop, 3), nullptr);
+  EXPECT_FALSE(s.Find(3)->idle);
+
+  // A paused job.
+  ASSERT_TRUE(s.Pause(1).ok());
+  EXPECT_TRUE(s.Idle(1, 7000).empty());
+  EXPECT_TRUE(s.Busy(1, 7100).empty());
+  EXPECT_EQ(s.Find(1)->state, JobState::kPaused);
+  EXPECT_FALSE(s.Find(1)->idle);
+  EXPECT_TRUE(s.Idle(42, 7200).empty()) << "no such job";
 }
 
 }  // namespace

@@ -128,17 +128,19 @@ TEST_F(MschedStatusTest, TheTableFitsColumnsAndAFileGetsEveryColumn) {
   EXPECT_TRUE(header && row) << narrow.out;
   const ts::ProgramRun file = Status({{"COLUMNS", ""}});  // stdout is a file, and no $COLUMNS
   ASSERT_EQ(file.status, 0) << file.err;
-  // 50 columns keep what shows who holds the GPU and how much it took.
-  for (const char* column : {"ON_GPU", "ALLOCATED"}) {
+  // 50 columns keep what shows who holds the GPU, why the others wait and
+  // since when, and how much it holds.
+  for (const char* column : {"STATE", "WHY", "WAITED", "RESIDENT"}) {
     EXPECT_NE(file.out.find(column), std::string::npos) << column << "\n" << file.out;
     EXPECT_NE(narrow.out.find(column), std::string::npos) << column << " in 50 columns\n" << narrow.out;
   }
   for (const char* column :
-       {"UID", "PID", "CLASS", "PRIO", "DECLARED", "WORKSET", "RESIDENT", "BUDGET", "WAITED", "SWAPS"}) {
+       {"USER", "PID", "SLICES", "CLASS", "PRIO", "DECLARED", "ALLOCATED", "WORKSET", "BUDGET", "SWAPS"}) {
     EXPECT_NE(file.out.find(column), std::string::npos) << column << "\n" << file.out;
     EXPECT_EQ(narrow.out.find(column), std::string::npos) << column << " in 50 columns\n" << narrow.out;
   }
   EXPECT_NE(file.out.find("16.0 MiB"), std::string::npos) << "the declared memory\n" << file.out;
+  EXPECT_NE(file.out.find("running"), std::string::npos) << "alone, it holds the GPU\n" << file.out;
 }
 
 }  // namespace

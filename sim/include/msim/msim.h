@@ -26,6 +26,18 @@ CUresult msimDeviceTime(uint64_t* now_ns);
  * virtual time t: its clock moves to t if it is behind. */
 CUresult msimAdvanceTo(uint64_t t_ns);
 
+/* A timer in virtual time for an interposer that acts when the process has
+ * been idle for a while, as a timer thread would on a real GPU. Arms
+ * (idle_ns > 0) or disarms (0) this process's idle alarm: when
+ * msimAdvanceTo is about to carry the clock past the point where the
+ * process has been idle for idle_ns (no driver call in progress, none
+ * returned and no queued work completed in that time), the clock stops
+ * there, `fn` runs on the calling thread with no simulator lock held (it may
+ * call the driver, which starts a new idle period), and the advance then
+ * goes on. It fires once per idle period, never from within `fn`. */
+typedef void (*msimIdleAlarmFn)(void);
+CUresult msimSetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn);
+
 /* Declares that the calling process is (1) or is no longer (0) blocked on
  * something outside the simulator, such as a coordinator's turn. Processes
  * sharing a device advance in virtual-time order; a blocked one must not

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -168,6 +169,15 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
   }
   for (const PolicyVariant& v : s.policies) {
     if (v.policy == Policy::kSwap && s.swap_workload.empty()) throw Bad{"policies: swap needs a swap_server"};
+  }
+  if (j.contains("shortfalls")) {
+    static const std::set<std::string> kTargets = {"ooms", "short_wait_vs_exclusive", "makespan_vs_exclusive",
+                                                   "busy_points", "spread_below_baselines", "urgent_vs_alone",
+                                                   "p99_vs_swap"};
+    for (const auto& [target, why] : j["shortfalls"].items()) {
+      if (!kTargets.count(target) || !why.is_string()) throw Bad{"shortfalls." + target + ": a target's name and a text"};
+      s.shortfalls[target] = why.get<std::string>();
+    }
   }
   if (j.contains("retry_delay_ms")) {
     s.retry_delay_ms_full = j["retry_delay_ms"].at("full").get<double>();

@@ -79,6 +79,9 @@ struct Scenario {
     double p99_vs_swap = 0;  // services: msched's p99 request latency over the swap server's
     bool spread_below_baselines = false;
   } targets;
+  // Why a target is missed, by its name in "targets" ("ooms" for msched's
+  // OOMs), as found when it was analysed: the report prints it under a miss.
+  std::map<std::string, std::string> shortfalls;
   // Services: a request answered within this many milliseconds meets its
   // SLO; the swap policy runs this workload, with the first job kind's
   // variables and its own, once in place of the service instances.

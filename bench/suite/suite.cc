@@ -291,6 +291,7 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
                            const SuiteOptions& o) {
   ScenarioResult out;
   out.scenario = &s;
+  out.quick = o.quick;
   const std::string hbm_text = o.quick ? s.hbm_quick : s.hbm_full;
   uint64_t hbm = device.hbm_bytes;
   if (hbm_text != "profile") {

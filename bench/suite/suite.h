@@ -98,6 +98,7 @@ struct TemplateAccuracy {
 
 struct ScenarioResult {
   const Scenario* scenario = nullptr;
+  bool quick = false;  // run in the quick form (targets apply to the full form)
   std::vector<PointResult> points;
   std::vector<TemplateAccuracy> template_accuracy;  // one per job kind with templates
 };

@@ -131,6 +131,13 @@ TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("jobs.x.arrivals.at_ms: one time per job"), std::string::npos)
       << r.status().message();
+  std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
+    "hbm": {"full": "profile", "quick": "64M"}, "points": {"full": [150], "quick": [150]}, "policies": ["um"],
+    "shortfalls": {"speed": "because"},
+    "jobs": [{"label": "x", "workload": "micro_vadd.json", "share": 1.0, "work": "TASKS"}]})";
+  r = b::LoadScenarios(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("shortfalls.speed: a target's name"), std::string::npos) << r.status().message();
 }
 
 TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResults) {

@@ -189,7 +189,6 @@ class Stage {
     const json run = ReadJson(File(i, "json"));
     const json sim = ReadJson(File(i, "sim.json"));
     const json hook = ReadJson(File(i, "hook.json"));
-    out->attempts = static_cast<int>(U(run, {"attempts"}));
     out->ooms = static_cast<int>(U(run, {"ooms"}));
     out->lost_ns = U(run, {"lost_ns"});
     out->checksums.clear();

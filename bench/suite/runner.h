@@ -84,7 +84,6 @@ struct RunOptions {
 
 struct JobOutcome {
   int status = -1;        // the job's exit status
-  int attempts = 0;       // runs of its program (nocheck runs it again after an OOM)
   int ooms = 0;           // runs that ran out of device memory
   uint64_t lost_ns = 0;   // device time those runs had worked before they crashed
   std::string error;      // the last attempt's message, if it failed

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "suite/json_file.h"
 #include "msched/config.h"
+#include "msched/seeded_draws.h"
 
 namespace msched::bench {
 namespace {
@@ -249,13 +249,10 @@ std::vector<uint64_t> Arrivals::Times(int count) const {
     return out;
   }
   if (per_s <= 0) return std::vector<uint64_t>(count, 0);
-  // Exponential gaps by inversion from a 64-bit Mersenne Twister, whose
-  // output the standard fixes: the same seed gives the same trace anywhere.
-  std::mt19937_64 rng(seed);
+  SeededDraws draws(seed);  // the same seed gives the same trace anywhere
   double t_ms = start_ms;
   for (int i = 0; i < count; ++i) {
-    const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-    t_ms += -std::log1p(-u) / per_s * 1e3;
+    t_ms += draws.ExponentialGapS(per_s) * 1e3;
     out.push_back(static_cast<uint64_t>(t_ms * 1e6));
   }
   return out;

@@ -3,13 +3,12 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "msched/bounded_input.h"
+#include "msched/seeded_draws.h"
 #include "msim/msim.h"
 
 namespace msim {
@@ -370,13 +369,13 @@ class Runner {
     if (swapping && static_cast<int64_t>(sp.swap_buffers.size()) < models) throw RunError{"serve: one swap buffer per model"};
     const int64_t resident = swapping ? Eval(sp.resident, "resident") : 0;
     if (swapping && resident < 1) throw RunError{"serve: swap.resident must be at least 1"};
-    std::mt19937_64 rng(static_cast<uint64_t>(Eval(sp.seed, "seed")));
-    auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };  // [0, 1), the same anywhere
+    msched::SeededDraws draws(static_cast<uint64_t>(Eval(sp.seed, "seed")));  // one trace per seed, anywhere
     double arrival_ns = 0;
     std::vector<std::string> held;  // swap buffers allocated, least recently used first
     for (int64_t i = 0; i < requests; ++i) {
-      arrival_ns += -std::log1p(-uniform()) / static_cast<double>(per_s) * 1e9;
-      const int64_t model = std::min<int64_t>(models - 1, static_cast<int64_t>(uniform() * static_cast<double>(models)));
+      arrival_ns += draws.ExponentialGapS(static_cast<double>(per_s)) * 1e9;
+      const int64_t model =
+          std::min<int64_t>(models - 1, static_cast<int64_t>(draws.Uniform() * static_cast<double>(models)));
       if (mine >= 0 && model != mine) continue;
       const uint64_t arrival = static_cast<uint64_t>(arrival_ns);
       if (Now() < arrival) msimAdvanceTo(arrival);

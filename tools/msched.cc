@@ -6,7 +6,8 @@
 //   msched bench [SCENARIO...] [OPTIONS]     the benchmark suite (see msched bench --help)
 //   msched help                             this text and every MSCHED_* variable
 // JOB is a job id or a job's name. Exit status: 0 done; 1 the request
-// failed; 2 usage. Any command takes --socket PATH (default MSCHED_SOCKET).
+// failed; 2 usage. Any command takes --gpu N (the coordinator of the
+// machine's GPU N, default 0) or --socket PATH (one coordinator's socket).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +20,8 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +31,7 @@
 #include "suite/bench_command.h"
 #include "msched/config.h"
 #include "msched/protocol.h"
+#include "base/machine_gpu.h"
 #include "base/subprocess.h"
 #include "status_table.h"
 #include "tool_paths.h"
@@ -39,13 +43,16 @@ namespace {
 using nlohmann::json;
 
 constexpr char kUsage[] =
-    "usage: msched run [--mem SIZE] [--class short|long] [--priority N] [--name NAME] [--mode MODE]\n"
+    "usage: msched run [--gpu N] [--mem SIZE] [--class short|long] [--priority N] [--name NAME] [--mode MODE]\n"
     "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] [--] CMD [ARGS...]\n"
     "       msched status [--json]\n"
     "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
     "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
     "       msched help\n"
-    "Every command takes --socket PATH (default: MSCHED_SOCKET, else the user's coordinator).\n";
+    "Every command takes --gpu N, the coordinator of the machine's GPU N (default 0; its socket as jobs find\n"
+    "it: MSCHED_SOCKET, else gpu<N>.sock in MSCHED_SOCKET_DIR or the default directory), or --socket PATH.\n"
+    "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N); without it, the job joins the\n"
+    "coordinator of each GPU it uses, and msched run starts those of the GPUs in CUDA_VISIBLE_DEVICES (else GPU 0).\n";
 
 int Usage() {
   std::cerr << kUsage;
@@ -180,7 +187,41 @@ void ChooseTorchAllocator(std::map<std::string, std::string>* env) {
   }
 }
 
-int Run(std::string socket, int argc, char** argv) {
+// Where a command finds its coordinator: --socket, else --gpu's (or GPU 0's)
+// socket as jobs find it.
+struct Target {
+  std::optional<std::string> socket;  // --socket
+  std::optional<int> gpu;             // --gpu
+  std::string SocketOf(int gpu_index) const { return socket ? *socket : SocketFromEnvironment(gpu_index); }
+  std::string Socket() const { return SocketOf(gpu.value_or(0)); }
+};
+
+// --gpu's value: a machine GPU index.
+std::optional<int> ParseGpu(const std::string& v) {
+  Result<int64_t> n = ParseInteger(v, 0, 1023);
+  if (!n.ok()) {
+    std::cerr << "msched: --gpu '" << v << "' is not a GPU index from 0 to 1023\n";
+    return std::nullopt;
+  }
+  return static_cast<int>(*n);
+}
+
+// Makes sure a coordinator answers at `socket`, starting one when none does;
+// false when the job may not run (MSCHED_COORD=required and none came up).
+bool EnsureCoordinator(const std::string& socket, CoordMode coord) {
+  Result<int> fd = ConnectToCoordinator(socket);
+  if (fd.ok()) {
+    ::close(*fd);
+    return true;
+  }
+  const Status s = fd.status().code() == StatusCode::kPermissionDenied ? fd.status() : StartCoordinator(socket);
+  if (s.ok()) return true;
+  std::cerr << "msched: cannot start a coordinator: " << s.message()
+            << (coord == CoordMode::kRequired ? "" : "; the job runs alone") << "\n";
+  return coord != CoordMode::kRequired;
+}
+
+int Run(Target target, int argc, char** argv) {
   // Options become the job's MSCHED_* variables, checked by the same parser the library uses.
   static const std::map<std::string, std::string> kOptionVariable = {
       {"--mem", "MSCHED_MEM"},         {"--class", "MSCHED_CLASS"},           {"--priority", "MSCHED_PRIORITY"},
@@ -208,7 +249,12 @@ int Run(std::string socket, int argc, char** argv) {
       return Usage();
     }
     if (option == "--socket") {
-      socket = value;
+      target.socket = value;
+      continue;
+    }
+    if (option == "--gpu") {
+      target.gpu = ParseGpu(value);
+      if (!target.gpu) return 2;
       continue;
     }
     auto it = kOptionVariable.find(option);
@@ -222,7 +268,10 @@ int Run(std::string socket, int argc, char** argv) {
     std::cerr << "msched: run needs a command\n";
     return Usage();
   }
-  env["MSCHED_SOCKET"] = socket;
+  // The job finds each GPU's coordinator itself (CoordinatorSocket) unless
+  // told one socket; --gpu confines it to that GPU.
+  if (target.socket) env["MSCHED_SOCKET"] = *target.socket;
+  if (target.gpu) env["CUDA_VISIBLE_DEVICES"] = std::to_string(*target.gpu);
   const ConfigParse parse = ParseConfig([&](const char* name) -> const char* {
     auto it = env.find(name);
     return it != env.end() ? it->second.c_str() : std::getenv(name);
@@ -240,13 +289,19 @@ int Run(std::string socket, int argc, char** argv) {
   if (parse.config.mode != Mode::kOff) ChooseTorchAllocator(&env);
   const CoordMode coord = parse.config.coord;
   if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
-    if (Result<int> fd = ConnectToCoordinator(socket); fd.ok()) {
-      ::close(*fd);
-    } else if (Status s = fd.status().code() == StatusCode::kPermissionDenied ? fd.status() : StartCoordinator(socket);
-               !s.ok()) {
-      std::cerr << "msched: cannot start a coordinator: " << s.message()
-                << (coord == CoordMode::kRequired ? "" : "; the job runs alone") << "\n";
-      if (coord == CoordMode::kRequired) return 1;
+    // The coordinators of the GPUs the job may use: --gpu's, else those
+    // CUDA_VISIBLE_DEVICES lists by index, else GPU 0's (a job on another
+    // GPU runs alone unless its coordinator runs: docs/operate.md).
+    std::vector<int> gpus = {0};
+    if (target.gpu) {
+      gpus = {*target.gpu};
+    } else if (Result<std::vector<int>> visible = VisibleGpuIndices(std::getenv("CUDA_VISIBLE_DEVICES")); visible.ok()) {
+      gpus = *visible;
+    }
+    std::set<std::string> sockets;
+    for (int gpu : gpus) sockets.insert(target.SocketOf(gpu));
+    for (const std::string& socket : sockets) {
+      if (!EnsureCoordinator(socket, coord)) return 1;
     }
   }
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
@@ -271,21 +326,29 @@ int Main(int argc, char** argv) {
   // argv[argc] is the null that execvp needs after a job's arguments; the
   // copy keeps it, and `n` below never counts it.
   std::vector<char*> args(argv + 1, argv + argc + 1);
-  std::string socket = SocketFromEnvironment();
-  // --socket may come first or right after the command (not inside a job's own arguments).
-  for (size_t i = 0; i + 2 < args.size() && i < 2; ++i) {
-    if (std::string(args[i]) == "--socket") {
-      socket = args[i + 1];
-      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
-      break;
+  Target target;
+  // --socket and --gpu may come first or right after the command (not
+  // inside a job's own arguments).
+  for (size_t i = 0; i + 2 < args.size() && i < 2;) {
+    const std::string option = args[i];
+    if (option != "--socket" && option != "--gpu") {
+      ++i;
+      continue;
     }
+    if (option == "--socket") {
+      target.socket = args[i + 1];
+    } else if (target.gpu = ParseGpu(args[i + 1]); !target.gpu) {
+      return 2;
+    }
+    args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
   }
   if (args.size() == 1) return Usage();
   const std::string cmd = args[0];
   const int n = static_cast<int>(args.size()) - 2;
   char** rest = args.data() + 1;
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
-  if (cmd == "run") return Run(socket, n, rest);
+  if (cmd == "run") return Run(target, n, rest);
+  const std::string socket = target.Socket();
   if (cmd == "bench") return bench::BenchMain(n + 1, args.data());
   if (cmd == "status") {
     if (n > 1 || (n == 1 && std::string(rest[0]) != "--json")) return Usage();

@@ -2,7 +2,7 @@
 // or by `msched run` when none is running (then with --idle-exit, so it goes
 // away when its jobs are done).
 //
-//   mschedd [--socket PATH] [--gpu-memory SIZE] [--host-memory SIZE]
+//   mschedd [--socket PATH | --gpu N] [--gpu-memory SIZE] [--host-memory SIZE]
 //           [--oversubscribe RATIO] [--slice DURATION|adaptive] [--swap-fraction F]
 //           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
 //           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
@@ -10,6 +10,8 @@
 //           [--max-guest-priority N] [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT]
 //           [--metrics-names]
 //
+// --gpu N: serve the machine's GPU N at its socket as jobs find it
+// (gpu<N>.sock: msched/config.h, CoordinatorSocket); the default is GPU 0.
 // --idle-yield (default 50ms): a job that holds its turn while others wait
 // and launches nothing for that long gives the turn up (docs/coordinator.md).
 // --metrics serves GET /metrics in the Prometheus text format at a numeric
@@ -32,6 +34,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "coord/coord_server.h"
@@ -43,12 +46,14 @@ namespace msched {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: mschedd [--socket PATH] [--gpu-memory SIZE] [--host-memory SIZE] [--oversubscribe RATIO]\n"
+    "usage: mschedd [--socket PATH | --gpu N] [--gpu-memory SIZE] [--host-memory SIZE] [--oversubscribe RATIO]\n"
     "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
     "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n"
     "               [--idle-yield DURATION|off] [--hello-timeout DURATION] [--max-jobs-per-user N]\n"
     "               [--max-guest-priority N] [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT]\n"
     "               [--metrics-names]\n"
+    "--gpu N: the coordinator of the machine's GPU N (as nvidia-smi numbers it), at the socket jobs on that\n"
+    "GPU look for (gpu<N>.sock; MSCHED_SOCKET_DIR, see msched help); the default is GPU 0.\n"
     "--idle-yield: a job that holds its turn on the GPU while others wait for theirs, and has launched\n"
     "nothing (and synchronised what it launched) for this long, gives its turn up; it rejoins the\n"
     "rotation at its next launch. Default 50ms; 0 or off never takes a turn away for idleness.\n"
@@ -98,7 +103,7 @@ void RaiseDescriptorLimit() {
 
 int Main(int argc, char** argv) {
   ServerOptions o;
-  o.socket_path = SocketFromEnvironment();
+  std::optional<int> gpu;  // --gpu, when given instead of --socket
   o.policy.host_bytes = DefaultHostLimit();
   std::string log_path;
   std::string metrics_address;  // empty: no metrics
@@ -136,6 +141,10 @@ int Main(int argc, char** argv) {
     uint64_t ns = 0;
     if (a == "--socket") {
       o.socket_path = v;
+    } else if (a == "--gpu") {
+      Result<int64_t> n = ParseInteger(v, 0, 1023);
+      if (!n.ok()) return bad("a GPU index from 0 to 1023");
+      gpu = static_cast<int>(*n);
     } else if (a == "--gpu-memory") {
       if (!bytes(&o.policy.hbm_bytes)) return bad("a size such as 16GiB");
     } else if (a == "--host-memory") {
@@ -190,6 +199,11 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  if (gpu.has_value() && !o.socket_path.empty()) {
+    std::cerr << "mschedd: --gpu and --socket both say where to listen; give one\n";
+    return 2;
+  }
+  if (o.socket_path.empty()) o.socket_path = SocketFromEnvironment(gpu.value_or(0));
   if (o.policy.min_slice_ns > o.policy.max_slice_ns) {
     std::cerr << "mschedd: --min-slice is longer than --max-slice\n";
     return 2;

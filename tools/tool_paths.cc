@@ -29,9 +29,9 @@ std::string PreloadWith(const std::string& lib) {
   return existing != nullptr && *existing != '\0' ? lib + ":" + existing : lib;
 }
 
-std::string SocketFromEnvironment() {
-  const char* env = std::getenv("MSCHED_SOCKET");
-  return env != nullptr && *env != '\0' ? env : DefaultSocketPath();
+std::string SocketFromEnvironment(int gpu) {
+  // A bad value of another variable does not matter here; the job reports it.
+  return CoordinatorSocket(ParseConfig([](const char* name) { return std::getenv(name); }).config, gpu);
 }
 
 std::string DescribeExit(int status) {

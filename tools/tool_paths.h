@@ -18,8 +18,10 @@ Result<std::string> FindLibmsched();
 // environment already preloads.
 std::string PreloadWith(const std::string& lib);
 
-// The coordinator socket: MSCHED_SOCKET, else the default.
-std::string SocketFromEnvironment();
+// The socket of the coordinator for the machine's GPU `gpu`, as a job with
+// this environment finds it (CoordinatorSocket: MSCHED_SOCKET,
+// MSCHED_SOCKET_DIR, else the default).
+std::string SocketFromEnvironment(int gpu = 0);
 
 // "exited with status 3", "was killed by signal 11 (Segmentation fault)",
 // for a Subprocess::Wait status.

@@ -12,6 +12,7 @@
 #include "entry_table.h"
 #include "job_trace.h"
 #include "log.h"
+#include "machine_gpu_of_context.h"
 #include "residency.h"
 #include "coord/unix_socket.h"
 
@@ -48,6 +49,17 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   MutexLock once(&register_mu_);
   if (registered_) return refusal_;
   registered_ = true;
+  Result<std::string> socket = ChooseSocket();
+  if (!socket.ok()) {
+    if (config_.coord == CoordMode::kRequired) {
+      refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + socket.status().message());
+      LogError("{}; this job's allocations fail", refusal_.message());
+      return refusal_;
+    }
+    LogError("{}; running alone", socket.status().message());
+    return Status::Ok();
+  }
+  socket_ = *socket;
   Result<int> fd = Connect(bytes);
   if (!fd.ok()) {
     if (config_.coord == CoordMode::kRequired) {
@@ -86,7 +98,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
       answered = welcomed_ || !refused_.empty() || dropped_;
     }
     if (!answered || dropped_) {
-      const std::string what = "the coordinator at " + config_.socket_path +
+      const std::string what = "the coordinator at " + socket_ +
                                (dropped_ ? " closed the connection without welcoming this job (see its log)"
                                          : " did not answer within " +
                                                std::to_string(answer_wait.count() / 1000000) + " ms");
@@ -113,15 +125,30 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   return refusal_;
 }
 
+Result<std::string> CoordClient::ChooseSocket() const {
+  if (!config_.socket_path.empty()) return config_.socket_path;
+  // The first allocation's context is the job's: its GPU's coordinator.
+  Result<int> gpu = MachineGpuOfCurrentContext();
+  if (!gpu.ok()) {
+    // Joining another GPU's coordinator would hold that GPU's jobs back for
+    // memory this job does not take there.
+    return Status::NotFound("cannot tell which of the machine's GPUs this job uses (" + gpu.status().message() +
+                            "), so not which coordinator to join; set MSCHED_SOCKET");
+  }
+  std::string socket = CoordinatorSocket(config_, *gpu);
+  LogInfo("this job is on the machine's GPU {}: its coordinator is at {}", *gpu, socket);
+  return socket;
+}
+
 Result<int> CoordClient::Connect(uint64_t allocated) {
   const auto give_up = std::chrono::steady_clock::now() +
                        (config_.coord == CoordMode::kRequired ? std::chrono::nanoseconds(config_.coord_wait_ns)
                                                               : std::chrono::nanoseconds(0));
-  Result<int> fd = ConnectToCoordinator(config_.socket_path);
+  Result<int> fd = ConnectToCoordinator(socket_);
   while (!fd.ok() && fd.status().code() != StatusCode::kPermissionDenied &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(kRetryEvery);
-    fd = ConnectToCoordinator(config_.socket_path);
+    fd = ConnectToCoordinator(socket_);
   }
   if (!fd.ok()) return fd.status();
   proto::Hello h;
@@ -180,7 +207,7 @@ void CoordClient::ReaderLoop() {
         std::this_thread::sleep_for(backoff);
         again = Connect(allocated_.load());
       }
-      LogWarn("connected again to a coordinator at {}", config_.socket_path);
+      LogWarn("connected again to a coordinator at {}", socket_);
       fd_.store(*again);
       continue;
     }

@@ -1,5 +1,6 @@
 // The job's side of the coordinator. At the job's first allocation it
-// connects (MSCHED_COORD=auto: if a coordinator answers; required: waiting
+// connects to the coordinator of that allocation's GPU (gpu<N>.sock for the
+// machine's GPU N, or MSCHED_SOCKET: msched/config.h) (MSCHED_COORD=auto: if a coordinator answers; required: waiting
 // up to MSCHED_COORD_WAIT, then failing the allocation clearly; off: never)
 // to a coordinator run by this user or root only, and registers; while the
 // job is queued that allocation blocks. The coordinator's Welcome is
@@ -163,7 +164,10 @@ class CoordClient {
   // Real GPU: the timer thread's loop.
   void IdleTimerLoop() MSCHED_EXCLUDES(exec_mu_, mu_);
 
-  // Connects and says hello; returns the socket.
+  // The coordinator's socket: MSCHED_SOCKET, else that of the machine GPU
+  // of the current context (the first allocation's).
+  Result<std::string> ChooseSocket() const;
+  // Connects to socket_ and says hello; returns the socket.
   Result<int> Connect(uint64_t allocated);
   void ReaderLoop() MSCHED_EXCLUDES(mu_);
   // The coordinator's orders, carried out on rt_ (the Runtime's lock taken
@@ -185,6 +189,10 @@ class CoordClient {
   Mutex register_mu_;  // one registration at a time
   bool registered_ MSCHED_GUARDED_BY(register_mu_) = false;
   Status refusal_ MSCHED_GUARDED_BY(register_mu_);  // why the job may not run
+
+  // Written once by the first Register, before the reader thread starts;
+  // only read after that.
+  std::string socket_;
 
   Mutex send_mu_;  // one message at a time on the socket
   std::atomic<int> fd_{-1};

@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "driver_functions.h"
+#include "log.h"
 
 namespace msched::hook {
 namespace {
@@ -17,6 +19,19 @@ Status WaitFor(CUstream waiter, CUstream signaller, CUevent ev) {
   }
   MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventRecord(ev, signaller), "cuEventRecord"));
   return CheckDriverCall(real.cuStreamWaitEvent(waiter, ev, 0), "cuStreamWaitEvent");
+}
+
+// The job's memory, its budget and its coordinator are those of one GPU, the
+// first it prefetches for. Work on another still runs correctly (its data
+// migrates where it is used) but is counted against that one GPU's budget:
+// said once, since a job that spreads over GPUs may want one per process.
+void WarnOfSecondDevice(CUdevice device) {
+  static const CUdevice first = device;
+  if (device == first) return;
+  LogOnce("second-device", spdlog::level::warn,
+          "this process uses CUDA devices " + std::to_string(first) + " and " + std::to_string(device) +
+              ": msched budgets and schedules its memory as one GPU's (the first's, with that GPU's coordinator); "
+              "run one process per GPU to have each GPU's share (docs/operate.md, \"Several GPUs\")");
 }
 
 }  // namespace
@@ -42,6 +57,7 @@ Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
   if (it == contexts->end()) {
     PerContext pc;
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuCtxGetDevice(&pc.device), "cuCtxGetDevice"));
+    WarnOfSecondDevice(pc.device);
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamCreate(&pc.evict, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));

@@ -47,7 +47,8 @@ struct Config {
   LogLevel log_level = LogLevel::kError;
   std::string real_libcuda = "libcuda.so.1";
   CoordMode coord = CoordMode::kAuto;
-  std::string socket_path;                  // coordinator socket
+  std::string socket_path;                  // one coordinator for whatever GPU; empty: per GPU
+  std::string socket_dir;                   // where the per-GPU sockets are; empty: the default
   uint64_t coord_wait_ns = 30ull * 1000 * 1000 * 1000;  // MSCHED_COORD=required: how long to wait
   std::optional<uint64_t> job_memory;       // declared need, for admission
   JobClass job_class = JobClass::kUnset;
@@ -79,9 +80,15 @@ using EnvLookup = std::function<const char*(const char*)>;
 // (optional, NAME=VALUE strings) is scanned for unknown MSCHED_* names.
 ConfigParse ParseConfig(const EnvLookup& lookup, const char* const* environ = nullptr);
 
-// The default coordinator socket: a system-wide coordinator's
-// (/run/msched/gpu0.sock) when one exists, else this user's own.
-std::string DefaultSocketPath();
+// The default socket of the coordinator for the machine's GPU `gpu`
+// (machine_gpu.h): a system-wide coordinator's (/run/msched/gpu<gpu>.sock)
+// when one exists, else this user's own.
+std::string DefaultSocketPath(int gpu = 0);
+
+// The socket of the coordinator a job on the machine's GPU `gpu` joins:
+// MSCHED_SOCKET when set (one coordinator, whatever the GPU), else
+// gpu<gpu>.sock in MSCHED_SOCKET_DIR when set, else DefaultSocketPath(gpu).
+std::string CoordinatorSocket(const Config& config, int gpu);
 
 // "4096", "512M", "8GiB", "1.5G", "10GB": K/M/G/T and KiB.. are powers of
 // 1024; KB/MB/GB/TB are powers of 1000. Case-insensitive.

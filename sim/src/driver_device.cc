@@ -1,5 +1,7 @@
 // Driver API: initialisation, version, device queries, contexts.
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "api.h"
 
@@ -22,13 +24,30 @@ bool ValidContext(Process& p) {
 
 namespace {
 
-CUresult CheckDevice(CUdevice dev) { return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+// A device this process sees (its CUDA ordinal).
+CUresult CheckDevice(const Process& p, CUdevice dev) {
+  return dev >= 0 && static_cast<size_t>(dev) < p.visible.size() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+// A device a context may be made on: ordinal 0, the one GPU the simulator
+// models for this process (Process::visible).
+CUresult CheckContextDevice(const Process& p, CUdevice dev) {
+  if (CUresult r = CheckDevice(p, dev)) return r;
+  if (dev == 0) return CUDA_SUCCESS;
+  msim::ReportError("a context on CUDA device " + std::to_string(dev) + " (GPU " + std::to_string(p.visible[dev]) +
+                    "): the simulator models one GPU per process, the first of CUDA_VISIBLE_DEVICES");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 // The current context stack (push/pop) beneath the current context.
 std::vector<CUcontext>& ContextStack() {
   static thread_local std::vector<CUcontext> stack;
   return stack;
 }
+
+// The PCI bus of a device: its machine index plus one, so that every GPU
+// of a node has its own bus id, as a real node's do.
+int PciBus(const Process& p, CUdevice dev) { return p.visible[dev] + 1; }
 
 }  // namespace
 
@@ -45,17 +64,17 @@ MSIM_EXPORT CUresult cuDriverGetVersion(int* version) {
 
 MSIM_EXPORT CUresult cuDeviceGetCount(int* count) {
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kNo, [&](Process&) {
-    *count = 1;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    *count = static_cast<int>(p.visible.size());
     return CUDA_SUCCESS;
   });
 }
 
 MSIM_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kNo, [&](Process&) {
-    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *device = 0;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    if (CUresult r = CheckDevice(p, ordinal)) return r;
+    *device = ordinal;
     return CUDA_SUCCESS;
   });
 }
@@ -63,7 +82,7 @@ MSIM_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 MSIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     std::strncpy(name, p.dev->profile().device_name, static_cast<size_t>(len) - 1);
     name[len - 1] = '\0';
     return CUDA_SUCCESS;
@@ -73,7 +92,7 @@ MSIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 MSIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     *bytes = p.dev->capacity();
     return CUDA_SUCCESS;
   });
@@ -82,7 +101,7 @@ MSIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 MSIM_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
   if (major == nullptr || minor == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     *major = p.dev->profile().cc_major;
     *minor = p.dev->profile().cc_minor;
     return CUDA_SUCCESS;
@@ -92,7 +111,7 @@ MSIM_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice 
 MSIM_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice dev) {
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     const msim::DeviceProfile& prof = p.dev->profile();
     switch (attrib) {
       case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
@@ -111,8 +130,8 @@ MSIM_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib,
       case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: *value = 0; break;
       case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 2; break;
       case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 49152; break;
-      case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-        *value = 0; break;
+      case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = PciBus(p, dev); break;
+      case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; break;
       default: return CUDA_ERROR_NOT_SUPPORTED;
     }
     return CUDA_SUCCESS;
@@ -122,9 +141,10 @@ MSIM_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attrib,
 MSIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     std::memset(uuid->bytes, 0, sizeof uuid->bytes);
     std::memcpy(uuid->bytes, p.dev->profile().name, std::min(sizeof uuid->bytes, std::strlen(p.dev->profile().name)));
+    uuid->bytes[sizeof uuid->bytes - 1] = static_cast<char>(p.visible[dev]);  // GPUs of one node differ
     return CUDA_SUCCESS;
   });
 }
@@ -132,9 +152,11 @@ MSIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDevi
 
 MSIM_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
   if (pciBusId == nullptr || len < 13) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult r = CheckDevice(dev)) return r;
-  std::strncpy(pciBusId, "0000:00:00.0", static_cast<size_t>(len));
-  return CUDA_SUCCESS;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    if (CUresult r = CheckDevice(p, dev)) return r;
+    std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02x:00.0", PciBus(p, dev));
+    return CUDA_SUCCESS;
+  });
 }
 
 // ---- Contexts -------------------------------------------------------------
@@ -142,7 +164,7 @@ MSIM_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) 
 MSIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckContextDevice(p, dev)) return r;
     p.primary.primary = true;
     ++p.primary_refs;
     *pctx = reinterpret_cast<CUcontext>(&p.primary);
@@ -152,7 +174,7 @@ MSIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
 
 MSIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     if (p.primary_refs > 0) --p.primary_refs;
     return CUDA_SUCCESS;
   });
@@ -161,7 +183,7 @@ MSIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 MSIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     *flags = p.primary.flags;
     *active = p.primary_refs > 0;
     return CUDA_SUCCESS;
@@ -170,7 +192,7 @@ MSIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flag
 
 MSIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckDevice(p, dev)) return r;
     p.primary.flags = flags;
     return CUDA_SUCCESS;
   });
@@ -180,7 +202,7 @@ MSIM_DECLARE(cuCtxCreate_v2, PFN_cuCtxCreate_v3020);
 CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kNo, [&](Process& p) {
-    if (CUresult r = CheckDevice(dev)) return r;
+    if (CUresult r = CheckContextDevice(p, dev)) return r;
     auto* ctx = new Context();
     ctx->flags = flags;
     p.contexts.insert(ctx);

@@ -47,6 +47,50 @@ uint64_t EnvBytes(const char* name) {
   return n;
 }
 
+// The node's GPU count: MSIM_GPUS, 1 to kMaxGpus, else 1.
+int NodeGpus() {
+  const char* v = std::getenv("MSIM_GPUS");
+  if (v == nullptr || *v == '\0') return 1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > kMaxGpus) {
+    ReportError(std::string("MSIM_GPUS='") + v + "' must be a GPU count from 1 to " + std::to_string(kMaxGpus) +
+                "; modelling 1");
+    return 1;
+  }
+  return static_cast<int>(n);
+}
+
+// The machine indices this process sees, by CUDA ordinal. As the real
+// driver reads CUDA_VISIBLE_DEVICES: a comma-separated list of indices, cut
+// short at the first entry that is not one (not a number, no such GPU, or
+// named twice); set but empty, no GPU. GPU UUIDs are not understood here.
+std::vector<int> VisibleGpus(int node_gpus) {
+  std::vector<int> visible;
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (v == nullptr) {
+    for (int i = 0; i < node_gpus; ++i) visible.push_back(i);
+    return visible;
+  }
+  std::string list(v);
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string entry = list.substr(start, comma - start);
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    char* end = nullptr;
+    const long index = std::strtol(entry.c_str(), &end, 10);
+    if (entry.empty() || *end != '\0' || entry[0] == '-' || index >= node_gpus ||
+        std::find(visible.begin(), visible.end(), index) != visible.end()) {
+      break;
+    }
+    visible.push_back(static_cast<int>(index));
+    start = comma + 1;
+  }
+  return visible;
+}
+
 // The process's rank among those sharing the device, for the order of calls
 // at equal virtual times: MSIM_RANK, else the pid.
 uint64_t Rank() {
@@ -71,8 +115,18 @@ void DoInit() {
     g_init_result = CUDA_ERROR_NO_DEVICE;
     return;
   }
-  const char* name = std::getenv("MSIM_DEVICE");
-  p->dev = SharedDevice::Attach(name ? name : "", profile, EnvBytes("MSIM_HBM_BYTES"), Rank(), &error);
+  const int node_gpus = NodeGpus();
+  p->visible = VisibleGpus(node_gpus);
+  if (p->visible.empty()) {
+    ReportError("CUDA_VISIBLE_DEVICES leaves no GPU of the " + std::to_string(node_gpus) + " modelled");
+    g_init_result = CUDA_ERROR_NO_DEVICE;
+    return;
+  }
+  // Each GPU of a node of several is its own shared device, named by its
+  // machine index; a node of one keeps the plain name.
+  std::string name = std::getenv("MSIM_DEVICE") ? std::getenv("MSIM_DEVICE") : "";
+  if (!name.empty() && node_gpus > 1) name += ".gpu" + std::to_string(p->visible[0]);
+  p->dev = SharedDevice::Attach(name, profile, EnvBytes("MSIM_HBM_BYTES"), Rank(), &error);
   if (p->dev == nullptr) {
     ReportError(error);
     g_init_result = CUDA_ERROR_NO_DEVICE;

@@ -117,6 +117,9 @@ struct Counters : UvmCounters {
 inline const uintptr_t kLegacyStream = reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY);
 inline const uintptr_t kPerThreadStream = reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
 
+// The most GPUs a simulated node has (MSIM_GPUS).
+inline constexpr int kMaxGpus = 16;
+
 class Process {
  public:
   // The instance once cuInit succeeded; nullptr before.
@@ -126,6 +129,11 @@ class Process {
 
   std::mutex mu;
   SharedDevice* dev = nullptr;
+  // The node's GPUs this process sees, by CUDA ordinal: their machine
+  // indices (MSIM_GPUS, filtered by CUDA_VISIBLE_DEVICES as the real driver
+  // does). The simulator models one GPU per process: `dev` is visible[0]'s,
+  // and contexts exist on ordinal 0 only. Fixed by Init.
+  std::vector<int> visible;
   std::string init_error;
   Counters counters;
   std::map<uint64_t, Allocation> allocs;  // by base

@@ -120,10 +120,14 @@ const VarSpec kVars[] = {
     {{"MSCHED_COORD", "auto|off|required", "auto",
       "use the coordinator if one runs; never; or wait for it and fail clearly"},
      [](std::string_view v, Config* c) { return PickEnum(v, kCoord, &c->coord); }},
-    {{"MSCHED_SOCKET", "a socket path",
-      "/run/msched/gpu0.sock if it exists, else $XDG_RUNTIME_DIR/msched/gpu0.sock, else /tmp/msched-<uid>/gpu0.sock",
-      "the coordinator's socket"},
+    {{"MSCHED_SOCKET", "a socket path", "(per GPU: see MSCHED_SOCKET_DIR)",
+      "one coordinator's socket, joined whichever GPU the job uses"},
      [](std::string_view v, Config* c) { return SetPath(v, &c->socket_path); }},
+    {{"MSCHED_SOCKET_DIR", "a directory",
+      "/run/msched for a GPU whose gpu<N>.sock is there, else $XDG_RUNTIME_DIR/msched, else /tmp/msched-<uid>",
+      "where the coordinators' sockets are: a job on the machine's GPU N (as nvidia-smi numbers it) joins "
+      "gpu<N>.sock there"},
+     [](std::string_view v, Config* c) { return SetPath(v, &c->socket_dir); }},
     {{"MSCHED_COORD_WAIT", "a duration such as 30s", "30s",
       "how long to wait for the coordinator and its answer with MSCHED_COORD=required (then allocations fail); "
       "auto waits at most 5 s for an answer, then runs alone"},
@@ -183,24 +187,30 @@ std::string ConfigError::ToString() const {
   return variable + "='" + value + "' is not valid: expected " + accepted + " (the default stays in force)";
 }
 
-std::string DefaultSocketPath() {
-  static const char* kSystem = "/run/msched/gpu0.sock";  // a coordinator serving every user
-  if (access(kSystem, F_OK) == 0) return kSystem;
+std::string DefaultSocketPath(int gpu) {
+  const std::string name = "/gpu" + std::to_string(gpu) + ".sock";
+  const std::string system = "/run/msched" + name;  // a coordinator serving every user
+  if (access(system.c_str(), F_OK) == 0) return system;
   // The user's runtime directory is private by construction (systemd makes
   // it 0700, owned by the user); /tmp is shared, so a directory there is
   // checked by both ends (unix_socket.h) before it is trusted.
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
     struct stat st;
     if (stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() && (st.st_mode & 077) == 0) {
-      return std::string(xdg) + "/msched/gpu0.sock";
+      return std::string(xdg) + "/msched" + name;
     }
   }
-  return "/tmp/msched-" + std::to_string(getuid()) + "/gpu0.sock";
+  return "/tmp/msched-" + std::to_string(getuid()) + name;
+}
+
+std::string CoordinatorSocket(const Config& config, int gpu) {
+  if (!config.socket_path.empty()) return config.socket_path;
+  if (!config.socket_dir.empty()) return config.socket_dir + "/gpu" + std::to_string(gpu) + ".sock";
+  return DefaultSocketPath(gpu);
 }
 
 ConfigParse ParseConfig(const EnvLookup& lookup, const char* const* environ) {
   ConfigParse out;
-  out.config.socket_path = DefaultSocketPath();
   for (const VarSpec& var : kVars) {
     const char* value = lookup(var.doc.name);
     if (value == nullptr) continue;

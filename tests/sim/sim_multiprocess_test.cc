@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -80,7 +81,9 @@ std::string DeviceName() {
 
 class SimMultiProcessTest : public ::testing::Test {
  protected:
-  void TearDown() override { shm_unlink(("/msim-" + device_).c_str()); }
+  void TearDown() override {
+    for (const char* gpu : {"", ".gpu0", ".gpu1"}) shm_unlink(("/msim-" + device_ + gpu).c_str());
+  }
   std::string device_ = DeviceName();
 };
 
@@ -230,6 +233,76 @@ TEST_F(SimMultiProcessTest, AProcessStoppedInsideADriverCallHoldsTheOthersBackOn
   EXPECT_EQ(survivor.Wait(), 0);
   victim.Kill();
   victim.Wait();
+}
+
+// A node of two GPUs (MSIM_GPUS=2): each is a device of its own, chosen by
+// CUDA_VISIBLE_DEVICES as on a real node, with its own HBM and bus id.
+TEST_F(SimMultiProcessTest, GpusOfOneNodeAreSeparateDevicesChosenByCudaVisibleDevices) {
+  // Each child tells 'y' or 'n' (its allocation fitted or not), or the
+  // digit of the check that failed.
+  auto on_gpu = [](const char* visible, int gpus_seen, char bus_digit) {
+    return [=](Child& self) {
+      setenv("MSIM_GPUS", "2", 1);
+      setenv("CUDA_VISIBLE_DEVICES", visible, 1);
+      int count = 0;
+      char bus[32] = {};
+      CUdeviceptr p;
+      char told = '1';
+      if (Attach() && cuDeviceGetCount(&count) == CUDA_SUCCESS && count == gpus_seen) {
+        told = '2';
+        if (cuDeviceGetPCIBusId(bus, sizeof bus, 0) == CUDA_SUCCESS &&
+            std::string(bus) == std::string("0000:0") + bus_digit + ":00.0") {
+          const CUresult r = cuMemAlloc(&p, 48 * kMiB);
+          told = r == CUDA_SUCCESS ? 'y' : r == CUDA_ERROR_OUT_OF_MEMORY ? 'n' : '3';
+        }
+      }
+      self.Tell(told);
+      self.Hear();
+      return 0;
+    };
+  };
+  Child a(device_, on_gpu("0", 1, '1'));
+  ASSERT_EQ(a.Listen(), 'y');
+  Child b(device_, on_gpu("1", 1, '2'));
+  EXPECT_EQ(b.Listen(), 'y') << "GPU 1's memory is its own";
+  Child c(device_, on_gpu(" 1 ,0", 2, '2'));
+  EXPECT_EQ(c.Listen(), 'n') << "GPU 1 holds b's 48 of 64 MiB";
+  for (Child* child : {&a, &b, &c}) {
+    child->Say('x');
+    EXPECT_EQ(child->Wait(), 0);
+  }
+}
+
+TEST_F(SimMultiProcessTest, AProcessSeesTheNodesGpusButWorksOnTheFirstVisible) {
+  Child both(device_, [](Child&) {
+    setenv("MSIM_GPUS", "2", 1);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    int count = 0;
+    CUdevice dev;
+    CUcontext ctx;
+    if (!Attach() || cuDeviceGetCount(&count) || count != 2) return 1;
+    if (cuDeviceGet(&dev, 1) != CUDA_SUCCESS) return 2;
+    if (cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_ERROR_NOT_SUPPORTED) return 3;  // one GPU per process
+    return cuDeviceGet(&dev, 2) == CUDA_ERROR_INVALID_DEVICE ? 0 : 4;
+  });
+  EXPECT_EQ(both.Wait(), 0);
+  // As the real driver: the list stops at the first entry it cannot use,
+  // and a list that leaves no GPU leaves the process without a device.
+  for (const char* visible : {"", "2", "x,0", "-1"}) {
+    Child none(device_, [visible](Child&) {
+      setenv("MSIM_GPUS", "2", 1);
+      setenv("CUDA_VISIBLE_DEVICES", visible, 1);
+      return cuInit(0) == CUDA_ERROR_NO_DEVICE ? 0 : 1;
+    });
+    EXPECT_EQ(none.Wait(), 0) << "CUDA_VISIBLE_DEVICES='" << visible << "'";
+  }
+  Child cut(device_, [](Child&) {
+    setenv("MSIM_GPUS", "2", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "1,1,0", 1);
+    int count = 0;
+    return cuInit(0) == CUDA_SUCCESS && cuDeviceGetCount(&count) == CUDA_SUCCESS && count == 1 ? 0 : 1;
+  });
+  EXPECT_EQ(cut.Wait(), 0);
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(p.config.log_level, LogLevel::kError);
   EXPECT_FALSE(p.config.gpu_memory.has_value());
   EXPECT_EQ(p.config.real_libcuda, "libcuda.so.1");
-  EXPECT_FALSE(p.config.socket_path.empty());
+  EXPECT_TRUE(p.config.socket_path.empty()) << "unset: each GPU's own coordinator";
+  EXPECT_TRUE(p.config.socket_dir.empty());
 }
 
 TEST(ConfigTest, ParsesEveryVariable) {
@@ -77,6 +78,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
                          {"MSCHED_REAL_LIBCUDA", "/opt/libcuda.so.1"},
                          {"MSCHED_COORD", "required"},
                          {"MSCHED_SOCKET", "/run/m.sock"},
+                         {"MSCHED_SOCKET_DIR", "/srv/msched"},
                          {"MSCHED_COORD_WAIT", "5s"},
                          {"MSCHED_MEM", "20G"},
                          {"MSCHED_CLASS", "short"},
@@ -93,11 +95,27 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c.log_level, LogLevel::kDebug);
   EXPECT_EQ(c.coord, CoordMode::kRequired);
   EXPECT_EQ(c.coord_wait_ns, 5'000'000'000u);
+  EXPECT_EQ(c.socket_path, "/run/m.sock");
+  EXPECT_EQ(c.socket_dir, "/srv/msched");
   EXPECT_EQ(c.job_memory, 20ull << 30);
   EXPECT_EQ(c.job_class, JobClass::kShort);
   EXPECT_EQ(c.priority, -7);
   EXPECT_EQ(c.job_name, "train");
   EXPECT_EQ(c.profile_trace, "/tmp/t.jsonl");
+}
+
+// Each GPU of the machine has its coordinator; MSCHED_SOCKET names one for
+// every GPU, MSCHED_SOCKET_DIR moves them all.
+TEST(ConfigTest, EachGpuHasItsCoordinatorSocket) {
+  Config c;
+  EXPECT_EQ(CoordinatorSocket(c, 3), DefaultSocketPath(3));
+  EXPECT_NE(DefaultSocketPath(3), DefaultSocketPath(0));
+  EXPECT_EQ(DefaultSocketPath(3).substr(DefaultSocketPath(3).rfind('/')), "/gpu3.sock");
+  c.socket_dir = "/srv/msched";
+  EXPECT_EQ(CoordinatorSocket(c, 3), "/srv/msched/gpu3.sock");
+  c.socket_path = "/run/one.sock";
+  EXPECT_EQ(CoordinatorSocket(c, 3), "/run/one.sock");
+  EXPECT_EQ(CoordinatorSocket(c, 0), "/run/one.sock");
 }
 
 TEST(ConfigTest, EachBadValueIsOneErrorAndKeepsTheDefault) {

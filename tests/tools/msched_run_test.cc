@@ -65,6 +65,19 @@ TEST(MschedRunTest, EveryOptionShapeBecomesTheJobsVariables) {
   EXPECT_NE(r.out.find("|/tmp/c.sock\n"), std::string::npos) << r.out;
 }
 
+// --gpu N places the job on the machine's GPU N alone; the job then finds
+// that GPU's coordinator itself, so no socket is forced on it.
+TEST(MschedRunTest, GpuPlacesTheJobOnThatGpu) {
+  const std::vector<std::string> show = {"/bin/sh", "-c", "echo \"[$CUDA_VISIBLE_DEVICES|$MSCHED_SOCKET]\""};
+  ts::ProgramRun r = Msched(Join({"run", "--gpu", "1", "--coord", "off", "--"}, show), {{"CUDA_VISIBLE_DEVICES", "0,1"}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[1|]\n");
+  r = Msched(Join({"--gpu", "3", "run", "--coord", "off", "--"}, show));
+  EXPECT_EQ(r.out, "[3|]\n") << "before the command word too";
+  r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"CUDA_VISIBLE_DEVICES", "2"}});
+  EXPECT_EQ(r.out, "[2|]\n") << "without --gpu the job's own choice stands";
+}
+
 // PyTorch's expandable segments bypass msched, so `msched run` asks for the
 // native allocator with fixed segments unless the user chose, without a word
 // in the job's output (`msched help` says so); a choice of expandable
@@ -109,6 +122,8 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
       {{"run", "--bogus", "1", "--", "true"}, "unknown run option --bogus"},
       {{"run", "--mem", "lots", "--", "true"}, "MSCHED_MEM='lots' is not valid"},
       {{"run", "--priority=500", "true"}, "MSCHED_PRIORITY='500' is not valid"},
+      {{"run", "--gpu", "first", "--", "true"}, "--gpu 'first' is not a GPU index"},
+      {{"status", "--gpu", "-1"}, "--gpu '-1' is not a GPU index"},
   };
   for (const Case& c : cases) {
     const ts::ProgramRun r = Msched(c.args);

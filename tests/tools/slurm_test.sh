@@ -151,7 +151,12 @@ prolog_case() {
 printf '%s\n' '# a comment' '  shardmemory = 2GiB  # per shard' 'SocketDir=/run/msched-test' >"$tmp/case/msched.conf"
 torch=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False
 prolog_case "no GPU" "" SLURM_JOB_ID=9
-prolog_case "two GPUs" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,1 SLURM_SHARDS_ON_NODE=2
+prolog_case "shards of two GPUs" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,1 SLURM_SHARDS_ON_NODE=2
+prolog_case "GPUs 0 and 2, whole" "export MSCHED_JOB_NAME=slurm-9.1
+export MSCHED_SOCKET_DIR=/run/msched-test
+export LD_PRELOAD=$lib
+export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2
+prolog_case "not a list of indexes" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,
 prolog_case "a batch script with 3 shards of GPU 1" "export MSCHED_MEM=$((3 << 31))
 export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched-test/gpu1.sock

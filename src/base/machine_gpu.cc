@@ -1,0 +1,91 @@
+#include "base/machine_gpu.h"
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+
+namespace msched {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// A whole non-negative decimal number, or -1.
+int Index(std::string_view s) {
+  int v = -1;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty() && v >= 0 ? v : -1;
+}
+
+// The module names its directories "0000:41:00.0": a four-digit domain, lower
+// case. CUDA gives the same form; NVML pads the domain to eight digits.
+std::string ProcDirName(std::string_view bus_id) {
+  std::string s(Trim(bus_id));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t colon = s.find(':');
+  if (colon != std::string::npos && colon > 4 && s.find_first_not_of('0') >= colon - 4) s.erase(0, colon - 4);
+  return s;
+}
+
+// "Device Minor: 2" in the module's description of the GPU, or -1.
+int DeviceMinor(const std::string& proc_gpus, std::string_view bus_id) {
+  if (bus_id.empty()) return -1;
+  std::ifstream in(proc_gpus + "/" + ProcDirName(bus_id) + "/information");
+  constexpr std::string_view kKey = "Device Minor:";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kKey, 0) == 0) return Index(Trim(std::string_view(line).substr(kKey.size())));
+  }
+  return -1;
+}
+
+// CUDA_VISIBLE_DEVICES's entries, trimmed; "" has one empty entry.
+std::vector<std::string_view> Entries(std::string_view list) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    const size_t comma = list.find(',');
+    out.push_back(Trim(list.substr(0, comma)));
+    if (comma == std::string_view::npos) return out;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices) {
+  if (visible_devices == nullptr) return Status::NotFound("CUDA_VISIBLE_DEVICES is not set");
+  std::vector<int> out;
+  for (std::string_view entry : Entries(visible_devices)) {
+    const int index = Index(entry);
+    if (index < 0) {
+      return Status::NotFound("CUDA_VISIBLE_DEVICES='" + std::string(visible_devices) + "' names a GPU by '" +
+                              std::string(entry) + "', not by index");
+    }
+    out.push_back(index);
+  }
+  return out;
+}
+
+Result<int> MachineGpuIndex(int ordinal, std::string_view pci_bus_id, const char* visible_devices,
+                            const std::string& proc_gpus) {
+  if (const int minor = DeviceMinor(proc_gpus, pci_bus_id); minor >= 0) return minor;
+  if (visible_devices == nullptr) return ordinal;
+  // Entries past the ordinal do not matter: the driver stops reading the
+  // list at the first it cannot use, and this device came before it.
+  const std::vector<std::string_view> entries = Entries(visible_devices);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int index = Index(entries[i]);
+    if (index < 0) {
+      return Status::NotFound("CUDA device " + std::to_string(ordinal) + " comes after CUDA_VISIBLE_DEVICES entry '" +
+                              std::string(entries[i]) + "', which is not a GPU index, and " + proc_gpus +
+                              " does not describe it");
+    }
+    if (static_cast<int>(i) == ordinal) return index;
+  }
+  return Status::NotFound("CUDA device " + std::to_string(ordinal) + " is beyond CUDA_VISIBLE_DEVICES='" +
+                          std::string(visible_devices) + "'");
+}
+
+}  // namespace msched

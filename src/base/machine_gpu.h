@@ -1,0 +1,36 @@
+// Which GPU of the machine a CUDA device is. CUDA numbers devices per
+// process (CUDA_VISIBLE_DEVICES=2,3 makes the machine's GPU 2 device 0), but
+// a coordinator serves one GPU of the machine, under the number that
+// nvidia-smi, Slurm's gres.conf (/dev/nvidia<N>) and mschedd@<N> use: the
+// device minor. A job on the machine's GPU N joins gpu<N>.sock.
+// Plain functions of their inputs (the files they read are named by the
+// caller), so tests drive them without a driver. Thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "msched/status.h"
+
+namespace msched {
+
+// Where the NVIDIA kernel module describes each GPU, by PCI bus id.
+inline constexpr char kNvidiaProcGpus[] = "/proc/driver/nvidia/gpus";
+
+// The machine's number for CUDA device `ordinal` of this process, whose PCI
+// bus id (cuDeviceGetPCIBusId) is `pci_bus_id`:
+//   1. the device minor in <proc_gpus>/<bus id>/information, where the
+//      NVIDIA module runs (it is what /dev/nvidia<N> and Slurm go by);
+//   2. else entry `ordinal` of `visible_devices` (CUDA_VISIBLE_DEVICES,
+//      nullptr when unset), when the entries up to it are indices;
+//   3. else, with no CUDA_VISIBLE_DEVICES, `ordinal` itself.
+// NotFound when none applies (a GPU named by UUID, or fewer entries).
+Result<int> MachineGpuIndex(int ordinal, std::string_view pci_bus_id, const char* visible_devices,
+                            const std::string& proc_gpus = kNvidiaProcGpus);
+
+// The machine indices CUDA_VISIBLE_DEVICES lists, in order; NotFound when
+// it is unset, empty or names a GPU other than by index.
+Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices);
+
+}  // namespace msched

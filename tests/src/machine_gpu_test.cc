@@ -1,0 +1,65 @@
+#include "base/machine_gpu.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace msched {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A stand-in for /proc/driver/nvidia/gpus: one directory per bus id, with
+// the module's "information" file.
+class MachineGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fs::create_directories(root_); }
+  void TearDown() override { fs::remove_all(root_); }
+  void Describe(const std::string& bus_id, const std::string& minor_line) {
+    fs::create_directories(root_ + "/" + bus_id);
+    std::ofstream(root_ + "/" + bus_id + "/information")
+        << "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 255\nBus Location: \t " << bus_id << "\n"
+        << minor_line << "\nGPU Excluded:\t No\n";
+  }
+  const std::string root_ = testing::TempDir() + "machine_gpu_" + std::to_string(getpid());
+};
+
+TEST_F(MachineGpuTest, TheModulesDeviceMinorNamesTheGpuWhateverCudaCallsIt) {
+  Describe("0000:41:00.0", "Device Minor: \t 3");
+  // Device 0 of a process that sees only that GPU is still GPU 3.
+  EXPECT_EQ(*MachineGpuIndex(0, "0000:41:00.0", "1", root_), 3) << "the module outranks CUDA_VISIBLE_DEVICES";
+  EXPECT_EQ(*MachineGpuIndex(0, "00000000:41:00.0", nullptr, root_), 3) << "NVML's eight-digit domain";
+  EXPECT_EQ(*MachineGpuIndex(0, "0000:41:00.0\n", "GPU-8f6e", root_), 3) << "UUIDs do not matter then";
+}
+
+TEST_F(MachineGpuTest, WithoutTheModuleCudaVisibleDevicesMapsTheOrdinal) {
+  Describe("0000:41:00.0", "Device Minor: not-a-number");
+  EXPECT_EQ(*MachineGpuIndex(1, "0000:41:00.0", "2, 3", root_), 3);
+  EXPECT_EQ(*MachineGpuIndex(0, "0000:c1:00.0", "2,3", root_), 2);
+  EXPECT_EQ(*MachineGpuIndex(0, "", "5,GPU-8f6e", root_), 5) << "entries after the device do not matter";
+  EXPECT_EQ(*MachineGpuIndex(4, "", nullptr, root_), 4) << "unset: every GPU, in the machine's order";
+}
+
+TEST_F(MachineGpuTest, AGpuNamedByUuidOrBeyondTheListIsNotGuessed) {
+  const Result<int> uuid = MachineGpuIndex(1, "", "GPU-8f6e,1", root_);
+  ASSERT_FALSE(uuid.ok());
+  EXPECT_NE(uuid.status().message().find("'GPU-8f6e'"), std::string::npos) << uuid.status().message();
+  const Result<int> beyond = MachineGpuIndex(2, "", "0,1", root_);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_NE(beyond.status().message().find("beyond"), std::string::npos) << beyond.status().message();
+  EXPECT_FALSE(MachineGpuIndex(0, "", "", root_).ok());
+}
+
+TEST(VisibleGpuIndicesTest, ListsIndicesAndRefusesAnythingElse) {
+  EXPECT_EQ(*VisibleGpuIndices("2,0 , 7"), (std::vector<int>{2, 0, 7}));
+  EXPECT_FALSE(VisibleGpuIndices(nullptr).ok());
+  EXPECT_FALSE(VisibleGpuIndices("").ok());
+  EXPECT_FALSE(VisibleGpuIndices("0,MIG-1a2b").ok());
+  EXPECT_FALSE(VisibleGpuIndices("0,,1").ok());
+  EXPECT_FALSE(VisibleGpuIndices("-1").ok());
+}
+
+}  // namespace
+}  // namespace msched

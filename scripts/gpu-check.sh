@@ -200,23 +200,27 @@ if [ -s "$work/logs/profile-check.md" ]; then cat "$work/logs/profile-check.md" 
 else report '```'; tail -15 "$work/logs/profile-check.out" "$work/logs/profile-2048.out" "$work/logs/profile-fit.out" >>"$out.tmp"; report '```'; fi
 
 section "Two jobs time-sliced by mschedd"
-report "Two buffers_job runs (12 x 512 MiB each, 40 passes of 16 rounds) started together under one mschedd with --gpu-memory 8GiB, against the same two run one after the other without msched."
+report "Two buffers_job runs (12 x 512 MiB each, 40 passes of 16 rounds) started together under one mschedd with --gpu-memory 8GiB, against the same two run one after the other without msched. The coordinator is GPU 0's (mschedd --gpu 0, msched run --gpu 0) and each job finds it from its device (MSCHED_COORD=required: a job that cannot tell which GPU it is on fails)."
 report ""
-sock=$work/gpu0.sock
-"$build/tools/mschedd" --socket "$sock" --gpu-memory 8GiB --log "$work/logs/mschedd.log" --trace "$work/logs/mschedd-trace.json" &
+export MSCHED_SOCKET_DIR=$work/sockets
+mkdir -p -m 0700 "$MSCHED_SOCKET_DIR"
+sock=$MSCHED_SOCKET_DIR/gpu0.sock
+"$build/tools/mschedd" --gpu 0 --gpu-memory 8GiB --log "$work/logs/mschedd.log" --trace "$work/logs/mschedd-trace.json" &
 dpid=$!
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 t0=$(date +%s.%N)
 pids=()
 for j in 1 2; do
   MSCHED_TEMPLATES=$work/logs/buffers.templates.json MSCHED_STATS=$work/logs/pair-$j.stats.json MSCHED_LOG=$work/logs/pair-$j.log \
-    timeout 150 "$build/tools/msched" run --socket "$sock" --mem 6G --name "job$j" -- "$bin/buffers_job" work 12 512 40 16 \
+    MSCHED_LOG_LEVEL=info MSCHED_COORD=required \
+    timeout 150 "$build/tools/msched" run --gpu 0 --mem 6G --name "job$j" -- "$bin/buffers_job" work 12 512 40 16 \
     >"$work/logs/pair-$j.out" 2>&1 &
   pids+=($!)
 done
 wait "${pids[@]}"
 t1=$(date +%s.%N)
-"$build/tools/msched" status --socket "$sock" >"$work/logs/pair-status.out" 2>&1
+"$build/tools/msched" status --gpu 0 >"$work/logs/pair-status.out" 2>&1
+unset MSCHED_SOCKET_DIR
 kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null
 t2=$(date +%s.%N)
 run seq-1 120 none "$bin/buffers_job" work 12 512 40 16
@@ -228,6 +232,9 @@ report "| msched, both at once under mschedd | $(python3 -c "print(f'{$t1 - $t0:
 report "| one after the other, no msched | $(python3 -c "print(f'{$t3 - $t2:.2f}')") | $(checksum seq-1) $(checksum seq-2) |"
 report ""
 report "Job counters: $(stats pair-1 coordinator. bytes. | tr '\n' ' ')"
+report ""
+found=$(grep -ho "on the machine's GPU [0-9]*: its coordinator is at [^ ]*" "$work/logs/pair-1.log" "$work/logs/pair-2.log" | tr '\n' ';')
+report "Which GPU each job found itself on: ${found:-no such line in the job logs}"
 for j in 1 2; do [ -s "$work/logs/pair-$j.out" ] && { report '```'; tail -4 "$work/logs/pair-$j.out" >>"$out.tmp"; report '```'; }; logtail "pair-$j"; done
 
 mv "$out.tmp" "$out"

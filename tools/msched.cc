@@ -51,8 +51,9 @@ constexpr char kUsage[] =
     "       msched help\n"
     "Every command takes --gpu N, the coordinator of the machine's GPU N (default 0; its socket as jobs find\n"
     "it: MSCHED_SOCKET, else gpu<N>.sock in MSCHED_SOCKET_DIR or the default directory), or --socket PATH.\n"
-    "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N); without it, the job joins the\n"
-    "coordinator of each GPU it uses, and msched run starts those of the GPUs in CUDA_VISIBLE_DEVICES (else GPU 0).\n";
+    "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N, CUDA_DEVICE_ORDER=PCI_BUS_ID);\n"
+    "without it, the job joins the coordinator of each GPU it uses, and msched run starts those of the GPUs\n"
+    "in CUDA_VISIBLE_DEVICES (else GPU 0).\n";
 
 int Usage() {
   std::cerr << kUsage;
@@ -271,7 +272,12 @@ int Run(Target target, int argc, char** argv) {
   // The job finds each GPU's coordinator itself (CoordinatorSocket) unless
   // told one socket; --gpu confines it to that GPU.
   if (target.socket) env["MSCHED_SOCKET"] = *target.socket;
-  if (target.gpu) env["CUDA_VISIBLE_DEVICES"] = std::to_string(*target.gpu);
+  // CUDA reads the index in its own order, fastest GPU first, unless told
+  // to use nvidia-smi's, PCI bus order, which --gpu means.
+  if (target.gpu) {
+    env["CUDA_VISIBLE_DEVICES"] = std::to_string(*target.gpu);
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  }
   const ConfigParse parse = ParseConfig([&](const char* name) -> const char* {
     auto it = env.find(name);
     return it != env.end() ? it->second.c_str() : std::getenv(name);

@@ -1,8 +1,9 @@
 #include "base/machine_gpu.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
+#include <filesystem>
 
 namespace msched {
 namespace {
@@ -20,8 +21,9 @@ int Index(std::string_view s) {
   return ec == std::errc() && end == s.data() + s.size() && !s.empty() && v >= 0 ? v : -1;
 }
 
-// The module names its directories "0000:41:00.0": a four-digit domain, lower
-// case. CUDA gives the same form; NVML pads the domain to eight digits.
+// The module names its folders "0000:41:00.0": a four-digit domain, lower
+// case. CUDA gives the same form in upper case; NVML pads the domain to
+// eight digits.
 std::string ProcDirName(std::string_view bus_id) {
   std::string s(Trim(bus_id));
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -30,15 +32,19 @@ std::string ProcDirName(std::string_view bus_id) {
   return s;
 }
 
-// "Device Minor: 2" in the module's description of the GPU, or -1.
-int DeviceMinor(const std::string& proc_gpus, std::string_view bus_id) {
+// The device's place among the module's GPUs in bus id order, or -1 when
+// the module does not list it.
+int PlaceInBusOrder(const std::string& proc_gpus, std::string_view bus_id) {
   if (bus_id.empty()) return -1;
-  std::ifstream in(proc_gpus + "/" + ProcDirName(bus_id) + "/information");
-  constexpr std::string_view kKey = "Device Minor:";
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(kKey, 0) == 0) return Index(Trim(std::string_view(line).substr(kKey.size())));
+  std::error_code ec;
+  std::vector<std::string> listed;
+  // The forms that report errors through `ec`: nothing here throws.
+  for (std::filesystem::directory_iterator it(proc_gpus, ec), end; !ec && it != end; it.increment(ec)) {
+    listed.push_back(ProcDirName(it->path().filename().string()));
   }
-  return -1;
+  std::sort(listed.begin(), listed.end());
+  const auto it = std::find(listed.begin(), listed.end(), ProcDirName(bus_id));
+  return it == listed.end() ? -1 : static_cast<int>(it - listed.begin());
 }
 
 // CUDA_VISIBLE_DEVICES's entries, trimmed; "" has one empty entry.
@@ -70,7 +76,7 @@ Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices) {
 
 Result<int> MachineGpuIndex(int ordinal, std::string_view pci_bus_id, const char* visible_devices,
                             const std::string& proc_gpus) {
-  if (const int minor = DeviceMinor(proc_gpus, pci_bus_id); minor >= 0) return minor;
+  if (const int place = PlaceInBusOrder(proc_gpus, pci_bus_id); place >= 0) return place;
   if (visible_devices == nullptr) return ordinal;
   // Entries past the ordinal do not matter: the driver stops reading the
   // list at the first it cannot use, and this device came before it.

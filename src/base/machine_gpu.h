@@ -1,9 +1,10 @@
 // Which GPU of the machine a CUDA device is. CUDA numbers devices per
 // process (CUDA_VISIBLE_DEVICES=2,3 makes the machine's GPU 2 device 0), but
-// a coordinator serves one GPU of the machine, under the number that
-// nvidia-smi, Slurm's gres.conf (/dev/nvidia<N>) and mschedd@<N> use: the
-// device minor. A job on the machine's GPU N joins gpu<N>.sock.
-// Plain functions of their inputs (the files they read are named by the
+// a coordinator serves one GPU of the machine, under the number nvidia-smi
+// shows (the GPU's place in PCI bus order), which mschedd@<N> and, with the
+// usual gres.conf, Slurm use too. A job on the machine's GPU N joins
+// gpu<N>.sock.
+// Plain functions of their inputs (the folder they read is named by the
 // caller), so tests drive them without a driver. Thread-safe.
 #pragma once
 
@@ -20,8 +21,10 @@ inline constexpr char kNvidiaProcGpus[] = "/proc/driver/nvidia/gpus";
 
 // The machine's number for CUDA device `ordinal` of this process, whose PCI
 // bus id (cuDeviceGetPCIBusId) is `pci_bus_id`:
-//   1. the device minor in <proc_gpus>/<bus id>/information, where the
-//      NVIDIA module runs (it is what /dev/nvidia<N> and Slurm go by);
+//   1. its place, in bus id order, among the GPUs the NVIDIA module lists
+//      in `proc_gpus` (one folder per bus id), where the module runs: the
+//      order nvidia-smi numbers them in, in a container too, whose list
+//      holds only its own GPUs;
 //   2. else entry `ordinal` of `visible_devices` (CUDA_VISIBLE_DEVICES,
 //      nullptr when unset), when the entries up to it are indices;
 //   3. else, with no CUDA_VISIBLE_DEVICES, `ordinal` itself.

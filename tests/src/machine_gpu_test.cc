@@ -11,32 +11,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A stand-in for /proc/driver/nvidia/gpus: one directory per bus id, with
-// the module's "information" file.
+// A stand-in for /proc/driver/nvidia/gpus: one folder per bus id.
 class MachineGpuTest : public ::testing::Test {
  protected:
   void SetUp() override { fs::create_directories(root_); }
   void TearDown() override { fs::remove_all(root_); }
-  void Describe(const std::string& bus_id, const std::string& minor_line) {
+  void List(const std::string& bus_id) {
     fs::create_directories(root_ + "/" + bus_id);
-    std::ofstream(root_ + "/" + bus_id + "/information")
-        << "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 255\nBus Location: \t " << bus_id << "\n"
-        << minor_line << "\nGPU Excluded:\t No\n";
+    std::ofstream(root_ + "/" + bus_id + "/information") << "Bus Location: \t " << bus_id << "\n";
   }
   const std::string root_ = testing::TempDir() + "machine_gpu_" + std::to_string(getpid());
 };
 
-TEST_F(MachineGpuTest, TheModulesDeviceMinorNamesTheGpuWhateverCudaCallsIt) {
-  Describe("0000:41:00.0", "Device Minor: \t 3");
-  // Device 0 of a process that sees only that GPU is still GPU 3.
-  EXPECT_EQ(*MachineGpuIndex(0, "0000:41:00.0", "1", root_), 3) << "the module outranks CUDA_VISIBLE_DEVICES";
-  EXPECT_EQ(*MachineGpuIndex(0, "00000000:41:00.0", nullptr, root_), 3) << "NVML's eight-digit domain";
-  EXPECT_EQ(*MachineGpuIndex(0, "0000:41:00.0\n", "GPU-8f6e", root_), 3) << "UUIDs do not matter then";
+// nvidia-smi numbers GPUs in bus id order, whatever CUDA calls them.
+TEST_F(MachineGpuTest, TheModulesListInBusOrderNamesTheGpu) {
+  for (const char* bus : {"0000:c1:00.0", "0000:41:00.0", "0000:81:00.0", "0001:01:00.0"}) List(bus);
+  // Device 0 of a process that sees only that GPU is still GPU 2.
+  EXPECT_EQ(*MachineGpuIndex(0, "0000:C1:00.0", "1", root_), 2) << "the module outranks CUDA_VISIBLE_DEVICES";
+  EXPECT_EQ(*MachineGpuIndex(0, "00000000:41:00.0", nullptr, root_), 0) << "NVML's eight-digit domain";
+  EXPECT_EQ(*MachineGpuIndex(0, "0001:01:00.0\n", "GPU-8f6e", root_), 3) << "UUIDs do not matter then";
 }
 
 TEST_F(MachineGpuTest, WithoutTheModuleCudaVisibleDevicesMapsTheOrdinal) {
-  Describe("0000:41:00.0", "Device Minor: not-a-number");
-  EXPECT_EQ(*MachineGpuIndex(1, "0000:41:00.0", "2, 3", root_), 3);
+  List("0000:41:00.0");
+  EXPECT_EQ(*MachineGpuIndex(1, "0000:81:00.0", "2, 3", root_), 3) << "a device the module does not list";
   EXPECT_EQ(*MachineGpuIndex(0, "0000:c1:00.0", "2,3", root_), 2);
   EXPECT_EQ(*MachineGpuIndex(0, "", "5,GPU-8f6e", root_), 5) << "entries after the device do not matter";
   EXPECT_EQ(*MachineGpuIndex(4, "", nullptr, root_), 4) << "unset: every GPU, in the machine's order";

@@ -68,14 +68,16 @@ TEST(MschedRunTest, EveryOptionShapeBecomesTheJobsVariables) {
 // --gpu N places the job on the machine's GPU N alone; the job then finds
 // that GPU's coordinator itself, so no socket is forced on it.
 TEST(MschedRunTest, GpuPlacesTheJobOnThatGpu) {
-  const std::vector<std::string> show = {"/bin/sh", "-c", "echo \"[$CUDA_VISIBLE_DEVICES|$MSCHED_SOCKET]\""};
-  ts::ProgramRun r = Msched(Join({"run", "--gpu", "1", "--coord", "off", "--"}, show), {{"CUDA_VISIBLE_DEVICES", "0,1"}});
+  const std::vector<std::string> show = {"/bin/sh", "-c",
+                                         "echo \"[$CUDA_VISIBLE_DEVICES|$CUDA_DEVICE_ORDER|$MSCHED_SOCKET]\""};
+  ts::ProgramRun r = Msched(Join({"run", "--gpu", "1", "--coord", "off", "--"}, show),
+                            {{"CUDA_VISIBLE_DEVICES", "0,1"}, {"CUDA_DEVICE_ORDER", "FASTEST_FIRST"}});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "[1|]\n");
+  EXPECT_EQ(r.out, "[1|PCI_BUS_ID|]\n") << "GPU 1 as nvidia-smi numbers it";
   r = Msched(Join({"--gpu", "3", "run", "--coord", "off", "--"}, show));
-  EXPECT_EQ(r.out, "[3|]\n") << "before the command word too";
-  r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"CUDA_VISIBLE_DEVICES", "2"}});
-  EXPECT_EQ(r.out, "[2|]\n") << "without --gpu the job's own choice stands";
+  EXPECT_EQ(r.out, "[3|PCI_BUS_ID|]\n") << "before the command word too";
+  r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"CUDA_VISIBLE_DEVICES", "2"}, {"CUDA_DEVICE_ORDER", ""}});
+  EXPECT_EQ(r.out, "[2||]\n") << "without --gpu the job's own choice stands";
 }
 
 // PyTorch's expandable segments bypass msched, so `msched run` asks for the

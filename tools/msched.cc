@@ -7,7 +7,8 @@
 //   msched help                             this text and every MSCHED_* variable
 // JOB is a job id or a job's name. Exit status: 0 done; 1 the request
 // failed; 2 usage. Any command takes --gpu N (the coordinator of the
-// machine's GPU N, default 0) or --socket PATH (one coordinator's socket).
+// machine's GPU N) or --socket PATH (one coordinator's socket); with
+// neither, MSCHED_SOCKET, else GPU 0's.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -49,8 +50,8 @@ constexpr char kUsage[] =
     "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
     "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
     "       msched help\n"
-    "Every command takes --gpu N, the coordinator of the machine's GPU N (default 0; its socket as jobs find\n"
-    "it: MSCHED_SOCKET, else gpu<N>.sock in MSCHED_SOCKET_DIR or the default directory), or --socket PATH.\n"
+    "Every command takes --gpu N, the coordinator of the machine's GPU N (gpu<N>.sock in MSCHED_SOCKET_DIR or\n"
+    "the default directory), or --socket PATH; with neither, MSCHED_SOCKET, else GPU 0's.\n"
     "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N, CUDA_DEVICE_ORDER=PCI_BUS_ID);\n"
     "without it, the job joins the coordinator of each GPU it uses, and msched run starts those of the GPUs\n"
     "in CUDA_VISIBLE_DEVICES (else GPU 0).\n";
@@ -134,13 +135,16 @@ int SendControl(const std::string& socket, proto::ControlOp op, const std::strin
 }
 
 // Starts mschedd detached (its own session, reparented to init), logging
-// beside its socket, and waits for it to answer.
+// beside its socket under the socket's name (gpu1.sock: mschedd-gpu1.log),
+// and waits for it to answer.
 Status StartCoordinator(const std::string& socket) {
   const std::string daemon = ExecutableDir() + "/mschedd";
   if (access(daemon.c_str(), X_OK) != 0) return Status::NotFound("mschedd is not beside msched (" + daemon + ")");
   const size_t slash = socket.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : socket.substr(0, slash);
-  const std::string log = dir + "/mschedd.log";
+  std::string name = slash == std::string::npos ? socket : socket.substr(slash + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".sock") == 0) name.resize(name.size() - 5);
+  const std::string log = dir + "/mschedd-" + name + ".log";
   // The log opens before mschedd makes its socket's directory: on a first
   // run ($XDG_RUNTIME_DIR/msched, /tmp/msched-<uid>) make it here, private
   // as mschedd would; mschedd still checks whom it belongs to.
@@ -188,12 +192,15 @@ void ChooseTorchAllocator(std::map<std::string, std::string>* env) {
   }
 }
 
-// Where a command finds its coordinator: --socket, else --gpu's (or GPU 0's)
-// socket as jobs find it.
+// Where a command finds its coordinator: --socket; else --gpu's, whatever
+// MSCHED_SOCKET says; else as a job on GPU 0 finds it.
 struct Target {
   std::optional<std::string> socket;  // --socket
   std::optional<int> gpu;             // --gpu
-  std::string SocketOf(int gpu_index) const { return socket ? *socket : SocketFromEnvironment(gpu_index); }
+  // The socket of GPU `gpu_index`'s coordinator, which a job there joins.
+  std::string SocketOf(int gpu_index) const {
+    return socket ? *socket : gpu ? GpuSocketFromEnvironment(gpu_index) : SocketFromEnvironment(gpu_index);
+  }
   std::string Socket() const { return SocketOf(gpu.value_or(0)); }
 };
 
@@ -269,14 +276,20 @@ int Run(Target target, int argc, char** argv) {
     std::cerr << "msched: run needs a command\n";
     return Usage();
   }
+  if (target.socket && target.gpu) {
+    std::cerr << "msched: --gpu and --socket both say which coordinator; give one\n";
+    return 2;
+  }
   // The job finds each GPU's coordinator itself (CoordinatorSocket) unless
-  // told one socket; --gpu confines it to that GPU.
+  // told one socket; --gpu confines it to that GPU, whose coordinator it
+  // then finds whatever MSCHED_SOCKET says.
   if (target.socket) env["MSCHED_SOCKET"] = *target.socket;
   // CUDA reads the index in its own order, fastest GPU first, unless told
   // to use nvidia-smi's, PCI bus order, which --gpu means.
   if (target.gpu) {
     env["CUDA_VISIBLE_DEVICES"] = std::to_string(*target.gpu);
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+    ::unsetenv("MSCHED_SOCKET");
   }
   const ConfigParse parse = ParseConfig([&](const char* name) -> const char* {
     auto it = env.find(name);
@@ -296,12 +309,13 @@ int Run(Target target, int argc, char** argv) {
   const CoordMode coord = parse.config.coord;
   if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
     // The coordinators of the GPUs the job may use: --gpu's, else those
-    // CUDA_VISIBLE_DEVICES lists by index, else GPU 0's (a job on another
-    // GPU runs alone unless its coordinator runs: docs/operate.md).
+    // CUDA_VISIBLE_DEVICES lists by index (as the driver reads the list),
+    // else, with the variable unset, GPU 0's. A job on another GPU runs
+    // alone unless its coordinator runs (docs/operate.md).
     std::vector<int> gpus = {0};
     if (target.gpu) {
       gpus = {*target.gpu};
-    } else if (Result<std::vector<int>> visible = VisibleGpuIndices(std::getenv("CUDA_VISIBLE_DEVICES")); visible.ok()) {
+    } else if (Result<std::vector<int>> visible = LeadingGpuIndices(std::getenv("CUDA_VISIBLE_DEVICES")); visible.ok()) {
       gpus = *visible;
     }
     std::set<std::string> sockets;
@@ -333,10 +347,11 @@ int Main(int argc, char** argv) {
   // copy keeps it, and `n` below never counts it.
   std::vector<char*> args(argv + 1, argv + argc + 1);
   Target target;
-  // --socket and --gpu may come first or right after the command (not
-  // inside a job's own arguments).
-  for (size_t i = 0; i + 2 < args.size() && i < 2;) {
+  // --socket and --gpu may come before the command, and anywhere after a
+  // command other than run (whose options end where the job's begin).
+  for (size_t i = 0; i + 2 < args.size();) {
     const std::string option = args[i];
+    if (option == "run" && i == 0) break;
     if (option != "--socket" && option != "--gpu") {
       ++i;
       continue;
@@ -354,6 +369,10 @@ int Main(int argc, char** argv) {
   char** rest = args.data() + 1;
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
   if (cmd == "run") return Run(target, n, rest);
+  if (target.socket && target.gpu) {
+    std::cerr << "msched: --gpu and --socket both say which coordinator; give one\n";
+    return 2;
+  }
   const std::string socket = target.Socket();
   if (cmd == "bench") return bench::BenchMain(n + 1, args.data());
   if (cmd == "status") {

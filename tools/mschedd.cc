@@ -11,7 +11,8 @@
 //           [--metrics-names]
 //
 // --gpu N: serve the machine's GPU N at its socket as jobs find it
-// (gpu<N>.sock: msched/config.h, CoordinatorSocket); the default is GPU 0.
+// (gpu<N>.sock in MSCHED_SOCKET_DIR or the default directory: msched/config.h,
+// CoordinatorSocket); without --gpu or --socket, MSCHED_SOCKET, else GPU 0's.
 // --idle-yield (default 50ms): a job that holds its turn while others wait
 // and launches nothing for that long gives the turn up (docs/coordinator.md).
 // --metrics serves GET /metrics in the Prometheus text format at a numeric
@@ -203,7 +204,7 @@ int Main(int argc, char** argv) {
     std::cerr << "mschedd: --gpu and --socket both say where to listen; give one\n";
     return 2;
   }
-  if (o.socket_path.empty()) o.socket_path = SocketFromEnvironment(gpu.value_or(0));
+  if (o.socket_path.empty()) o.socket_path = gpu ? GpuSocketFromEnvironment(*gpu) : SocketFromEnvironment();
   if (o.policy.min_slice_ns > o.policy.max_slice_ns) {
     std::cerr << "mschedd: --min-slice is longer than --max-slice\n";
     return 2;

@@ -29,9 +29,21 @@ std::string PreloadWith(const std::string& lib) {
   return existing != nullptr && *existing != '\0' ? lib + ":" + existing : lib;
 }
 
-std::string SocketFromEnvironment(int gpu) {
-  // A bad value of another variable does not matter here; the job reports it.
-  return CoordinatorSocket(ParseConfig([](const char* name) { return std::getenv(name); }).config, gpu);
+namespace {
+
+// A bad value of another variable does not matter here; the job reports it.
+Config ConfigFromEnvironment() {
+  return ParseConfig([](const char* name) { return std::getenv(name); }).config;
+}
+
+}  // namespace
+
+std::string SocketFromEnvironment(int gpu) { return CoordinatorSocket(ConfigFromEnvironment(), gpu); }
+
+std::string GpuSocketFromEnvironment(int gpu) {
+  Config config = ConfigFromEnvironment();
+  config.socket_path.clear();
+  return CoordinatorSocket(config, gpu);
 }
 
 std::string DescribeExit(int status) {

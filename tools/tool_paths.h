@@ -22,6 +22,9 @@ std::string PreloadWith(const std::string& lib);
 // this environment finds it (CoordinatorSocket: MSCHED_SOCKET,
 // MSCHED_SOCKET_DIR, else the default).
 std::string SocketFromEnvironment(int gpu = 0);
+// The socket of GPU `gpu`'s own coordinator, MSCHED_SOCKET aside: what
+// --gpu N names (gpu<N>.sock in MSCHED_SOCKET_DIR, else the default).
+std::string GpuSocketFromEnvironment(int gpu);
 
 // "exited with status 3", "was killed by signal 11 (Segmentation fault)",
 // for a Subprocess::Wait status.

@@ -48,8 +48,11 @@ CoordClient* CoordClient::Get(Runtime& rt) {
 Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   MutexLock once(&register_mu_);
   if (registered_) return refusal_;
-  registered_ = true;
   Result<std::string> socket = ChooseSocket();
+  // An allocation with no current context fails in the driver; the job
+  // registers at its first allocation that has one.
+  if (!socket.ok() && socket.status().code() == StatusCode::kUnavailable) return Status::Ok();
+  registered_ = true;
   if (!socket.ok()) {
     if (config_.coord == CoordMode::kRequired) {
       refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + socket.status().message());
@@ -129,6 +132,7 @@ Result<std::string> CoordClient::ChooseSocket() const {
   if (!config_.socket_path.empty()) return config_.socket_path;
   // The first allocation's context is the job's: its GPU's coordinator.
   Result<int> gpu = MachineGpuOfCurrentContext();
+  if (!gpu.ok() && gpu.status().code() == StatusCode::kUnavailable) return gpu.status();
   if (!gpu.ok()) {
     // Joining another GPU's coordinator would hold that GPU's jobs back for
     // memory this job does not take there.

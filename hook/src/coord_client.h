@@ -165,7 +165,8 @@ class CoordClient {
   void IdleTimerLoop() MSCHED_EXCLUDES(exec_mu_, mu_);
 
   // The coordinator's socket: MSCHED_SOCKET, else that of the machine GPU
-  // of the current context (the first allocation's).
+  // of the current context (the first allocation's); Unavailable with no
+  // current context.
   Result<std::string> ChooseSocket() const;
   // Connects to socket_ and says hello; returns the socket.
   Result<int> Connect(uint64_t allocated);

@@ -11,7 +11,7 @@ Result<int> MachineGpuOfCurrentContext() {
   const DriverFunctions& real = RealDriver();
   CUdevice device = 0;
   if (real.cuCtxGetDevice == nullptr || real.cuCtxGetDevice(&device) != CUDA_SUCCESS) {
-    return Status::NotFound("no context is current");
+    return Status::Unavailable("no context is current");
   }
   // "0000:41:00.0" plus its terminator; a driver that cannot say leaves the
   // bus id empty, and CUDA_VISIBLE_DEVICES decides.

@@ -6,8 +6,8 @@
 
 namespace msched::hook {
 
-// The machine index of the current context's device; NotFound when no
-// context is current or the device cannot be told apart (see
+// The machine index of the current context's device; Unavailable when no
+// context is current, NotFound when the device cannot be told apart (see
 // MachineGpuIndex), saying why.
 Result<int> MachineGpuOfCurrentContext();
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -81,7 +82,7 @@ std::vector<int> VisibleGpus(int node_gpus) {
     entry.erase(entry.find_last_not_of(' ') + 1);
     char* end = nullptr;
     const long index = std::strtol(entry.c_str(), &end, 10);
-    if (entry.empty() || *end != '\0' || entry[0] == '-' || index >= node_gpus ||
+    if (entry.empty() || *end != '\0' || !std::isdigit(static_cast<unsigned char>(entry[0])) || index >= node_gpus ||
         std::find(visible.begin(), visible.end(), index) != visible.end()) {
       break;
     }

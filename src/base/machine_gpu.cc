@@ -60,15 +60,12 @@ std::vector<std::string_view> Entries(std::string_view list) {
 
 }  // namespace
 
-Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices) {
+Result<std::vector<int>> LeadingGpuIndices(const char* visible_devices) {
   if (visible_devices == nullptr) return Status::NotFound("CUDA_VISIBLE_DEVICES is not set");
   std::vector<int> out;
   for (std::string_view entry : Entries(visible_devices)) {
     const int index = Index(entry);
-    if (index < 0) {
-      return Status::NotFound("CUDA_VISIBLE_DEVICES='" + std::string(visible_devices) + "' names a GPU by '" +
-                              std::string(entry) + "', not by index");
-    }
+    if (index < 0) break;
     out.push_back(index);
   }
   return out;

@@ -32,8 +32,9 @@ inline constexpr char kNvidiaProcGpus[] = "/proc/driver/nvidia/gpus";
 Result<int> MachineGpuIndex(int ordinal, std::string_view pci_bus_id, const char* visible_devices,
                             const std::string& proc_gpus = kNvidiaProcGpus);
 
-// The machine indices CUDA_VISIBLE_DEVICES lists, in order; NotFound when
-// it is unset, empty or names a GPU other than by index.
-Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices);
+// The machine indices CUDA_VISIBLE_DEVICES lists before its first entry
+// that is not one (a UUID, a MIG instance, nothing): the GPUs known by
+// number without the driver. NotFound when the variable is unset.
+Result<std::vector<int>> LeadingGpuIndices(const char* visible_devices);
 
 }  // namespace msched

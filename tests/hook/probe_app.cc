@@ -16,6 +16,9 @@
 //             allocations made during the steps
 //   rtld_next dlsym(RTLD_NEXT, ...) answers as if no interposer sat between
 //   crash     three vector adds of different sizes, then killed by a signal
+//   late_context
+//             an allocation before any context exists (prints the driver's
+//             answer), then a context and the run subcommand's vector add
 //   idle US   a vector add over 40 MiB, US microseconds of host work with the
 //             simulator's idle alarm off (as if no timer saw it: the next
 //             launch must notice the idleness itself), a second vector add;
@@ -411,7 +414,7 @@ int RtldNext() {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash|idle US\n");
+                 "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash|late_context|idle US\n");
     return 1;
   }
   const std::string cmd = argv[1];
@@ -435,6 +438,13 @@ int main(int argc, char** argv) {
     return Lookups();
   }
   Api api;
+  if (cmd == "late_context") {
+    CHECK(api.init(0));
+    CUdeviceptr early = 0;
+    std::printf("no context: %d\n", static_cast<int>(api.alloc(&early, 1 << 20)));
+    if (int r = api.Setup()) return r;
+    return Run(api, 1 << 18, false);
+  }
   if (int r = api.Setup()) return r;
   if (cmd == "run") return Run(api, 1 << 18, false);
   if (cmd == "run_ptsz") return Run(api, 1 << 18, true);

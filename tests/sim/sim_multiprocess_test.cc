@@ -288,7 +288,7 @@ TEST_F(SimMultiProcessTest, AProcessSeesTheNodesGpusButWorksOnTheFirstVisible) {
   EXPECT_EQ(both.Wait(), 0);
   // As the real driver: the list stops at the first entry it cannot use,
   // and a list that leaves no GPU leaves the process without a device.
-  for (const char* visible : {"", "2", "x,0", "-1"}) {
+  for (const char* visible : {"", "2", "x,0", "-1", "+1"}) {
     Child none(device_, [visible](Child&) {
       setenv("MSIM_GPUS", "2", 1);
       setenv("CUDA_VISIBLE_DEVICES", visible, 1);

@@ -50,13 +50,14 @@ TEST_F(MachineGpuTest, AGpuNamedByUuidOrBeyondTheListIsNotGuessed) {
   EXPECT_FALSE(MachineGpuIndex(0, "", "", root_).ok());
 }
 
-TEST(VisibleGpuIndicesTest, ListsIndicesAndRefusesAnythingElse) {
-  EXPECT_EQ(*VisibleGpuIndices("2,0 , 7"), (std::vector<int>{2, 0, 7}));
-  EXPECT_FALSE(VisibleGpuIndices(nullptr).ok());
-  EXPECT_FALSE(VisibleGpuIndices("").ok());
-  EXPECT_FALSE(VisibleGpuIndices("0,MIG-1a2b").ok());
-  EXPECT_FALSE(VisibleGpuIndices("0,,1").ok());
-  EXPECT_FALSE(VisibleGpuIndices("-1").ok());
+TEST(LeadingGpuIndicesTest, ListsTheIndicesBeforeAnythingElse) {
+  EXPECT_EQ(*LeadingGpuIndices("2,0 , 7"), (std::vector<int>{2, 0, 7}));
+  EXPECT_EQ(*LeadingGpuIndices("1,GPU-8f6e,3"), (std::vector<int>{1})) << "as the driver reads on from there";
+  EXPECT_EQ(*LeadingGpuIndices("0,,1"), (std::vector<int>{0}));
+  EXPECT_TRUE(LeadingGpuIndices("MIG-1a2b,0")->empty());
+  EXPECT_TRUE(LeadingGpuIndices("")->empty());
+  EXPECT_TRUE(LeadingGpuIndices("+1")->empty()) << "digits only, as the simulator reads it too";
+  EXPECT_FALSE(LeadingGpuIndices(nullptr).ok());
 }
 
 }  // namespace

@@ -78,6 +78,8 @@ TEST(MschedRunTest, GpuPlacesTheJobOnThatGpu) {
   EXPECT_EQ(r.out, "[3|PCI_BUS_ID|]\n") << "before the command word too";
   r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"CUDA_VISIBLE_DEVICES", "2"}, {"CUDA_DEVICE_ORDER", ""}});
   EXPECT_EQ(r.out, "[2||]\n") << "without --gpu the job's own choice stands";
+  r = Msched(Join({"run", "--gpu", "1", "--coord", "off", "--"}, show), {{"MSCHED_SOCKET", "/tmp/gpu0.sock"}});
+  EXPECT_EQ(r.out, "[1|PCI_BUS_ID|]\n") << "GPU 1's coordinator, not the one MSCHED_SOCKET names";
 }
 
 // PyTorch's expandable segments bypass msched, so `msched run` asks for the
@@ -126,6 +128,9 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
       {{"run", "--priority=500", "true"}, "MSCHED_PRIORITY='500' is not valid"},
       {{"run", "--gpu", "first", "--", "true"}, "--gpu 'first' is not a GPU index"},
       {{"status", "--gpu", "-1"}, "--gpu '-1' is not a GPU index"},
+      {{"status", "--json", "--gpu", "x"}, "--gpu 'x' is not a GPU index"},
+      {{"--gpu", "1", "status", "--socket", "/tmp/a.sock"}, "--gpu and --socket both say which coordinator"},
+      {{"run", "--gpu", "1", "--socket", "/tmp/a.sock", "--", "true"}, "--gpu and --socket both say which coordinator"},
   };
   for (const Case& c : cases) {
     const ts::ProgramRun r = Msched(c.args);

@@ -179,6 +179,18 @@ TEST_F(MultiGpuTest, CudaVisibleDevicesPicksTheCoordinator) {
       << ts::Slurp(outputs_[0] + ".err");
 }
 
+// A program that allocates before it has a context gets the driver's
+// error, and joins its GPU's coordinator at its first allocation with one.
+TEST_F(MultiGpuTest, AnAllocationBeforeAnyContextDoesNotDecideTheCoordinator) {
+  StartCoordinator(1);
+  const ts::ProgramRun r =
+      ts::RunProgram({MSCHED_CLI, "run", "--gpu", "1", "--name", "late", "--", PROBE_APP, "late_context"}, Env());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("no context: 201\n"), std::string::npos) << "CUDA_ERROR_INVALID_CONTEXT: " << r.out;
+  EXPECT_NE(r.out.find("checksum"), std::string::npos) << r.out;
+  EXPECT_EQ(JobNames(1), (std::multiset<std::string>{"late"}));
+}
+
 // The probe maps 4 MiB of VMM memory, allocates 8 MiB and prints what
 // cuMemGetInfo says: under GPU 1's coordinator, which hands out 32 MiB,
 // the job's total is its grant; on GPU 0, uncoordinated, the device's.

@@ -154,8 +154,13 @@ prolog_case "no GPU" "" SLURM_JOB_ID=9
 prolog_case "shards of two GPUs" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,1 SLURM_SHARDS_ON_NODE=2
 prolog_case "GPUs 0 and 2, whole" "export MSCHED_JOB_NAME=slurm-9.1
 export MSCHED_SOCKET_DIR=/run/msched-test
+unset MSCHED_SOCKET
 export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2
+export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2 MSCHED_SOCKET=/tmp/mine/gpu0.sock
+prolog_case "GPU 01 is GPU 1" "export MSCHED_JOB_NAME=slurm-9
+export MSCHED_SOCKET=/run/msched-test/gpu1.sock
+export LD_PRELOAD=$lib
+export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=01
 prolog_case "not a list of indexes" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,
 prolog_case "a batch script with 3 shards of GPU 1" "export MSCHED_MEM=$((3 << 31))
 export MSCHED_JOB_NAME=slurm-9

@@ -158,6 +158,7 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   proto::Hello h;
   h.declared_mem = config_.job_memory.value_or(0);
   h.allocated = std::max(allocated, allocated_.load());
+  hello_allocated_.store(h.allocated);
   {
     MutexLock lock(&rt_.mu());
     rt_.LearnDeviceMemory();
@@ -227,6 +228,8 @@ void CoordClient::ReaderLoop() {
       const CoordShm* mapping = new CoordShm(std::move(*shm));  // never unmapped: see gate_
       gate_.store(&mapping->slot(w->slot), std::memory_order_release);
       running_.store(false);
+      answered_.store(asks_.load());  // this connection's hello told it all
+      seen_allocated_.store(hello_allocated_.load());
       idleness_ = Idleness::kBusy;
       idle_yield_ns_.store(w->idle_yield_ns);
       DeviceSetIdleAlarm(w->idle_yield_ns, &CoordClient::OnIdleAlarm);
@@ -266,7 +269,15 @@ void CoordClient::BecomeStandalone(const std::string& why) {
 
 void CoordClient::ReportAllocated(uint64_t bytes) {
   allocated_.store(bytes);
-  if (Active() != nullptr) Send(proto::Usage{bytes, DeviceNow(), Counters()});
+  if (Active() == nullptr) return;
+  uint64_t ask = 0;
+  if (bytes > seen_allocated_.load()) {
+    // Threads allocating at once may send their asks out of order: an answer
+    // covers every ask up to its number, and at worst one ask too many follows.
+    last_ask_bytes_.store(bytes);
+    ask = asks_.fetch_add(1) + 1;
+  }
+  Send(proto::Usage{bytes, DeviceNow(), Counters(), ask});
 }
 
 proto::JobCounters CoordClient::Counters() const {
@@ -285,6 +296,7 @@ void CoordClient::SayGoodbye() {
 
 bool CoordClient::MayLaunch() {
   if (attention_.load(std::memory_order_acquire) || !running_.load()) return false;
+  if (answered_.load(std::memory_order_acquire) < asks_.load(std::memory_order_acquire)) return false;
   const ShmSlot* slot = gate_.load(std::memory_order_acquire);
   if (slot == nullptr || slot->may_run.load(std::memory_order_acquire) == 0) return false;
   const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
@@ -362,7 +374,8 @@ void CoordClient::WaitTurn(Runtime& rt) {
       idleness_ = Idleness::kBusy;
       Send(proto::Idle{DeviceNow(), false});
     }
-    if (running_.load()) {
+    // Running, and the coordinator has seen what the job holds.
+    if (running_.load() && answered_.load() >= asks_.load()) {
       const ShmSlot* slot = gate_.load(std::memory_order_acquire);
       if (slot->may_run.load(std::memory_order_acquire) != 0) {
         const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
@@ -408,6 +421,13 @@ void CoordClient::Execute(const proto::Message& m) {
     OnStop(*stop);
   } else if (auto* budget = std::get_if<proto::Budget>(&m)) {
     OnBudget(budget->budget);
+    // Orders run one at a time (exec_mu_), so this raise cannot race another.
+    if (budget->answers > answered_.load()) {
+      if (budget->answers == asks_.load()) {
+        seen_allocated_.store(std::max(seen_allocated_.load(), last_ask_bytes_.load()));
+      }
+      answered_.store(budget->answers);
+    }
   } else {
     LogWarn("ignored an unexpected '{}' from the coordinator", proto::MsgTypeName(proto::TypeOf(m)));
   }

@@ -93,7 +93,14 @@ class CoordClient {
   // queued. Not OK when the job may not run: refused (ResourceExhausted) or,
   // with MSCHED_COORD=required, no coordinator (Unavailable).
   Status Register(Runtime& rt, uint64_t bytes) MSCHED_EXCLUDES(register_mu_, mu_);
-  // Allocated bytes changed (after an allocation or a free).
+  // Allocated bytes changed (after an allocation or a free). Above the
+  // most the coordinator has seen it hold, the job asks the coordinator to
+  // see it before launching again: its launches wait for the answer (a
+  // Budget answering the ask), so that no kernel runs on a grant decided
+  // before the coordinator knew what the job holds. (Jobs that start
+  // together grow at once; the first grants, given before the others showed
+  // their size, are too large, and kernels queued on them fault when they
+  // shrink.) Allocating again up to a level already seen never asks.
   void ReportAllocated(uint64_t bytes);
 
   // The launch path: true when the job may launch now (no system call),
@@ -228,6 +235,16 @@ class CoordClient {
   uint64_t loaded_bytes_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
   uint64_t load_ns_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
   std::atomic<uint64_t> allocated_{0};
+  // Usage asks sent (proto::Usage::ask) and the last one answered; launches
+  // wait while an ask is unanswered. A new connection forgets old asks (its
+  // hello carries what the job holds).
+  std::atomic<uint64_t> asks_{0};
+  std::atomic<uint64_t> answered_{0};
+  // The most the coordinator has seen the job hold (its hello, answered
+  // asks), and what the last ask reported.
+  std::atomic<uint64_t> seen_allocated_{0};
+  std::atomic<uint64_t> last_ask_bytes_{0};
+  std::atomic<uint64_t> hello_allocated_{0};  // what the last hello reported
 };
 
 void GatePass::Release() {

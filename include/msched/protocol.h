@@ -30,8 +30,9 @@ namespace msched::proto {
 inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // 2: the gate travels as a descriptor; 3: usage, stopped and goodbye carry
 // the job's counters; 4: the welcome carries the idle yield, and jobs report
-// going idle and having work again.
-inline constexpr uint16_t kVersion = 4;
+// going idle and having work again; 5: a usage report may ask for an answer
+// (a budget answering it) before the job launches again.
+inline constexpr uint16_t kVersion = 5;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -83,12 +84,16 @@ struct JobCounters {
   template <typename V> bool Fields(V& v) { return v(faults) && v(prefetched); }
 };
 
+// The job's allocated bytes changed. With `ask` (numbered from 1, rising),
+// it has allocated beyond its grant and launches nothing more until a
+// Budget answers that ask: its grant was sized for less than it now holds.
 struct Usage {
   static constexpr MsgType kType = MsgType::kUsage;
   uint64_t allocated = 0;
   uint64_t now_ns = 0;
   JobCounters counters;
-  template <typename V> bool Fields(V& v) { return v(allocated) && v(now_ns) && counters.Fields(v); }
+  uint64_t ask = 0;  // 0: no answer wanted
+  template <typename V> bool Fields(V& v) { return v(allocated) && v(now_ns) && counters.Fields(v) && v(ask); }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -175,10 +180,13 @@ struct Stop {
   Status Validate() const;
 };
 
+// The job's grant changed (`budget`, 0: unchanged), or `answers` a usage
+// report's ask, after any other order that report caused.
 struct Budget {
   static constexpr MsgType kType = MsgType::kBudget;
   uint64_t budget = 0;
-  template <typename V> bool Fields(V& v) { return v(budget); }
+  uint64_t answers = 0;  // the Usage::ask answered; 0: none
+  template <typename V> bool Fields(V& v) { return v(budget) && v(answers); }
   Status Validate() const { return Status::Ok(); }
 };
 

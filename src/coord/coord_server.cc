@@ -247,7 +247,7 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   if (c.job == 0) return violation(std::string("'") + proto::MsgTypeName(proto::TypeOf(m)) + "' before hello");
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
     if (metrics_) metrics_->Counted(c.job, usage->counters);
-    Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns));
+    Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns, usage->ask));
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
   } else if (auto* idle = std::get_if<proto::Idle>(&m)) {
@@ -375,7 +375,7 @@ void CoordServer::Apply(const Commands& commands) {
     switch (cmd.kind) {
       case Command::Kind::kGo: m = cmd.go; break;
       case Command::Kind::kStop: m = cmd.stop; break;
-      case Command::Kind::kBudget: m = proto::Budget{cmd.budget}; break;
+      case Command::Kind::kBudget: m = cmd.budget; break;
       case Command::Kind::kRefuse: {
         m = proto::Refused{cmd.reason};
         const Job* j = scheduler_.Find(cmd.job);

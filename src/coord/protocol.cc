@@ -186,7 +186,7 @@ uint32_t MaxPayloadOf(MsgType t) {
   constexpr uint32_t kCounters = 16;  // JobCounters
   switch (t) {
     case MsgType::kHello: return 4 * 8 + 4 + 1 + kText + kMaxName;
-    case MsgType::kUsage: return 2 * 8 + kCounters;
+    case MsgType::kUsage: return 3 * 8 + kCounters;
     case MsgType::kSliceEnd: return 8;
     case MsgType::kIdle: return 8 + 1;
     case MsgType::kStopped: return 5 * 8 + kCounters;
@@ -195,7 +195,7 @@ uint32_t MaxPayloadOf(MsgType t) {
     case MsgType::kRefused: return kText + kMaxReason;
     case MsgType::kGo: return 3 * 8 + 1;
     case MsgType::kStop: return 8 + 1;
-    case MsgType::kBudget: return 8;
+    case MsgType::kBudget: return 2 * 8;
     case MsgType::kControl: return 1 + 8 + 4;
     case MsgType::kControlReply: return kMaxPayload;
   }

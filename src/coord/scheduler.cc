@@ -122,12 +122,13 @@ Commands Scheduler::Submit(Job job, uint64_t device_total, uint64_t now) {
   return out;
 }
 
-Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now) {
+Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_t ask) {
   Commands out;
   now_ = std::max(now_, now);
   Job* j = Heard(id);
   if (j == nullptr) return out;
   j->allocated = bytes;
+  if (ask != 0) unanswered_[id] = std::max(unanswered_[id], ask);
   Reschedule(false, &out);
   return out;
 }
@@ -212,6 +213,7 @@ Commands Scheduler::Exited(uint64_t id, uint64_t now) {
   j->active = false;
   j->resident = 0;
   reported_.erase(id);
+  unanswered_.erase(id);
   next_.erase(std::remove(next_.begin(), next_.end(), id), next_.end());
   const bool was_pending = pending_.erase(id) > 0;
   ForgetOldJobs();
@@ -280,6 +282,27 @@ Result<Commands> Scheduler::SetPriority(uint64_t id, int priority) {
 }
 
 void Scheduler::Reschedule(bool slice_over, Commands* out) {
+  RescheduleGroups(slice_over, out);
+  AnswerAsks(out);
+}
+
+void Scheduler::AnswerAsks(Commands* out) {
+  if (!pending_.empty()) return;  // grants are not settled until the switch is done
+  for (const auto& [id, ask] : unanswered_) {
+    const Job* j = Get(id);
+    if (j == nullptr) continue;
+    // The grant in force: that of a job on the GPU (after any order it was
+    // just given); a job off it learns its grant from its next Go.
+    Command c;
+    c.kind = Command::Kind::kBudget;
+    c.job = id;
+    c.budget = {j->active ? j->budget : 0, ask};
+    out->push_back(std::move(c));
+  }
+  unanswered_.clear();
+}
+
+void Scheduler::RescheduleGroups(bool slice_over, Commands* out) {
   if (!pending_.empty()) return;  // a switch is under way; FinishSwitch comes back here
   AdmitWaiting(jobs_, now_, options_, history_);
   const uint64_t usable = UsableHbm(options_);
@@ -408,7 +431,7 @@ void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
       Command c;
       c.kind = Command::Kind::kBudget;
       c.job = id;
-      c.budget = budget;
+      c.budget.budget = budget;
       out->push_back(std::move(c));
     }
     if (!j.active || waiting) {

@@ -46,7 +46,7 @@ struct Command {
   uint64_t job = 0;
   proto::Go go;         // kGo
   proto::Stop stop;     // kStop
-  uint64_t budget = 0;  // kBudget
+  proto::Budget budget; // kBudget
   std::string reason;   // kRefuse
 };
 using Commands = std::vector<Command>;
@@ -58,7 +58,9 @@ class Scheduler {
   // A new job; `device_total` (what its driver reports) teaches the
   // scheduler the GPU's size when no option gave it.
   Commands Submit(Job job, uint64_t device_total, uint64_t now);
-  Commands Allocated(uint64_t id, uint64_t bytes, uint64_t now);
+  // The job's allocated bytes changed. A nonzero `ask` (proto::Usage) is
+  // answered by a Budget to the job after the orders the change caused.
+  Commands Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_t ask = 0);
   Commands SliceEnded(uint64_t id, uint64_t now);
   // The active job launched nothing from `since_ns` on while others waited
   // for their turns (proto::Idle). When that ends the active group's turn
@@ -104,8 +106,11 @@ class Scheduler {
   Job* Heard(uint64_t id);
   std::vector<uint64_t> Active() const;
   bool AllActiveReported() const;
-  // Decides what runs now. `slice_over`: the active group's slice has ended.
+  // Decides what runs now (RescheduleGroups), then answers the usage asks
+  // (AnswerAsks). `slice_over`: the active group's slice has ended.
   void Reschedule(bool slice_over, Commands* out);
+  void RescheduleGroups(bool slice_over, Commands* out);
+  void AnswerAsks(Commands* out);
   void BeginSwitch(const Group& next, bool preempt, Commands* out);
   // Starts `g` for `length` (kNever: no end) from the switch's time.
   void StartGroup(const Group& g, uint64_t length, Commands* out);
@@ -124,6 +129,9 @@ class Scheduler {
   uint64_t slice_end_ = proto::kNever;
   uint64_t turn_start_ = 0;  // when the running group's slice began (slice_end_ finite)
   std::set<uint64_t> pending_;    // stops not yet answered
+  // Usage asks not yet answered, by job (the highest): answered once no
+  // switch is under way, after the orders that settle the grants.
+  std::map<uint64_t, uint64_t> unanswered_;
   std::set<uint64_t> reported_;   // active jobs that reported their slice end
   std::vector<uint64_t> next_;    // the group to start when pending_ empties
   uint64_t switch_at_ = 0;        // an idle switch's time, until the next group starts (0: none)

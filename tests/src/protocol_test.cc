@@ -41,8 +41,8 @@ std::vector<Message> Samples() {
   ControlReply reply;
   reply.ok = true;
   reply.text = "{\n\t\"jobs\": []\n}";
-  return {hello, Usage{1 << 20, 5, {6, 7}}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5, {6, 7}}, Goodbye{8, {9, 10}},
-          welcome, Refused{"too big"}, go, stop, Budget{99}, control, reply, Idle{123, true}, Idle{456, false}};
+  return {hello, Usage{1 << 20, 5, {6, 7}, 3}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5, {6, 7}}, Goodbye{8, {9, 10}},
+          welcome, Refused{"too big"}, go, stop, Budget{99, 3}, control, reply, Idle{123, true}, Idle{456, false}};
 }
 
 TEST(ProtocolTest, EveryMessageRoundTrips) {
@@ -81,8 +81,8 @@ TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
   bad = frame;
   bad[4] = 9;  // version
   EXPECT_NE(Decode(bad).status().message().find("protocol version 9"), std::string::npos);
-  bad[4] = 3;  // the version before the idle yield (issue 12): refused as clearly
-  EXPECT_NE(Decode(bad).status().message().find("protocol version 3 (this msched speaks 4): mixed msched versions?"),
+  bad[4] = 4;  // the version before usage asks: refused as clearly
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 4 (this msched speaks 5): mixed msched versions?"),
             std::string::npos);
   bad = frame;
   bad[6] = 99;  // type
@@ -100,6 +100,10 @@ TEST(ProtocolTest, MalformedPayloadsAreRejected) {
   const std::string usage = Encode(Usage{1, 2, {}}).substr(kHeaderSize);
   EXPECT_FALSE(decode_payload(MsgType::kUsage, usage.substr(1)).ok()) << "short";
   EXPECT_FALSE(decode_payload(MsgType::kUsage, usage + "x").ok()) << "trailing bytes";
+  EXPECT_FALSE(decode_payload(MsgType::kUsage, usage.substr(0, usage.size() - 8)).ok())
+      << "a usage report of protocol 4, without the ask";
+  EXPECT_FALSE(decode_payload(MsgType::kBudget, Encode(Budget{}).substr(kHeaderSize, 8)).ok())
+      << "a budget of protocol 4, without the answer";
 
   Hello h;
   h.name = std::string("bad\x01name");

@@ -41,8 +41,58 @@ TEST(SchedulerTest, JobsThatFitTogetherRunTogetherWithBudgets) {
   ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
   EXPECT_EQ(Find(c, Kind::kGo, 2)->go.budget, 8 * kGiB);
   ASSERT_NE(Find(c, Kind::kBudget, 1), nullptr) << "job 1's budget shrinks to make room";
-  EXPECT_EQ(Find(c, Kind::kBudget, 1)->budget, 8 * kGiB);
+  EXPECT_EQ(Find(c, Kind::kBudget, 1)->budget.budget, 8 * kGiB);
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
+}
+
+// A usage report that asks (the job allocated beyond what the coordinator
+// had seen) is answered once the grants are settled: after the orders the
+// growth caused, and not while a switch it began is under way.
+TEST(SchedulerTest, AnAskIsAnsweredOnceTheGrantsAreSettled) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 0), 0, 0);
+  s.Allocated(1, 4 * kGiB, 10);
+  s.Submit(NewJob(2, 0), 0, 20);
+  s.Allocated(2, 4 * kGiB, 30);
+  ASSERT_TRUE(s.MayRun(*s.Find(1)) && s.MayRun(*s.Find(2))) << "8 of 16 GiB: together";
+
+  auto answer = [](const Commands& c, uint64_t job) -> const Command* {
+    for (const Command& cmd : c) {
+      if (cmd.kind == Kind::kBudget && cmd.job == job && cmd.budget.answers != 0) return &cmd;
+    }
+    return nullptr;
+  };
+  // Job 2 grows to 14 GiB: the two no longer fit, and one of them must leave.
+  const Commands grown = s.Allocated(2, 14 * kGiB, 40, /*ask=*/3);
+  const Command* stop = nullptr;
+  for (const Command& c : grown) {
+    if (c.kind == Kind::kStop) stop = &c;
+  }
+  ASSERT_NE(stop, nullptr) << "the group no longer fits: a switch begins";
+  EXPECT_EQ(answer(grown, 2), nullptr) << "no answer while the switch is under way";
+
+  const Commands done = s.Stopped(stop->job, StoppedAt(50, 0, stop->job == 2 ? 14 * kGiB : 4 * kGiB));
+  const Command* a = answer(done, 2);
+  ASSERT_NE(a, nullptr) << "answered once the switch is done";
+  EXPECT_EQ(a->budget.answers, 3u);
+  EXPECT_EQ(a - done.data(), static_cast<ptrdiff_t>(done.size()) - 1) << "after the orders the growth caused";
+  if (stop->job == 2) {
+    EXPECT_EQ(a->budget.budget, 0u) << "off the GPU: its grant comes with its next Go";
+  } else {
+    EXPECT_EQ(a->budget.budget, s.Find(2)->budget) << "its grant as it stands";
+    EXPECT_GE(a->budget.budget, 14 * kGiB);
+  }
+}
+
+TEST(SchedulerTest, AnAskThatChangesNothingIsAnsweredAtOnce) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 4 * kGiB), 0, 0);
+  const Commands c = s.Allocated(1, 6 * kGiB, 10, /*ask=*/1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, Kind::kBudget);
+  EXPECT_EQ(c[0].budget.answers, 1u);
+  EXPECT_EQ(c[0].budget.budget, 16 * kGiB) << "alone: the whole GPU";
+  EXPECT_TRUE(s.Allocated(1, 5 * kGiB, 20).empty()) << "a report that asks nothing gets nothing";
 }
 
 TEST(SchedulerTest, TheFirstTurnIsLongEnoughToAmortiseLoadingTheNextJob) {

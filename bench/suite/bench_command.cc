@@ -106,9 +106,12 @@ std::string Method(const DeviceFacts& d, bool quick) {
     << RunOptions{}.max_attempts << " runs; "
     << "swap = one model-swapping server answering every service request (at most two models loaded, the least "
     << "recently used unloaded to load another from host memory). "
-    << "Ideal = the longer of all jobs' kernel work back to back and the bytes beyond HBM crossing the link "
-    << "at its faster direction's speed (transfers wholly hidden under kernels), once, or once per work unit "
-    << "where every byte is used in every unit (E, E-train): no policy on one GPU can finish sooner. "
+    << "Ideal = the longer of all jobs' kernel work back to back and the host-to-device bytes no placement can "
+    << "avoid crossing the link at its speed (transfers wholly hidden under kernels): Belady's minimum for the "
+    << "jobs' accesses, each job with all of HBM, replayed from the simulator's log of the msched run (OPT "
+    << "eviction over 64 KiB units, a unit's first touch free as nothing is written before the jobs start); "
+    << "without an msched run, the bytes beyond HBM once (per work unit in E and E-train): no policy on one GPU "
+    << "can finish sooner. Paging H2D x Belady = msched's prefetched and faulted bytes over that minimum. "
     << "x um = um's time / the policy's time, same jobs, same run of the suite; x exclusive likewise with "
     << "exclusive's (above 1: faster than running the jobs one at a time).";
   return m.str();

@@ -80,13 +80,23 @@ std::string Outcome(const PolicyResult& p) {
   return p.problem;
 }
 
+// msched's paging (prefetched and faulted bytes) over Belady's minimum for
+// the same accesses; "" for runs without a bound (other policies).
+std::string BeladyRatio(const PolicyResult& p) {
+  if (p.variant.name != "msched" || !p.ok()) return "";
+  if (p.belady_h2d_bytes > 0) {
+    return Times(static_cast<double>(p.paging_h2d_bytes) / static_cast<double>(p.belady_h2d_bytes));
+  }
+  return p.paging_h2d_bytes == 0 ? "-" : "minimum 0";
+}
+
 std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
   const Scenario& s = *r.scenario;
   std::ostringstream out;
   const bool llm = !r.points.empty() && TokensPerSecond(r.points[0].policies[0], r.points[0].point) > 0;
   out << "| footprint | policy | time ms | throughput | x um | x exclusive | % of ideal | faults | H2D MB | D2H MB |"
-      << (llm ? " tokens/s |" : "") << " paper x um | status |\n";
-  out << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" << (llm ? "---:|" : "") << "---:|---|\n";
+      << " paging H2D x Belady |" << (llm ? " tokens/s |" : "") << " paper x um | status |\n";
+  out << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" << (llm ? "---:|" : "") << "---:|---|\n";
   std::vector<std::string> notes;
   for (const PointResult& pr : r.points) {
     const double work = static_cast<double>(pr.point.total_work());
@@ -97,9 +107,9 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
       out << "| " << Footprint(pr.point) << " | " << p.variant.name << " | " << Num(p.seconds * 1e3, 1) << " | "
           << Num(p.throughput, 2) << " " << Unit(pr.point) << "/s | " << Times(speedup) << " | "
           << Times(Speedup(p, pr, Policy::kExclusive)) << " | " << (ideal > 0 ? Num(100 * ideal, 1) : "-") << " | "
-          << p.faults << " | " << Mb(p.h2d_bytes)
-          << " | " << Mb(p.d2h_bytes) << " |" << (llm ? " " + Num(TokensPerSecond(p, pr.point), 1) + " |" : "")
-          << " " << (is_msched && paper != s.paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
+          << p.faults << " | " << Mb(p.h2d_bytes) << " | " << Mb(p.d2h_bytes) << " | " << BeladyRatio(p) << " |";
+      if (llm) out << " " << Num(TokensPerSecond(p, pr.point), 1) << " |";
+      out << " " << (is_msched && paper != s.paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
           << Outcome(p) << " |\n";
       const bool short_of_paper = paper != s.paper_speedup.end() && speedup > 0 && speedup < paper->second;
       if (is_msched && p.ok() && (ideal < 0.9 || short_of_paper)) {
@@ -110,9 +120,12 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
     }
     out << "| " << Footprint(pr.point) << " | **ideal** | " << Num(Ms(pr.ideal_ns), 1) << " | "
         << Num(pr.ideal_ns > 0 ? work / (static_cast<double>(pr.ideal_ns) / 1e9) : 0, 2) << " " << Unit(pr.point)
-        << "/s | | | 100.0 | | | |" << (llm ? " |" : "") << " | the longer of kernels " << Num(Ms(pr.compute_ns), 1)
-        << " ms and " << Mb(pr.excess_bytes) << " MB beyond HBM at "
-        << Num(std::max(device.h2d_gbps, device.d2h_gbps), 1) << " GB/s |\n";
+        << "/s | | | 100.0 | | " << (pr.link_from_belady ? Mb(pr.link_bytes) : "") << " | | |" << (llm ? " |" : "")
+        << " | the longer of kernels " << Num(Ms(pr.compute_ns), 1) << " ms and " << Mb(pr.link_bytes) << " MB "
+        << (pr.link_from_belady ? "host to device (Belady's minimum for the jobs' accesses, each job with all of HBM)"
+                                : "beyond HBM")
+        << " at " << Num(pr.link_from_belady ? device.h2d_gbps : std::max(device.h2d_gbps, device.d2h_gbps), 1)
+        << " GB/s |\n";
   }
   for (const std::string& n : notes) out << "\n- " << n;
   if (!notes.empty()) out << "\n";
@@ -317,7 +330,8 @@ std::string MultiuserHeadline(const std::vector<ScenarioResult>& results) {
 std::string Csv(const std::vector<ScenarioResult>& results) {
   std::ostringstream out;
   out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
-         "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,compute_ns,fault_stall_ns,"
+         "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,paging_h2d_bytes,"
+         "belady_h2d_bytes,compute_ns,fault_stall_ns,"
          "coordinator_wait_ns,switches,ooms,lost_ns,wait_mean_ns,wait_p95_ns,short_wait_mean_ns,busy,user_cv,urgent_ns,"
          "requests,latency_p50_ns,latency_p99_ns,slo_met,status\n";
   for (const ScenarioResult& r : results) {
@@ -329,7 +343,7 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
             << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << "," << Num(Speedup(p, pr, Policy::kExclusive), 4)
             << "," << Num(OfIdeal(p, pr), 4) << ","
             << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
-            << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << p.ooms
+            << "," << p.paging_h2d_bytes << "," << p.belady_h2d_bytes << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << p.ooms
             << "," << p.lost_ns << "," << p.wait_mean_ns << "," << p.wait_p95_ns << "," << p.short_wait_mean_ns << ","
             << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << "," << p.urgent_ns << "," << p.requests << ","
             << p.latency_p50_ns << "," << p.latency_p99_ns << "," << Num(p.slo_met, 4) << ","

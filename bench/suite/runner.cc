@@ -16,6 +16,7 @@
 #include "base/chrome_trace.h"
 #include "coord/coord_server.h"
 #include "msched/trace_layout.h"
+#include "suite/belady.h"
 #include "suite/json_file.h"
 #include "base/subprocess.h"
 #include "tool_paths.h"
@@ -173,6 +174,7 @@ class Stage {
     if (job.declare_memory) s.env["MSCHED_MEM"] = std::to_string(job.footprint);
     if (job.job_class != JobClass::kUnset) s.env["MSCHED_CLASS"] = JobClassName(job.job_class);
     if (o_.policy == Policy::kMschedLru) s.env["MSCHED_EVICTION"] = "lru";
+    if (LogsAccesses()) s.env["MSIM_ACCESS_LOG"] = File(i, "access");
     s.unset_env = {"MSCHED_GPU_MEMORY", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_UNKNOWN"};
     if (o_.trace_path.empty()) s.unset_env.push_back("MSCHED_TRACE");
     if (s.env["MSCHED_TEMPLATES"].empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
@@ -205,6 +207,14 @@ class Stage {
     out->h2d_prefetch_bytes = U(sim, {"bytes", "h2d", "prefetch"});
     out->h2d_copy_bytes = U(sim, {"bytes", "h2d", "memcpy"});
     out->d2h_bytes = U(sim, {"bytes", "d2h", "eviction"}) + U(sim, {"bytes", "d2h", "prefetch"});
+    if (LogsAccesses() && status == 0) {
+      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), U(sim, {"device", "hbm_bytes"}));
+      if (bound.ok()) {
+        out->belady_h2d_bytes = bound->h2d_bytes;
+      } else {
+        out->error = "Belady's minimum: " + bound.status().message();
+      }
+    }
     out->coordinator_wait_ns = U(hook, {"coordinator", "wait_ns"});
     out->latencies_ns.clear();
     if (run.is_object() && run.contains("latency_ns") && run["latency_ns"].is_array()) {
@@ -218,6 +228,8 @@ class Stage {
   static constexpr uint64_t kMaxTraceBytes = uint64_t{256} << 20;
 
   std::string File(size_t i, const char* ext) const { return dir_ + "/job" + std::to_string(i) + "." + ext; }
+  // msched's runs are set beside Belady's minimum for their accesses.
+  bool LogsAccesses() const { return o_.policy == Policy::kMsched; }
   std::string CoordTracePath() const { return dir_ + "/coord.trace.json"; }
   std::string JobTraceDir() const { return dir_ + "/traces"; }
 

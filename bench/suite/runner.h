@@ -94,6 +94,9 @@ struct JobOutcome {
   uint64_t faults = 0, fault_stall_ns = 0, kernel_ns = 0;
   uint64_t compute_ns = 0;  // kernel work alone, as if all its data were resident
   uint64_t h2d_fault_bytes = 0, h2d_prefetch_bytes = 0, h2d_copy_bytes = 0, d2h_bytes = 0;
+  // Belady's minimum host-to-device bytes for the accesses this run made,
+  // on its GPU (suite/belady.h); msched policies only, 0 otherwise.
+  uint64_t belady_h2d_bytes = 0;
   uint64_t coordinator_wait_ns = 0;  // blocked at its gate (hook statistics)
   std::vector<uint64_t> latencies_ns;  // a service's requests, arrival to answer
   bool ok() const { return status == 0; }

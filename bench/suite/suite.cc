@@ -38,6 +38,7 @@ std::string Check(const RunOutcome& run, const RunOutcome* reference, const Poin
   for (size_t i = 0; i < run.jobs.size(); ++i) {
     const JobOutcome& j = run.jobs[i];
     if (!j.ok()) return point.jobs[i].label + " failed: " + (j.error.empty() ? "exit " + std::to_string(j.status) : j.error);
+    if (!j.error.empty()) return point.jobs[i].label + ": " + j.error;  // it ran, but its figures are incomplete
     if (reference != nullptr && reference->jobs[i].ok() && j.checksums != reference->jobs[i].checksums) {
       return point.jobs[i].label + ": results differ from the reference run's";
     }
@@ -60,6 +61,8 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point, 
     r.faults += j.faults;
     r.h2d_bytes += j.h2d_fault_bytes + j.h2d_prefetch_bytes + j.h2d_copy_bytes;
     r.prefetch_bytes += j.h2d_prefetch_bytes;
+    r.paging_h2d_bytes += j.h2d_fault_bytes + j.h2d_prefetch_bytes;
+    r.belady_h2d_bytes += j.belady_h2d_bytes;
     r.d2h_bytes += j.d2h_bytes;
     r.compute_ns += j.compute_ns;
     r.stall_ns += j.fault_stall_ns;
@@ -378,13 +381,27 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
       pr.compute_ns += least;
     }
     // A lower bound for any policy on one GPU: every job's kernels run (on
-    // one device, one after another), and the bytes that cannot all stay in
-    // HBM cross the link at least once (in whichever direction is faster),
-    // at best entirely under those kernels.
+    // one device, one after another), and the bytes no placement can avoid
+    // moving cross the link, at best entirely under those kernels. Those are
+    // Belady's minimum host-to-device bytes for the jobs' accesses, each job
+    // with all of HBM (suite/belady.h), from the msched run, which logged
+    // them; without it, the bytes that cannot all stay in HBM, once (per
+    // work unit where every byte is used in every unit), in whichever
+    // direction is faster. (Counting the first pass too, that estimate
+    // exceeded Belady's minimum where first touches move nothing.)
     pr.excess_bytes = pr.point.footprint > hbm ? pr.point.footprint - hbm : 0;
-    const double passes = std::max(1.0, s.link_passes_per_unit * static_cast<double>(pr.point.total_work()));
-    pr.ideal_ns = std::max(pr.compute_ns, static_cast<uint64_t>(passes * static_cast<double>(pr.excess_bytes) /
-                                                                std::max(device.h2d_gbps, device.d2h_gbps)));
+    const PolicyResult* bounded = pr.Find(Policy::kMsched);
+    pr.link_from_belady = bounded != nullptr && bounded->ok() && !bounded->run.jobs.empty();
+    double link_ns = 0;
+    if (pr.link_from_belady) {
+      pr.link_bytes = bounded->belady_h2d_bytes;
+      link_ns = static_cast<double>(pr.link_bytes) / device.h2d_gbps;
+    } else {
+      const double passes = std::max(1.0, s.link_passes_per_unit * static_cast<double>(pr.point.total_work()));
+      pr.link_bytes = static_cast<uint64_t>(passes * static_cast<double>(pr.excess_bytes));
+      link_ns = static_cast<double>(pr.link_bytes) / std::max(device.h2d_gbps, device.d2h_gbps);
+    }
+    pr.ideal_ns = std::max(pr.compute_ns, static_cast<uint64_t>(link_ns));
     out.points.push_back(std::move(pr));
   }
   return out;

@@ -43,6 +43,10 @@ struct PolicyResult {
   double seconds = 0;         // makespan on the device clock
   double throughput = 0;      // work units per second
   uint64_t faults = 0, h2d_bytes = 0, d2h_bytes = 0, prefetch_bytes = 0;
+  // Host-to-device bytes of paging (prefetches and faults, not the
+  // program's copies) and Belady's minimum for the same accesses (msched
+  // only; 0 otherwise).
+  uint64_t paging_h2d_bytes = 0, belady_h2d_bytes = 0;
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
   std::string trace;          // the run's timeline ("": not traced)
   // As users feel it (every time from a job's arrival, in device ns):
@@ -75,11 +79,15 @@ struct PolicyResult {
 struct PointResult {
   Point point;
   std::vector<PolicyResult> policies;  // in the scenario's order
-  // The ideal: the longer of all jobs' kernel work back to back and the
-  // bytes beyond HBM crossing the link once (at best wholly under kernels).
-  // No policy can do better on a GPU that runs one kernel at a time and must
-  // move what does not fit.
-  uint64_t compute_ns = 0, excess_bytes = 0, ideal_ns = 0;
+  // The ideal: the longer of all jobs' kernel work back to back and
+  // `link_bytes` crossing the link (at best wholly under kernels): Belady's
+  // minimum host-to-device bytes for the jobs' accesses when the msched run
+  // measured it (`link_from_belady`), else the bytes beyond HBM, once (or
+  // once per work unit where every byte is used in every unit). No policy
+  // can do better on a GPU that runs one kernel at a time and must move what
+  // does not fit.
+  uint64_t compute_ns = 0, excess_bytes = 0, link_bytes = 0, ideal_ns = 0;
+  bool link_from_belady = false;
   const PolicyResult* Find(Policy p) const;
   // The run the Gantt plot sets beside msched's: exclusive, else fifo, else
   // the first policy that is not msched's.

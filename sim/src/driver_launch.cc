@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "access_log.h"
 #include "api.h"
 
 using msim::Call;
@@ -45,6 +46,12 @@ bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, ui
   SetLastAccesses(ranges);
   const uint64_t ready = p.OpStart(s);
   DeviceLock dl(p.dev);
+  if (AccessLog* log = AccessLog::Get()) {
+    std::vector<std::pair<uint64_t, uint32_t>> blocks;
+    blocks.reserve(touches.size());
+    for (const ChunkTouch& t : touches) blocks.emplace_back(p.dev->chunk(t.idx).va, t.units);
+    log->Operation(blocks);
+  }
   const uint64_t start = std::max(ready, p.dev->compute_free());
   const KernelMemory m = ServiceAccesses(*p.dev, touches, start, &p.counters);
   const uint64_t end = std::max(start + compute_ns, m.wait_until) + m.stall_ns + m.remote_ns;

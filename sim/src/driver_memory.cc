@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cstring>
 
+#include "access_log.h"
 #include "api.h"
 
+using msim::AccessLog;
 using msim::AllocType;
 using msim::Allocation;
 using msim::Call;
@@ -119,6 +121,9 @@ CUresult FreeAlloc(Process& p, CUdeviceptr dptr, bool host) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Allocation& a = it->second;
+  if (AccessLog* log = AccessLog::Get(); log != nullptr && a.type == AllocType::kManaged) {
+    log->Free(a.base, a.base + a.size);
+  }
   {
     DeviceLock dl(p.dev);
     for (uint32_t i : a.chunks) p.dev->FreeChunk(i);

@@ -1,0 +1,109 @@
+#include "suite/belady.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "msim/access_log.h"
+
+namespace msched::bench {
+namespace {
+
+namespace al = msim::access_log;
+
+constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
+
+// The log as a sequence of dense unit ids (a unit of memory freed and
+// allocated again is a new unit).
+struct Sequence {
+  std::vector<uint32_t> accesses;
+  uint32_t units = 0;
+};
+
+Result<Sequence> Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof al::kMagic];
+  if (!in.read(magic, sizeof magic) || std::memcmp(magic, al::kMagic, sizeof magic) != 0) {
+    return Status::Corruption(path + ": not an msim access log");
+  }
+  Sequence s;
+  std::unordered_map<uint64_t, uint32_t> id_of;  // unit address / kUnitBytes -> dense id
+  auto fail = [&] { return Status::Corruption(path + ": truncated at byte " + std::to_string(in.tellg())); };
+  for (int type; (type = in.get()) != EOF;) {
+    if (type == al::kOperation) {
+      uint32_t n = 0;
+      if (!in.read(reinterpret_cast<char*>(&n), sizeof n)) return fail();
+      for (uint32_t i = 0; i < n; ++i) {
+        uint64_t block = 0;
+        uint32_t mask = 0;
+        if (!in.read(reinterpret_cast<char*>(&block), sizeof block) ||
+            !in.read(reinterpret_cast<char*>(&mask), sizeof mask)) {
+          return fail();
+        }
+        for (uint32_t u = 0; u < al::kUnitsPerBlock; ++u) {
+          if ((mask >> u & 1) == 0) continue;
+          const auto [it, fresh] = id_of.try_emplace(block / al::kUnitBytes + u, s.units);
+          if (fresh) ++s.units;
+          s.accesses.push_back(it->second);
+        }
+      }
+    } else if (type == al::kFree) {
+      uint64_t range[2];
+      if (!in.read(reinterpret_cast<char*>(range), sizeof range)) return fail();
+      for (uint64_t a = range[0] / al::kUnitBytes; a * al::kUnitBytes < range[1]; ++a) id_of.erase(a);
+    } else {
+      return Status::Corruption(path + ": unknown record '" + std::to_string(type) + "'");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<BeladyBound> BeladyMinimum(const std::string& path, uint64_t capacity_bytes) {
+  Result<Sequence> read = Read(path);
+  if (!read.ok()) return read.status();
+  const std::vector<uint32_t>& seq = read->accesses;
+  // next[i]: where seq[i]'s unit is accessed again (kNever: never).
+  std::vector<uint32_t> next(seq.size(), kNever);
+  {
+    std::vector<uint32_t> later(read->units, kNever);
+    for (size_t i = seq.size(); i-- > 0;) {
+      next[i] = later[seq[i]];
+      later[seq[i]] = static_cast<uint32_t>(i);
+    }
+  }
+  const uint64_t capacity = capacity_bytes / al::kUnitBytes;
+  std::vector<uint32_t> resident_until(read->units, 0);  // the next use of a resident unit; 0: not resident
+  std::vector<bool> seen(read->units, false);
+  // Resident units by next use, furthest on top; stale entries (a unit used
+  // again or evicted since) are skipped when they surface.
+  std::priority_queue<std::pair<uint32_t, uint32_t>> by_next_use;
+  uint64_t resident = 0, misses = 0;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const uint32_t unit = seq[i];
+    // Next uses are shifted by one so that 0 can mean "not resident".
+    const uint32_t until = next[i] == kNever ? kNever : next[i] + 1;
+    if (resident_until[unit] == 0) {
+      if (seen[unit]) ++misses;  // a unit's first access costs no transfer
+      seen[unit] = true;
+      ++resident;
+    }
+    resident_until[unit] = until;
+    by_next_use.emplace(until, unit);
+    while (resident > capacity && !by_next_use.empty()) {
+      const auto [when, victim] = by_next_use.top();
+      by_next_use.pop();
+      if (resident_until[victim] != when) continue;  // stale
+      resident_until[victim] = 0;
+      --resident;
+    }
+  }
+  return BeladyBound{misses * al::kUnitBytes, seq.size(), read->units};
+}
+
+}  // namespace msched::bench

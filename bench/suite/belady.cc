@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -46,6 +47,7 @@ Result<Sequence> Read(const std::string& path) {
         }
         for (uint32_t u = 0; u < al::kUnitsPerBlock; ++u) {
           if ((mask >> u & 1) == 0) continue;
+          if (s.accesses.size() >= kNever - 1) return Status::OutOfRange(path + ": more accesses than 2^32 - 2");
           const auto [it, fresh] = id_of.try_emplace(block / al::kUnitBytes + u, s.units);
           if (fresh) ++s.units;
           s.accesses.push_back(it->second);
@@ -54,7 +56,16 @@ Result<Sequence> Read(const std::string& path) {
     } else if (type == al::kFree) {
       uint64_t range[2];
       if (!in.read(reinterpret_cast<char*>(range), sizeof range)) return fail();
-      for (uint64_t a = range[0] / al::kUnitBytes; a * al::kUnitBytes < range[1]; ++a) id_of.erase(a);
+      const uint64_t first = range[0] / al::kUnitBytes, last = (range[1] + al::kUnitBytes - 1) / al::kUnitBytes;
+      if (last < first || last - first > id_of.size()) {
+        // More units than were ever touched (a huge or corrupt range): walk
+        // the touched ones instead.
+        for (auto it = id_of.begin(); it != id_of.end();) {
+          it = it->first >= first && it->first < last ? id_of.erase(it) : std::next(it);
+        }
+      } else {
+        for (uint64_t a = first; a < last; ++a) id_of.erase(a);
+      }
     } else {
       return Status::Corruption(path + ": unknown record '" + std::to_string(type) + "'");
     }
@@ -78,7 +89,9 @@ Result<BeladyBound> BeladyMinimum(const std::string& path, uint64_t capacity_byt
     }
   }
   const uint64_t capacity = capacity_bytes / al::kUnitBytes;
-  std::vector<uint32_t> resident_until(read->units, 0);  // the next use of a resident unit; 0: not resident
+  // The next use of a resident unit (a next use is never index 0); 0: not
+  // resident.
+  std::vector<uint32_t> resident_until(read->units, 0);
   std::vector<bool> seen(read->units, false);
   // Resident units by next use, furthest on top; stale entries (a unit used
   // again or evicted since) are skipped when they surface.
@@ -86,8 +99,7 @@ Result<BeladyBound> BeladyMinimum(const std::string& path, uint64_t capacity_byt
   uint64_t resident = 0, misses = 0;
   for (size_t i = 0; i < seq.size(); ++i) {
     const uint32_t unit = seq[i];
-    // Next uses are shifted by one so that 0 can mean "not resident".
-    const uint32_t until = next[i] == kNever ? kNever : next[i] + 1;
+    const uint32_t until = next[i];
     if (resident_until[unit] == 0) {
       if (seen[unit]) ++misses;  // a unit's first access costs no transfer
       seen[unit] = true;

@@ -83,7 +83,8 @@ std::string Outcome(const PolicyResult& p) {
 // msched's paging (prefetched and faulted bytes) over Belady's minimum for
 // the same accesses; "" for runs without a bound (other policies).
 std::string BeladyRatio(const PolicyResult& p) {
-  if (p.variant.name != "msched" || !p.ok()) return "";
+  if (!p.ok() || !p.run.belady) return "";
+  if (!p.belady_error.empty()) return "unknown: " + p.belady_error;
   if (p.belady_h2d_bytes > 0) {
     return Times(static_cast<double>(p.paging_h2d_bytes) / static_cast<double>(p.belady_h2d_bytes));
   }

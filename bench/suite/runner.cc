@@ -212,7 +212,7 @@ class Stage {
       if (bound.ok()) {
         out->belady_h2d_bytes = bound->h2d_bytes;
       } else {
-        out->error = "Belady's minimum: " + bound.status().message();
+        out->belady_error = bound.status().message();
       }
     }
     out->coordinator_wait_ns = U(hook, {"coordinator", "wait_ns"});
@@ -229,7 +229,7 @@ class Stage {
 
   std::string File(size_t i, const char* ext) const { return dir_ + "/job" + std::to_string(i) + "." + ext; }
   // msched's runs are set beside Belady's minimum for their accesses.
-  bool LogsAccesses() const { return o_.policy == Policy::kMsched; }
+  bool LogsAccesses() const { return o_.belady && o_.policy == Policy::kMsched; }
   std::string CoordTracePath() const { return dir_ + "/coord.trace.json"; }
   std::string JobTraceDir() const { return dir_ + "/traces"; }
 
@@ -293,6 +293,7 @@ Result<BenchPaths> BenchPaths::Locate() {
 RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const BenchPaths& paths) {
   RunOutcome out;
   out.policy = o.policy;
+  out.belady = o.belady && o.policy == Policy::kMsched;
   out.jobs.resize(jobs.size());
   Stage stage(o, paths);
   if (Coordinated(o.policy)) {

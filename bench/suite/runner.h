@@ -80,6 +80,7 @@ struct RunOptions {
   uint64_t timeout_ms = 600000;  // per run, real time
   std::string templates;         // MSCHED_TEMPLATES for the jobs ("": none)
   std::string trace_path;        // where the run's timeline goes ("": none)
+  bool belady = false;           // log msched's accesses and compute Belady's minimum
 };
 
 struct JobOutcome {
@@ -95,8 +96,10 @@ struct JobOutcome {
   uint64_t compute_ns = 0;  // kernel work alone, as if all its data were resident
   uint64_t h2d_fault_bytes = 0, h2d_prefetch_bytes = 0, h2d_copy_bytes = 0, d2h_bytes = 0;
   // Belady's minimum host-to-device bytes for the accesses this run made,
-  // on its GPU (suite/belady.h); msched policies only, 0 otherwise.
+  // on its GPU (suite/belady.h), when RunOptions::belady asked for it; or
+  // why it could not be had.
   uint64_t belady_h2d_bytes = 0;
+  std::string belady_error;
   uint64_t coordinator_wait_ns = 0;  // blocked at its gate (hook statistics)
   std::vector<uint64_t> latencies_ns;  // a service's requests, arrival to answer
   bool ok() const { return status == 0; }
@@ -109,6 +112,7 @@ struct RunOutcome {
   uint64_t switches = 0;         // coordinator switches (msched policies)
   std::string error;             // the run itself failed (not a job)
   std::string trace_error;       // the timeline is missing or incomplete (the run may be fine)
+  bool belady = false;           // its jobs' Belady minima were computed (JobOutcome)
 };
 
 // Runs `jobs` (submitted together, in this order) under `o`.

@@ -76,14 +76,7 @@ void RecordConverted(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind)
 
 // Tells the coordinator what the job has allocated now.
 void ReportUsage(Runtime& rt) {
-  CoordClient* cc = CoordClient::Active();
-  if (cc == nullptr) return;
-  uint64_t total = 0;
-  {
-    MutexLock lock(&rt.mu());
-    total = rt.allocs().total_bytes();
-  }
-  cc->ReportAllocated(total);
+  if (CoordClient* cc = CoordClient::Get(rt)) cc->ReportUsage();
 }
 
 // After the driver freed `dptr`: msched forgets it and tells the coordinator.

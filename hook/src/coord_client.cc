@@ -228,8 +228,11 @@ void CoordClient::ReaderLoop() {
       const CoordShm* mapping = new CoordShm(std::move(*shm));  // never unmapped: see gate_
       gate_.store(&mapping->slot(w->slot), std::memory_order_release);
       running_.store(false);
-      answered_.store(asks_.load());  // this connection's hello told it all
-      seen_allocated_.store(hello_allocated_.load());
+      {
+        MutexLock usage(&usage_mu_);  // this connection's hello told it all
+        seen_allocated_ = last_ask_bytes_ = hello_allocated_.load();
+        RaiseAnswered(asks_.load());
+      }
       idleness_ = Idleness::kBusy;
       idle_yield_ns_.store(w->idle_yield_ns);
       DeviceSetIdleAlarm(w->idle_yield_ns, &CoordClient::OnIdleAlarm);
@@ -267,17 +270,30 @@ void CoordClient::BecomeStandalone(const std::string& why) {
   cv_.NotifyAll();
 }
 
-void CoordClient::ReportAllocated(uint64_t bytes) {
-  allocated_.store(bytes);
+void CoordClient::ReportUsage() {
+  MutexLock order(&usage_mu_);
+  uint64_t bytes = 0;
+  {
+    MutexLock lock(&rt_.mu());
+    bytes = rt_.allocs().total_bytes();
+  }
+  allocated_.store(bytes);  // the next hello's figure, even while the job runs alone
   if (Active() == nullptr) return;
   uint64_t ask = 0;
-  if (bytes > seen_allocated_.load()) {
-    // Threads allocating at once may send their asks out of order: an answer
-    // covers every ask up to its number, and at worst one ask too many follows.
-    last_ask_bytes_.store(bytes);
+  if (bytes > seen_allocated_) {
+    last_ask_bytes_ = bytes;
     ask = asks_.fetch_add(1) + 1;
+  } else {
+    seen_allocated_ = bytes;
+    last_ask_bytes_ = std::min(last_ask_bytes_, bytes);
   }
   Send(proto::Usage{bytes, DeviceNow(), Counters(), ask});
+}
+
+void CoordClient::RaiseAnswered(uint64_t answer) {
+  uint64_t seen = answered_.load();
+  while (seen < answer && !answered_.compare_exchange_weak(seen, answer)) {
+  }
 }
 
 proto::JobCounters CoordClient::Counters() const {
@@ -421,12 +437,10 @@ void CoordClient::Execute(const proto::Message& m) {
     OnStop(*stop);
   } else if (auto* budget = std::get_if<proto::Budget>(&m)) {
     OnBudget(budget->budget);
-    // Orders run one at a time (exec_mu_), so this raise cannot race another.
-    if (budget->answers > answered_.load()) {
-      if (budget->answers == asks_.load()) {
-        seen_allocated_.store(std::max(seen_allocated_.load(), last_ask_bytes_.load()));
-      }
-      answered_.store(budget->answers);
+    if (budget->answers != 0) {
+      MutexLock usage(&usage_mu_);
+      if (budget->answers == asks_.load()) seen_allocated_ = last_ask_bytes_;
+      RaiseAnswered(budget->answers);
     }
   } else {
     LogWarn("ignored an unexpected '{}' from the coordinator", proto::MsgTypeName(proto::TypeOf(m)));

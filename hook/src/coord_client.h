@@ -93,15 +93,16 @@ class CoordClient {
   // queued. Not OK when the job may not run: refused (ResourceExhausted) or,
   // with MSCHED_COORD=required, no coordinator (Unavailable).
   Status Register(Runtime& rt, uint64_t bytes) MSCHED_EXCLUDES(register_mu_, mu_);
-  // Allocated bytes changed (after an allocation or a free). Above the
-  // most the coordinator has seen it hold, the job asks the coordinator to
-  // see it before launching again: its launches wait for the answer (a
-  // Budget answering the ask), so that no kernel runs on a grant decided
-  // before the coordinator knew what the job holds. (Jobs that start
-  // together grow at once; the first grants, given before the others showed
-  // their size, are too large, and kernels queued on them fault when they
-  // shrink.) Allocating again up to a level already seen never asks.
-  void ReportAllocated(uint64_t bytes);
+  // Allocated bytes changed (after an allocation or a free): reports the
+  // job's total. Above what the coordinator last knew it to hold, the job
+  // asks the coordinator to see it before launching again: its launches
+  // wait for the answer (a Budget answering the ask), so that no kernel runs
+  // on a grant decided before the coordinator knew what the job holds.
+  // (Jobs that start together grow at once; the first grants, given before
+  // the others showed their size, are too large, and kernels queued on them
+  // fault when they shrink.) Reports leave in the order their totals were
+  // read, so the coordinator's last figure is the job's latest.
+  void ReportUsage() MSCHED_EXCLUDES(usage_mu_);
 
   // The launch path: true when the job may launch now (no system call),
   // holding the gate open until LeaveGate.
@@ -239,12 +240,15 @@ class CoordClient {
   // wait while an ask is unanswered. A new connection forgets old asks (its
   // hello carries what the job holds).
   std::atomic<uint64_t> asks_{0};
-  std::atomic<uint64_t> answered_{0};
-  // The most the coordinator has seen the job hold (its hello, answered
-  // asks), and what the last ask reported.
-  std::atomic<uint64_t> seen_allocated_{0};
-  std::atomic<uint64_t> last_ask_bytes_{0};
+  std::atomic<uint64_t> answered_{0};  // only ever raised (RaiseAnswered)
+  void RaiseAnswered(uint64_t answer);
   std::atomic<uint64_t> hello_allocated_{0};  // what the last hello reported
+  Mutex usage_mu_ MSCHED_ACQUIRED_AFTER(exec_mu_, mu_);  // one report at a time, in order
+  // What the coordinator knows the job holds once its reports so far are
+  // answered: raised to the last ask's bytes when that is answered, lowered
+  // at once by a report that asks nothing.
+  uint64_t seen_allocated_ MSCHED_GUARDED_BY(usage_mu_) = 0;
+  uint64_t last_ask_bytes_ MSCHED_GUARDED_BY(usage_mu_) = 0;
 };
 
 void GatePass::Release() {

@@ -85,8 +85,8 @@ struct JobCounters {
 };
 
 // The job's allocated bytes changed. With `ask` (numbered from 1, rising),
-// it has allocated beyond its grant and launches nothing more until a
-// Budget answers that ask: its grant was sized for less than it now holds.
+// it holds more than the coordinator last knew and launches nothing more
+// until a Budget answers that ask: its grant was decided for less.
 struct Usage {
   static constexpr MsgType kType = MsgType::kUsage;
   uint64_t allocated = 0;

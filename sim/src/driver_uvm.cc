@@ -2,6 +2,7 @@
 // stream variants), advice, discard, and range attributes.
 #include <cstring>
 
+#include "access_log.h"
 #include "api.h"
 
 using msim::Allocation;
@@ -127,6 +128,8 @@ CUresult DiscardRange(Process& p, CUdeviceptr ptr, size_t size, Stream* s) {
   std::vector<ChunkTouch> touches;
   if (CUresult r = ManagedTouches(p, ptr, size, &touches)) return r;
   std::memset(reinterpret_cast<void*>(ptr), 0xCD, size);
+  // Its next touch fills it without a transfer, as new memory's does.
+  if (msim::AccessLog* log = msim::AccessLog::Get()) log->Free(ptr, ptr + size);
   const uint64_t start = p.OpStart(s);
   DeviceLock dl(p.dev);
   p.OpEnd(s, msim::Discard(*p.dev, touches, start, &p.counters));

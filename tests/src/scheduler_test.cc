@@ -45,15 +45,20 @@ TEST(SchedulerTest, JobsThatFitTogetherRunTogetherWithBudgets) {
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
 }
 
+// Jobs 1 and 2, each showing 4 GiB after registering: together on 16 GiB.
+void StartTwoJobsOf4GiB(Scheduler& s) {
+  s.Submit(NewJob(1, 0), 0, 0);
+  s.Allocated(1, 4 * kGiB, 10);
+  s.Submit(NewJob(2, 0), 0, 20);
+  s.Allocated(2, 4 * kGiB, 30);
+}
+
 // A usage report that asks (the job allocated beyond what the coordinator
 // had seen) is answered once the grants are settled: after the orders the
 // growth caused, and not while a switch it began is under way.
 TEST(SchedulerTest, AnAskIsAnsweredOnceTheGrantsAreSettled) {
   Scheduler s(Options());
-  s.Submit(NewJob(1, 0), 0, 0);
-  s.Allocated(1, 4 * kGiB, 10);
-  s.Submit(NewJob(2, 0), 0, 20);
-  s.Allocated(2, 4 * kGiB, 30);
+  StartTwoJobsOf4GiB(s);
   ASSERT_TRUE(s.MayRun(*s.Find(1)) && s.MayRun(*s.Find(2))) << "8 of 16 GiB: together";
 
   auto answer = [](const Commands& c, uint64_t job) -> const Command* {
@@ -82,6 +87,21 @@ TEST(SchedulerTest, AnAskIsAnsweredOnceTheGrantsAreSettled) {
     EXPECT_EQ(a->budget.budget, s.Find(2)->budget) << "its grant as it stands";
     EXPECT_GE(a->budget.budget, 14 * kGiB);
   }
+}
+
+TEST(SchedulerTest, AJobThatExitsIsNotAnsweredAndHoldsNobodysAnswerBack) {
+  Scheduler s(Options());
+  StartTwoJobsOf4GiB(s);
+  const Commands grown = s.Allocated(2, 14 * kGiB, 40, /*ask=*/1);  // a switch begins
+  uint64_t stopped = 0;
+  for (const Command& c : grown) {
+    if (c.kind == Kind::kStop) stopped = c.job;
+  }
+  ASSERT_NE(stopped, 0u);
+  // The asking job exits before the switch is done: nothing is sent to it.
+  s.Exited(2, 45);
+  const Commands after = s.Stopped(stopped, StoppedAt(50, 0, 4 * kGiB));
+  for (const Command& c : after) EXPECT_FALSE(c.job == 2) << "an order for a job that is gone";
 }
 
 TEST(SchedulerTest, AnAskThatChangesNothingIsAnsweredAtOnce) {

@@ -174,7 +174,11 @@ CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, 
   DeviceLock dl(p.dev);
   for (Allocation* a : allocs) {
     for (uint32_t idx : a->chunks) {
-      uint32_t& f = p.dev->chunk(idx).flags;
+      msim::ChunkRec& ch = p.dev->chunk(idx);
+      uint32_t& f = ch.flags;
+      // Unsetting read-mostly collapses the duplicates at once (the driver
+      // keeps one copy): here the device's, as a write would, with no fault.
+      if (advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY && (f & msim::kReadMostly)) ch.host_mask &= ~ch.resident_mask;
       f = a->read_mostly ? f | msim::kReadMostly : f & ~msim::kReadMostly;
       const bool remote = a->preferred == CU_DEVICE_CPU || a->accessed_by_device;
       f = remote ? f | msim::kRemoteHost : f & ~msim::kRemoteHost;

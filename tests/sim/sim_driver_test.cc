@@ -307,6 +307,29 @@ TEST_F(SimDriverTest, ReadMostlyMemoryIsDuplicatedUntilTheGpuWritesIt) {
   EXPECT_EQ(Delta(after["bytes"]["d2h"]["eviction"], before["bytes"]["d2h"]["eviction"]), 32 * kMiB);
 }
 
+// Unsetting the advice collapses the duplicates at once, as the driver
+// documents: later GPU writes fault nothing, and evicting now copies back.
+TEST_F(SimDriverTest, UnsettingReadMostlyCollapsesTheCopiesAtOnce) {
+  CUdeviceptr a = HostWritten(16 * kMiB);
+  CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CU_ASSERT(cuMemAdvise(a, 16 * kMiB, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
+  Prefetch(a, 16 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  CU_ASSERT(cuMemAdvise(a, 16 * kMiB, CU_MEM_ADVISE_UNSET_READ_MOSTLY, dev));
+  auto before = Stats();
+  Scribble(a, 16 * kMiB);
+  CU_ASSERT(cuCtxSynchronize());
+  auto after = Stats();
+  EXPECT_EQ(Delta(after["collapses"], before["collapses"]), 0u);
+  EXPECT_EQ(Delta(after["faults"], before["faults"]), 0u);
+  before = Stats();
+  Prefetch(a, 16 * kMiB, false);
+  CU_ASSERT(cuCtxSynchronize());
+  after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["d2h"]["prefetch"], before["bytes"]["d2h"]["prefetch"]), 16 * kMiB)
+      << "one copy now: the device's, which goes back";
+}
+
 TEST_F(SimDriverTest, PreferredHostLocationIsReadInPlaceWithoutFaults) {
   CUdeviceptr a = Managed(8 * kMiB);
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};

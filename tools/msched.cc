@@ -202,13 +202,19 @@ struct Target {
     return socket ? *socket : gpu ? GpuSocketFromEnvironment(gpu_index) : SocketFromEnvironment(gpu_index);
   }
   std::string Socket() const { return SocketOf(gpu.value_or(0)); }
+  // Both --socket and --gpu: refused (said on stderr).
+  bool Ambiguous() const {
+    if (!socket || !gpu) return false;
+    std::cerr << "msched: --gpu and --socket both say which coordinator; give one\n";
+    return true;
+  }
 };
 
 // --gpu's value: a machine GPU index.
 std::optional<int> ParseGpu(const std::string& v) {
-  Result<int64_t> n = ParseInteger(v, 0, 1023);
+  Result<int64_t> n = ParseInteger(v, 0, kMaxGpuIndex);
   if (!n.ok()) {
-    std::cerr << "msched: --gpu '" << v << "' is not a GPU index from 0 to 1023\n";
+    std::cerr << "msched: --gpu '" << v << "' is not a GPU index from 0 to " << kMaxGpuIndex << "\n";
     return std::nullopt;
   }
   return static_cast<int>(*n);
@@ -276,10 +282,7 @@ int Run(Target target, int argc, char** argv) {
     std::cerr << "msched: run needs a command\n";
     return Usage();
   }
-  if (target.socket && target.gpu) {
-    std::cerr << "msched: --gpu and --socket both say which coordinator; give one\n";
-    return 2;
-  }
+  if (target.Ambiguous()) return 2;
   // The job finds each GPU's coordinator itself (CoordinatorSocket) unless
   // told one socket; --gpu confines it to that GPU, whose coordinator it
   // then finds whatever MSCHED_SOCKET says.
@@ -369,10 +372,7 @@ int Main(int argc, char** argv) {
   char** rest = args.data() + 1;
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
   if (cmd == "run") return Run(target, n, rest);
-  if (target.socket && target.gpu) {
-    std::cerr << "msched: --gpu and --socket both say which coordinator; give one\n";
-    return 2;
-  }
+  if (target.Ambiguous()) return 2;
   const std::string socket = target.Socket();
   if (cmd == "bench") return bench::BenchMain(n + 1, args.data());
   if (cmd == "status") {

@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 
+#include "base/machine_gpu.h"
 #include "coord/coord_server.h"
 #include "metrics_http.h"
 #include "msched/config.h"
@@ -143,8 +144,8 @@ int Main(int argc, char** argv) {
     if (a == "--socket") {
       o.socket_path = v;
     } else if (a == "--gpu") {
-      Result<int64_t> n = ParseInteger(v, 0, 1023);
-      if (!n.ok()) return bad("a GPU index from 0 to 1023");
+      Result<int64_t> n = ParseInteger(v, 0, kMaxGpuIndex);
+      if (!n.ok()) return bad(("a GPU index from 0 to " + std::to_string(kMaxGpuIndex)).c_str());
       gpu = static_cast<int>(*n);
     } else if (a == "--gpu-memory") {
       if (!bytes(&o.policy.hbm_bytes)) return bad("a size such as 16GiB");

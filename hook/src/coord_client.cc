@@ -53,26 +53,13 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   // registers at its first allocation that has one.
   if (!socket.ok() && socket.status().code() == StatusCode::kUnavailable) return Status::Ok();
   registered_ = true;
-  if (!socket.ok()) {
-    if (config_.coord == CoordMode::kRequired) {
-      refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + socket.status().message());
-      LogError("{}; this job's allocations fail", refusal_.message());
-      return refusal_;
-    }
-    LogError("{}; running alone", socket.status().message());
-    return Status::Ok();
-  }
+  if (!socket.ok()) return JoinNone(socket.status().message(), "", spdlog::level::err);
   socket_ = *socket;
   Result<int> fd = Connect(bytes);
   if (!fd.ok()) {
-    if (config_.coord == CoordMode::kRequired) {
-      refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + fd.status().message() + " after waiting " +
-                                     std::to_string(config_.coord_wait_ns / 1000000000) + " s");
-      LogError("{}; this job's allocations fail", refusal_.message());
-      return refusal_;
-    }
-    LogInfo("{}; running alone", fd.status().message());
-    return Status::Ok();
+    return JoinNone(fd.status().message(),
+                    " after waiting " + std::to_string(config_.coord_wait_ns / 1000000000) + " s",
+                    spdlog::level::info);
   }
   fd_.store(*fd);
   std::thread(&CoordClient::ReaderLoop, this).detach();
@@ -126,6 +113,17 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
     LogError("{}; its allocations fail with CUDA_ERROR_OUT_OF_MEMORY", refusal_.message());
   }
   return refusal_;
+}
+
+Status CoordClient::JoinNone(const std::string& why, const std::string& waited,
+                             spdlog::level::level_enum alone_level) {
+  if (config_.coord == CoordMode::kRequired) {
+    refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + why + waited);
+    LogError("{}; this job's allocations fail", refusal_.message());
+    return refusal_;
+  }
+  Logger().log(alone_level, "{}; running alone", why);
+  return Status::Ok();
 }
 
 Result<std::string> CoordClient::ChooseSocket() const {

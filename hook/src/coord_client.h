@@ -50,6 +50,7 @@
 #include "base/thread_annotations.h"
 #include "coord/coord_shm.h"
 #include "hook_guard.h"
+#include "log.h"
 #include "msched/protocol.h"
 #include "runtime.h"
 
@@ -172,6 +173,11 @@ class CoordClient {
   // Real GPU: the timer thread's loop.
   void IdleTimerLoop() MSCHED_EXCLUDES(exec_mu_, mu_);
 
+  // No coordinator can be joined, because of `why`: with MSCHED_COORD=
+  // required that is the job's refusal (its allocations fail; `waited`
+  // says how long it tried), else the job runs alone, said at `alone_level`.
+  Status JoinNone(const std::string& why, const std::string& waited, spdlog::level::level_enum alone_level)
+      MSCHED_REQUIRES(register_mu_);
   // The coordinator's socket: MSCHED_SOCKET, else that of the machine GPU
   // of the current context (the first allocation's); Unavailable with no
   // current context.

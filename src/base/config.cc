@@ -9,20 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace msched {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // Splits "1.5GiB" into 1.5 and "gib". Fails without leading digits.
 bool SplitNumber(std::string_view text, double* number, std::string* unit) {
@@ -187,8 +177,15 @@ std::string ConfigError::ToString() const {
   return variable + "='" + value + "' is not valid: expected " + accepted + " (the default stays in force)";
 }
 
+namespace {
+
+// A GPU's coordinator socket in any directory: "/gpu<gpu>.sock".
+std::string SocketName(int gpu) { return "/gpu" + std::to_string(gpu) + ".sock"; }
+
+}  // namespace
+
 std::string DefaultSocketPath(int gpu) {
-  const std::string name = "/gpu" + std::to_string(gpu) + ".sock";
+  const std::string name = SocketName(gpu);
   const std::string system = "/run/msched" + name;  // a coordinator serving every user
   if (access(system.c_str(), F_OK) == 0) return system;
   // The user's runtime directory is private by construction (systemd makes
@@ -205,7 +202,7 @@ std::string DefaultSocketPath(int gpu) {
 
 std::string CoordinatorSocket(const Config& config, int gpu) {
   if (!config.socket_path.empty()) return config.socket_path;
-  if (!config.socket_dir.empty()) return config.socket_dir + "/gpu" + std::to_string(gpu) + ".sock";
+  if (!config.socket_dir.empty()) return config.socket_dir + SocketName(gpu);
   return DefaultSocketPath(gpu);
 }
 

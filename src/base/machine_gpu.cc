@@ -1,32 +1,26 @@
 #include "base/machine_gpu.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <filesystem>
+#include <limits>
+
+#include "base/text.h"
+#include "msched/config.h"
 
 namespace msched {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-// A whole non-negative decimal number, or -1.
+// A GPU index: a whole non-negative decimal number that fits an int, or -1.
 int Index(std::string_view s) {
-  int v = -1;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty() && v >= 0 ? v : -1;
+  const Result<int64_t> v = ParseInteger(s, 0, std::numeric_limits<int>::max());
+  return v.ok() ? static_cast<int>(*v) : -1;
 }
 
 // The module names its folders "0000:41:00.0": a four-digit domain, lower
 // case. CUDA gives the same form in upper case; NVML pads the domain to
 // eight digits.
 std::string ProcDirName(std::string_view bus_id) {
-  std::string s(Trim(bus_id));
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string s = Lower(Trim(bus_id));
   const size_t colon = s.find(':');
   if (colon != std::string::npos && colon > 4 && s.find_first_not_of('0') >= colon - 4) s.erase(0, colon - 4);
   return s;

@@ -19,6 +19,9 @@ namespace msched {
 // Where the NVIDIA kernel module describes each GPU, by PCI bus id.
 inline constexpr char kNvidiaProcGpus[] = "/proc/driver/nvidia/gpus";
 
+// The highest machine GPU index the programs accept (--gpu N).
+inline constexpr int kMaxGpuIndex = 1023;
+
 // The machine's number for CUDA device `ordinal` of this process, whose PCI
 // bus id (cuDeviceGetPCIBusId) is `pci_bus_id`:
 //   1. its place, in bus id order, among the GPUs the NVIDIA module lists

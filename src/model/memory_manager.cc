@@ -104,18 +104,35 @@ Plan MemoryManager::Planned(const PlannerInput& in) const {
   return policy_ == EvictionPolicy::kLru ? PlanLru(in) : PlanOpt(in);
 }
 
+uint64_t MemoryManager::PredictedNextUse(const Chunk& c, uint64_t loop) const {
+  const uint64_t last = c.last_use(), prev = c.prev_use();
+  const uint64_t own = prev != 0 && prev < last ? last + (last - prev) : 0;
+  if (loop == 0) return own;
+  // Each use within the last loop comes back one loop later.
+  uint64_t next = 0;
+  for (uint64_t u : c.uses) {
+    if (u != 0 && u + loop > latest_ && (next == 0 || u + loop < next)) next = u + loop;
+  }
+  // All remembered uses lie within the last loop: there may be earlier
+  // ones, forgotten, so the chunk's own interval may come sooner.
+  if (c.uses.back() != 0 && c.uses.back() + loop > latest_ && own != 0) next = std::min(next, own);
+  return next;
+}
+
 std::vector<ChunkId> MemoryManager::ResidentVictimOrder() const {
-  // Sort key: (0, last use) for chunks used once, then (1, -predicted next
-  // use), so that ascending order puts the best victims first.
+  // Sort key: (0, last use) for chunks with no predicted next use, then
+  // (1, -predicted next use), so that ascending order puts the best victims
+  // first.
   std::vector<std::tuple<int, uint64_t, ChunkId>> keyed;
+  const uint64_t loop = loop_interval();
   for (const auto& [base, a] : allocs_) {
     for (size_t i = 0; i < a.chunks.size(); ++i) {
       const Chunk& c = a.chunks[i];
       if (!c.resident) continue;
-      if (policy_ == EvictionPolicy::kLru || c.prev_use == 0 || c.prev_use >= c.last_use) {
-        keyed.emplace_back(0, c.last_use, IdOf(a, i));
+      const uint64_t next = policy_ == EvictionPolicy::kLru ? 0 : PredictedNextUse(c, loop);
+      if (next == 0) {
+        keyed.emplace_back(0, c.last_use(), IdOf(a, i));
       } else {
-        const uint64_t next = c.last_use + (c.last_use - c.prev_use);
         keyed.emplace_back(1, UINT64_MAX - next, IdOf(a, i));
       }
     }
@@ -136,7 +153,7 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
     const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, c.resident);
     resident_bytes_ -= bytes;
     out->evict_bytes += bytes;
-    if (c.last_use > completed_) out->evict_after_queue = true;
+    if (c.last_use() > completed_) out->evict_after_queue = true;
     UnitRanges(*ref.alloc, ref.index, c.resident, &evict);
     c.resident = 0;
   }
@@ -186,19 +203,46 @@ void MemoryManager::ForgoReadMostly(MemoryActions* out) {
   }
 }
 
-void MemoryManager::PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out) {
+void MemoryManager::NoteLaunch(const std::vector<PredictedRegion>& regions, uint64_t seq) {
+  uint64_t signature = 0xcbf29ce484222325ull;  // FNV-1a over the ranges and modes
+  auto mix = [&signature](uint64_t v) { signature = (signature ^ v) * 0x100000001b3ull; };
+  for (const PredictedRegion& pr : regions) {
+    mix(pr.range.begin);
+    mix(pr.range.end);
+    mix(static_cast<uint64_t>(pr.mode));
+  }
+  // The multiply carries low bits up only: fold the high bits down before
+  // indexing (addresses differ in their high bits).
+  SeenLaunch& seen = seen_launches_[(signature ^ signature >> 32 ^ signature >> 48) & (kSeenLaunches - 1)];
+  if (seen.signature == signature && seen.seq < seq) {
+    const uint64_t interval = seq - seen.seq;
+    if (interval == loop_candidate_) {
+      loop_votes_ = std::min(loop_votes_ + 1, kLoopVotes);
+    } else {
+      loop_candidate_ = interval;
+      loop_votes_ = 1;
+    }
+  }
+  seen = {signature, seq};
+}
+
+void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch,
+                           MemoryActions* out) {
   NoteAccessModes(regions, out);
   latest_ = std::max(latest_, seq);
   ++epoch_;
   need_.clear();
+  if (launch) NoteLaunch(regions, seq);
   bool missing = false;
   for (const PredictedRegion& pr : regions) {
     ForEachChunk(pr.range, [&](ChunkId id, Chunk& c, uint32_t units) {
       if (c.epoch != epoch_) {  // first time this call sees the chunk
         c.epoch = epoch_;
         c.need = 0;
-        if (c.last_use != seq) c.prev_use = c.last_use;
-        c.last_use = seq;
+        if (c.last_use() != seq) {
+          std::copy_backward(c.uses.begin(), c.uses.end() - 1, c.uses.end());
+          c.uses[0] = seq;
+        }
         need_.push_back(id);
         if (in_working_set_.insert(id).second) working_set_.push_back(id);
       }
@@ -275,7 +319,7 @@ void MemoryManager::PlanEviction(uint64_t bytes, MemoryActions* out) {
 void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions* out) {
   std::vector<PredictedRegion> regions;
   for (const ByteRange& r : ranges) regions.push_back({r, AccessMode::kRead});
-  PlanAccess(regions, latest_, out);
+  Access(regions, latest_, /*launch=*/false, out);
   // Loading is not using: the next working set counts what launches touch.
   working_set_.clear();
   in_working_set_.clear();

@@ -8,13 +8,17 @@
 // any timeline the coordinator gave it). For chunks that future does not
 // mention, the next use is predicted from the chunk's last reuse interval
 // (training and decode loops repeat: a layer's weights come back one
-// iteration later), and chunks used only once go first, least recently used
-// first.
+// iteration later), or, once the job is seen to repeat its launches every
+// P launches (a training step, a decoded token), from the chunk's own uses
+// in the last P launches, each coming back P launches later: that is the
+// exact future of a program that keeps looping. Chunks with no prediction
+// (used once, no loop known) go first, least recently used first.
 // Residency is an estimate: memory faulted in by unpredicted kernels or
 // evicted by the driver on its own is not seen.
 // Externally synchronized. Used by the hook and the coordinator client.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -66,7 +70,9 @@ class MemoryManager {
   // the evictions and loads that make them resident within the budget, and
   // records the new residency. Ranges outside managed allocations are
   // ignored. Leaves `out` empty on the common path (all resident).
-  void PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out);
+  void PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out) {
+    Access(regions, seq, /*launch=*/true, out);
+  }
   // Every launch numbered <= seq has completed.
   void MarkCompleted(uint64_t seq) { completed_ = std::max(completed_, seq); }
 
@@ -105,9 +111,12 @@ class MemoryManager {
   struct Chunk {
     uint32_t resident = 0;  // mask of resident units
     uint32_t need = 0;      // scratch: units the current call needs
-    uint64_t last_use = 0;  // sequence number of the last launch that used it
-    uint64_t prev_use = 0;  // the use before that (0: used once so far)
-    uint64_t epoch = 0;     // the call that last counted it (dedup)
+    // Sequence numbers of the launches that last used it, newest first
+    // (0: none).
+    std::array<uint64_t, 4> uses{};
+    uint64_t epoch = 0;  // the call that last counted it (dedup)
+    uint64_t last_use() const { return uses[0]; }
+    uint64_t prev_use() const { return uses[1]; }
   };
   // Chunks are counted from each allocation's own base (allocations need
   // not be 2 MiB-aligned, and small ones may share a 2 MiB block).
@@ -125,6 +134,35 @@ class MemoryManager {
   // flips (each flip back collapses the duplicates).
   static constexpr uint32_t kReadsBeforeReadMostly = 4;
   bool read_mostly_allowed_ = true;  // until ForgoReadMostly
+  // The job's loop length in launches, when its last kLoopVotes repeats
+  // agreed on it; 0 when they did not. A repeat is a launch that accesses
+  // exactly the ranges of an earlier launch (same signature), and votes for
+  // the distance between them. A decode loop agrees from its second token
+  // on, a training loop from its second step; a first pass votes for
+  // nothing (training's backward reads what forward wrote, but with other
+  // ranges), so it keeps least-recently-used order, right for the reverse
+  // sweep that follows. Launches whose ranges repeat within an iteration
+  // (a buffer reused by every layer) disagree with the others, and the
+  // loop is then unknown: the chunk's own reuse interval predicts instead.
+  static constexpr uint32_t kLoopVotes = 2;
+  uint64_t loop_candidate_ = 0;
+  uint32_t loop_votes_ = 0;
+  uint64_t loop_interval() const { return loop_votes_ >= kLoopVotes ? loop_candidate_ : 0; }
+  void NoteLaunch(const std::vector<PredictedRegion>& regions, uint64_t seq);
+  // Recent launches by signature, direct-mapped (a collision only loses a
+  // vote): what a repeat is measured against.
+  struct SeenLaunch {
+    uint64_t signature = 0;
+    uint64_t seq = 0;
+  };
+  static constexpr size_t kSeenLaunches = 4096;  // a power of two
+  std::vector<SeenLaunch> seen_launches_ = std::vector<SeenLaunch>(kSeenLaunches);
+  // When `c` is needed next, by the rules in the class comment; 0 when
+  // nothing predicts it.
+  uint64_t PredictedNextUse(const Chunk& c, uint64_t loop) const;
+  // PlanAccess, and PlanLoad's loads (launch=false: a load is no launch of
+  // the program's, so it does not vote).
+  void Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out);
   // Tracks which allocations launches only read, asking for advice changes in `out`.
   void NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out);
   // Merges chunk ranges that touch into fewer, larger ranges (order kept for
@@ -150,9 +188,9 @@ class MemoryManager {
   void UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const;
   // Applies a plan's first step to the residency and fills `out`.
   void Apply(const StepPlan& step, MemoryActions* out);
-  // Resident chunks, best victim first: those used only once (least
-  // recently used first), then by furthest predicted next use; under LRU,
-  // least recently used first.
+  // Resident chunks, best victim first: those used only once with no loop
+  // interval known (least recently used first), then by furthest predicted
+  // next use; under LRU, least recently used first.
   std::vector<ChunkId> ResidentVictimOrder() const;
   Plan Planned(const PlannerInput& in) const;
 

@@ -114,6 +114,9 @@ TEST(MemoryManagerRecurrenceTest, ACyclicStreamKeepsMostOfItselfOnceItRecurs) {
   // Five 2 MiB layers streamed in order, again and again, through room for
   // four: LRU reloads every layer every pass; predicting each layer's return
   // from its reuse interval keeps three of them resident from pass 3 on.
+  // In pass 2 the layers still resident were used once, but the first two
+  // layers' second uses agree on the loop's length (5 launches), and that
+  // predicts the others' return: only those two load (LRU would load all 5).
   MemoryManager mm(8 * kMiB);
   for (uint64_t l = 0; l < 5; ++l) mm.AddAllocation(0x10000000 + l * 0x1000000, 2 * kMiB);
   uint64_t seq = 0;
@@ -129,8 +132,82 @@ TEST(MemoryManagerRecurrenceTest, ACyclicStreamKeepsMostOfItselfOnceItRecurs) {
     loads_per_pass.push_back(loads);
   }
   EXPECT_EQ(loads_per_pass[0], 5u);
-  EXPECT_EQ(loads_per_pass[1], 5u) << "no reuse interval known yet: LRU";
+  EXPECT_EQ(loads_per_pass[1], 2u) << "the loop's length is known from the second reuse on";
   for (int pass = 2; pass < 6; ++pass) EXPECT_LE(loads_per_pass[pass], 2u) << "pass " << pass;
+}
+
+TEST(MemoryManagerRecurrenceTest, ASecondPassByOtherLaunchesIsNoLoop) {
+  // The same five layers written in order (initialisation, or a forward pass
+  // writing activations), then read in order by other launches: the second
+  // uses are no repeat of the first launches, so no loop length is inferred
+  // and the layers used once go least recently used first (a backward pass
+  // would want the oldest last): every read misses, as under LRU.
+  MemoryManager mm(8 * kMiB);
+  for (uint64_t l = 0; l < 5; ++l) mm.AddAllocation(0x10000000 + l * 0x1000000, 2 * kMiB);
+  uint64_t seq = 0, reads_loaded = 0;
+  for (AccessMode mode : {AccessMode::kWrite, AccessMode::kRead}) {
+    for (uint64_t l = 0; l < 5; ++l) {
+      const uint64_t base = 0x10000000 + l * 0x1000000;
+      MemoryActions act;
+      mm.PlanAccess({{{base, base + 2 * kMiB}, mode}}, ++seq, &act);
+      if (mode == AccessMode::kRead) reads_loaded += act.load_bytes / (2 * kMiB);
+    }
+  }
+  EXPECT_EQ(reads_loaded, 5u);
+}
+
+TEST(MemoryManagerRecurrenceTest, ALoopingTrainingStepLoadsWhatOptWouldOnceTheLoopIsKnown) {
+  // Six layers of weights W, activations A and gradients G (2 MiB each),
+  // room for 8 chunks: forward reads W[l] and writes A[l]; backward, in
+  // reverse, reads A[l] and W[l] and writes G[l]; the optimizer reads G[l]
+  // and updates W[l]. A chunk comes back after distances that differ per
+  // layer and per pass, so its own reuse interval mispredicts (29 loads a
+  // step, against OPT's 20); once the steps repeat, the loop length (18
+  // launches) predicts every use exactly, and from the third step on each
+  // step loads what Belady's OPT over the whole run loads in that step.
+  constexpr uint64_t kLayers = 6, kSteps = 6;
+  MemoryManager mm(8 * 2 * kMiB);
+  auto w = [](uint64_t l) { return 0x10000000 + l * 0x1000000; };
+  auto a = [](uint64_t l) { return 0x40000000 + l * 0x1000000; };
+  auto g = [](uint64_t l) { return 0x80000000 + l * 0x1000000; };
+  for (uint64_t l = 0; l < kLayers; ++l) {
+    for (uint64_t base : {w(l), a(l), g(l)}) mm.AddAllocation(base, 2 * kMiB);
+  }
+  auto whole = [](uint64_t base, AccessMode mode) { return PredictedRegion{{base, base + 2 * kMiB}, mode}; };
+  // The same run as planner steps over chunk ids (W[l] = l, A[l] = 100 + l,
+  // G[l] = 200 + l).
+  std::vector<std::vector<PredictedRegion>> launches;
+  PlannerInput opt_input;
+  opt_input.capacity = 8;
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    for (uint64_t l = 0; l < kLayers; ++l) {
+      launches.push_back({whole(w(l), AccessMode::kRead), whole(a(l), AccessMode::kWrite)});
+      opt_input.future.push_back({l, 100 + l});
+    }
+    for (uint64_t l = kLayers; l-- > 0;) {
+      launches.push_back({whole(a(l), AccessMode::kRead), whole(w(l), AccessMode::kRead), whole(g(l), AccessMode::kWrite)});
+      opt_input.future.push_back({100 + l, l, 200 + l});
+    }
+    for (uint64_t l = 0; l < kLayers; ++l) {
+      launches.push_back({whole(g(l), AccessMode::kRead), whole(w(l), AccessMode::kReadWrite)});
+      opt_input.future.push_back({200 + l, l});
+    }
+  }
+  const Plan opt = PlanOpt(opt_input);
+  const size_t per_step = 3 * kLayers;
+  uint64_t seq = 0;
+  for (uint64_t step = 0; step < kSteps; ++step) {
+    uint64_t loaded = 0, opt_loaded = 0;
+    for (size_t i = step * per_step; i < (step + 1) * per_step; ++i) {
+      MemoryActions act;
+      mm.PlanAccess(launches[i], ++seq, &act);
+      loaded += act.load_bytes / (2 * kMiB);
+      opt_loaded += opt.steps[i].load.size();
+    }
+    if (step >= 2) {
+      EXPECT_EQ(loaded, opt_loaded) << "step " << step;
+    }
+  }
 }
 
 TEST(MemoryManagerRecurrenceTest, ChunksUsedEveryLaunchAreKept) {

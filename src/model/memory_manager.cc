@@ -113,9 +113,15 @@ uint64_t MemoryManager::PredictedNextUse(const Chunk& c, uint64_t loop) const {
   for (uint64_t u : c.uses) {
     if (u != 0 && u + loop > latest_ && (next == 0 || u + loop < next)) next = u + loop;
   }
-  // All remembered uses lie within the last loop: there may be earlier
-  // ones, forgotten, so the chunk's own interval may come sooner.
-  if (c.uses.back() != 0 && c.uses.back() + loop > latest_ && own != 0) next = std::min(next, own);
+  // The chunk's own interval serves where the loop says nothing, if it
+  // still lies ahead (a loop estimated too short misses the chunk's uses).
+  if (own > latest_ && next == 0) next = own;
+  // A chunk used more than four times a loop lost a use within it from the
+  // history, which may come back before the remembered ones: its own
+  // interval, even one already past (it is due any time), ranks it near.
+  // (Training's gradient buffers, used every other launch in backward,
+  // stay resident so: 1.42x Belady at E-train 150% without this, 1.27x.)
+  if (c.forgotten_use != 0 && c.forgotten_use + loop > latest_ && own != 0) next = std::min(next, own);
   return next;
 }
 
@@ -131,7 +137,7 @@ std::vector<ChunkId> MemoryManager::ResidentVictimOrder() const {
       if (!c.resident) continue;
       const uint64_t next = policy_ == EvictionPolicy::kLru ? 0 : PredictedNextUse(c, loop);
       if (next == 0) {
-        keyed.emplace_back(0, c.last_use(), IdOf(a, i));
+        keyed.emplace_back(0, c.last_touch, IdOf(a, i));
       } else {
         keyed.emplace_back(1, UINT64_MAX - next, IdOf(a, i));
       }
@@ -153,7 +159,7 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
     const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, c.resident);
     resident_bytes_ -= bytes;
     out->evict_bytes += bytes;
-    if (c.last_use() > completed_) out->evict_after_queue = true;
+    if (c.last_touch > completed_) out->evict_after_queue = true;
     UnitRanges(*ref.alloc, ref.index, c.resident, &evict);
     c.resident = 0;
   }
@@ -239,10 +245,12 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
       if (c.epoch != epoch_) {  // first time this call sees the chunk
         c.epoch = epoch_;
         c.need = 0;
-        if (c.last_use() != seq) {
+        if (launch && c.last_use() != seq) {
+          c.forgotten_use = c.uses.back();
           std::copy_backward(c.uses.begin(), c.uses.end() - 1, c.uses.end());
           c.uses[0] = seq;
         }
+        c.last_touch = std::max(c.last_touch, seq);
         need_.push_back(id);
         if (in_working_set_.insert(id).second) working_set_.push_back(id);
       }

@@ -11,8 +11,10 @@
 // iteration later), or, once the job is seen to repeat its launches every
 // P launches (a training step, a decoded token), from the chunk's own uses
 // in the last P launches, each coming back P launches later: that is the
-// exact future of a program that keeps looping. Chunks with no prediction
-// (used once, no loop known) go first, least recently used first.
+// exact future of a program that loops exactly (the chunk's own interval
+// still serves when the loop misses the chunk's uses, or a use within the
+// loop fell out of its history). Chunks with no prediction go first, least
+// recently used first.
 // Residency is an estimate: memory faulted in by unpredicted kernels or
 // evicted by the driver on its own is not seen.
 // Externally synchronized. Used by the hook and the coordinator client.
@@ -112,8 +114,14 @@ class MemoryManager {
     uint32_t resident = 0;  // mask of resident units
     uint32_t need = 0;      // scratch: units the current call needs
     // Sequence numbers of the launches that last used it, newest first
-    // (0: none).
+    // (0: none), and the use that fell out of that history.
     std::array<uint64_t, 4> uses{};
+    uint64_t forgotten_use = 0;
+    // The last launch that used it or, if later, the launch current when
+    // it was loaded for a slice: its recency, for least-recently-used order
+    // and for ordering its eviction after queued kernels. (A load is no use:
+    // it leaves `uses`, from which next uses are predicted, alone.)
+    uint64_t last_touch = 0;
     uint64_t epoch = 0;  // the call that last counted it (dedup)
     uint64_t last_use() const { return uses[0]; }
     uint64_t prev_use() const { return uses[1]; }
@@ -144,6 +152,9 @@ class MemoryManager {
   // sweep that follows. Launches whose ranges repeat within an iteration
   // (a buffer reused by every layer) disagree with the others, and the
   // loop is then unknown: the chunk's own reuse interval predicts instead.
+  // Two such repeats in a row with no other vote between do set a loop that
+  // is too short; a chunk it leaves without a use in its window then falls
+  // back to its own interval rather than to least-recently-used order.
   static constexpr uint32_t kLoopVotes = 2;
   uint64_t loop_candidate_ = 0;
   uint32_t loop_votes_ = 0;
@@ -188,9 +199,9 @@ class MemoryManager {
   void UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const;
   // Applies a plan's first step to the residency and fills `out`.
   void Apply(const StepPlan& step, MemoryActions* out);
-  // Resident chunks, best victim first: those used only once with no loop
-  // interval known (least recently used first), then by furthest predicted
-  // next use; under LRU, least recently used first.
+  // Resident chunks, best victim first: those with no predicted next use
+  // (least recently touched first), then by furthest predicted next use;
+  // under LRU, least recently touched first.
   std::vector<ChunkId> ResidentVictimOrder() const;
   Plan Planned(const PlannerInput& in) const;
 

@@ -250,7 +250,7 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
           std::copy_backward(c.uses.begin(), c.uses.end() - 1, c.uses.end());
           c.uses[0] = seq;
         }
-        c.last_touch = std::max(c.last_touch, seq);
+        c.last_touch = seq;  // seq only grows: a load uses the latest launch's
         need_.push_back(id);
         if (in_working_set_.insert(id).second) working_set_.push_back(id);
       }

@@ -14,10 +14,10 @@ std::vector<PredictedRegion> Regions(std::initializer_list<ByteRange> ranges) {
 }
 
 // Five 2 MiB layers, each its own allocation.
-constexpr uint64_t kLayers = 5;
+constexpr uint64_t kStreamLayers = 5;
 uint64_t LayerBase(uint64_t l) { return 0x10000000 + l * 0x1000000; }
 void AddLayers(MemoryManager& mm) {
-  for (uint64_t l = 0; l < kLayers; ++l) mm.AddAllocation(LayerBase(l), 2 * kMiB);
+  for (uint64_t l = 0; l < kStreamLayers; ++l) mm.AddAllocation(LayerBase(l), 2 * kMiB);
 }
 // Runs `passes` passes over the layers in order; `visit(pass, base)` makes
 // one layer's launches and returns the bytes they loaded. Gives the 2 MiB
@@ -27,7 +27,7 @@ std::vector<uint64_t> ChunksLoadedPerPass(uint64_t passes, Visit visit) {
   std::vector<uint64_t> out;
   for (uint64_t pass = 0; pass < passes; ++pass) {
     uint64_t bytes = 0;
-    for (uint64_t l = 0; l < kLayers; ++l) bytes += visit(pass, LayerBase(l));
+    for (uint64_t l = 0; l < kStreamLayers; ++l) bytes += visit(pass, LayerBase(l));
     out.push_back(bytes / (2 * kMiB));
   }
   return out;

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kUsage[] =
-    "usage: msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR] [--trace DIR]\n"
+    "usage: msched bench [SCENARIO...] [--device PROFILE] [--quick] [--policies P,...] [--out DIR] [--trace DIR]\n"
     "       msched bench --list\n"
     "Runs the benchmark suite on the simulated GPU: every scenario (or those named) at each footprint\n"
     "under each policy, side by side, with the ideal the device allows. Prints the tables and writes\n"
@@ -33,6 +33,8 @@ constexpr char kUsage[] =
     "  --device PROFILE  simulated device profile (default rtx5080-pcie5; see templates/devices)\n"
     "  --quick           small footprints with computed results checked against a reference run\n"
     "                    (minutes); without it, the profile's full HBM with time modelled only\n"
+    "  --policies P,...  run only these of each scenario's policies (such as msched,exclusive); a scenario\n"
+    "                    with none of them is left out\n"
     "  --trace DIR       write every run's timeline into DIR as SCENARIO-PERCENT-POLICY.json (open it at\n"
     "                    ui.perfetto.dev or chrome://tracing; docs/tracing.md)\n";
 
@@ -41,6 +43,7 @@ struct Options {
   std::string device = "rtx5080-pcie5";
   std::string out = "msched-bench";
   std::string trace;
+  std::vector<std::string> policies;  // empty: each scenario's own
   bool quick = false, list = false, help = false;
 };
 
@@ -53,6 +56,10 @@ bool Parse(int argc, char** argv, Options* o) {
       o->quick = true;
     } else if (a == "--list") {
       o->list = true;
+    } else if (a == "--policies" && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string name; std::getline(list, name, ',');) o->policies.push_back(name);
+      if (o->policies.empty()) return false;
     } else if ((a == "--device" || a == "--out" || a == "--trace") && i + 1 < argc) {
       (a == "--device" ? o->device : a == "--out" ? o->out : o->trace) = argv[++i];
     } else if (!a.empty() && a[0] != '-') {
@@ -143,17 +150,31 @@ int BenchMain(int argc, char** argv) {
     for (const Scenario& s : *all) std::cout << s.name << "\t" << s.title << "\n";
     return 0;
   }
-  std::vector<const Scenario*> chosen;
-  for (const Scenario& s : *all) {
-    if (o.scenarios.empty() || std::find(o.scenarios.begin(), o.scenarios.end(), s.name) != o.scenarios.end()) {
-      chosen.push_back(&s);
-    }
-  }
   for (const std::string& name : o.scenarios) {
-    if (std::none_of(chosen.begin(), chosen.end(), [&](const Scenario* s) { return s->name == name; })) {
+    if (std::none_of(all->begin(), all->end(), [&](const Scenario& s) { return s.name == name; })) {
       std::cerr << "msched bench: no scenario '" << name << "' (msched bench --list names them)\n";
       return 2;
     }
+  }
+  for (const std::string& name : o.policies) {
+    const bool known = std::any_of(all->begin(), all->end(), [&](const Scenario& s) {
+      return std::any_of(s.policies.begin(), s.policies.end(), [&](const PolicyVariant& v) { return v.name == name; });
+    });
+    if (!known) {
+      std::cerr << "msched bench: no scenario has a policy '" << name << "'\n";
+      return 2;
+    }
+  }
+  std::vector<const Scenario*> chosen;
+  for (Scenario& s : *all) {
+    if (!o.scenarios.empty() && std::find(o.scenarios.begin(), o.scenarios.end(), s.name) == o.scenarios.end()) continue;
+    if (!o.policies.empty()) {
+      std::erase_if(s.policies, [&](const PolicyVariant& v) {
+        return std::find(o.policies.begin(), o.policies.end(), v.name) == o.policies.end();
+      });
+      if (s.policies.empty()) continue;
+    }
+    chosen.push_back(&s);
   }
   Result<DeviceFacts> device = LoadDeviceFacts(o.device, *paths);
   if (!device.ok()) {

@@ -1,5 +1,6 @@
 #include "cuda_device_ops.h"
 
+#include <array>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -43,6 +44,19 @@ struct CudaDeviceOps::PerContext {
   CUevent ready = nullptr;      // recorded on `transfer`, waited on by a launch stream
   CUevent evicted = nullptr;    // recorded on `evict`, waited on by `transfer`
   CUdevice device = 0;
+  // The last points marked in launch streams' queues, oldest overwritten
+  // first: `next` is the first operation not queued before the event. An
+  // eviction waits at the earliest one after its victims' last use, so the
+  // link need not wait for the kernels queued after that use. A slot
+  // recorded again loses its old point: cuStreamWaitEvent has taken the
+  // state it needed at its call.
+  struct Mark {
+    CUstream stream = nullptr;
+    uint64_t next = 0;
+    CUevent event = nullptr;  // made at the slot's first use
+  };
+  std::array<Mark, 16> marks{};
+  size_t newest = 0;  // the slot marked last
 };
 
 Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
@@ -85,8 +99,37 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
   return CheckDriverCall(res, what);
 }
 
-Status CudaDeviceOps::TransfersAfter(StreamHandle stream) {
-  return WaitFor(c_->evict, reinterpret_cast<CUstream>(stream), c_->queued);
+Status CudaDeviceOps::MarkQueued(StreamHandle stream, uint64_t next) {
+  const CUstream s = reinterpret_cast<CUstream>(stream);
+  const PerContext::Mark& last = c_->marks[c_->newest];
+  if (last.event != nullptr && last.stream == s && last.next >= next) return Status::Ok();  // marked already
+  const DriverFunctions& real = RealDriver();
+  if (!real.cuEventRecord) return Status::Unavailable("the driver lacks cuEventRecord");
+  const size_t slot = (c_->newest + 1) % c_->marks.size();
+  PerContext::Mark& m = c_->marks[slot];
+  if (m.event == nullptr) {
+    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&m.event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+  }
+  m.stream = nullptr;  // no valid point until recorded
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventRecord(m.event, s), "cuEventRecord"));
+  m.stream = s;
+  m.next = next;
+  c_->newest = slot;
+  return Status::Ok();
+}
+
+Status CudaDeviceOps::EvictionsAfter(StreamHandle stream, uint64_t op) {
+  const CUstream s = reinterpret_cast<CUstream>(stream);
+  const PerContext::Mark* earliest = nullptr;
+  for (const PerContext::Mark& m : c_->marks) {
+    if (m.event != nullptr && m.stream == s && m.next > op && (earliest == nullptr || m.next < earliest->next)) {
+      earliest = &m;
+    }
+  }
+  if (earliest == nullptr) return WaitFor(c_->evict, s, c_->queued);
+  const DriverFunctions& real = RealDriver();
+  if (!real.cuStreamWaitEvent) return Status::Unavailable("the driver lacks cuStreamWaitEvent");
+  return CheckDriverCall(real.cuStreamWaitEvent(c_->evict, earliest->event, 0), "cuStreamWaitEvent");
 }
 
 Status CudaDeviceOps::LoadsAfterEvictions() { return WaitFor(c_->transfer, c_->evict, c_->evicted); }

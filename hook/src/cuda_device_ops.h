@@ -1,7 +1,7 @@
 // CudaDeviceOps: DeviceOps on the real driver. Transfers go on a private,
 // non-blocking stream per context; events order it against the launch
-// stream (evictions after the kernels that still use their victims; the
-// kernel after its data). Every driver call goes to the real function, never
+// stream (evictions after the kernels that still use their victims, at
+// points marked in its queue; the kernel after its data). Every driver call goes to the real function, never
 // through a hook. Confined to the thread holding the Runtime's lock.
 #pragma once
 
@@ -18,7 +18,8 @@ class CudaDeviceOps : public DeviceOps {
   static Result<CudaDeviceOps> ForCurrentContext();
 
   Status Prefetch(const ByteRange& r, bool to_device) override;
-  Status TransfersAfter(StreamHandle stream) override;
+  Status MarkQueued(StreamHandle stream, uint64_t next) override;
+  Status EvictionsAfter(StreamHandle stream, uint64_t op) override;
   Status LoadsAfterEvictions() override;
   Status StreamAfterTransfers(StreamHandle stream) override;
   Status SynchronizeTransfers() override;

@@ -14,7 +14,12 @@ class CurrentContextOps : public DeviceOps {
   Status Prefetch(const ByteRange& r, bool to_device) override {
     return Ops() ? ops_->Prefetch(r, to_device) : ops_.status();
   }
-  Status TransfersAfter(StreamHandle s) override { return Ops() ? ops_->TransfersAfter(s) : ops_.status(); }
+  Status MarkQueued(StreamHandle s, uint64_t next) override {
+    return Ops() ? ops_->MarkQueued(s, next) : ops_.status();
+  }
+  Status EvictionsAfter(StreamHandle s, uint64_t op) override {
+    return Ops() ? ops_->EvictionsAfter(s, op) : ops_.status();
+  }
   Status LoadsAfterEvictions() override { return Ops() ? ops_->LoadsAfterEvictions() : ops_.status(); }
   Status StreamAfterTransfers(StreamHandle s) override {
     return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status();

@@ -16,10 +16,14 @@ Status ExecuteActions(const MemoryActions& actions, StreamHandle stream, DeviceO
   // copies back it would have saved.
   for (const ByteRange& r : actions.read_mostly_off) note(ops.SetReadMostly(r, false));
   for (const ByteRange& r : actions.read_mostly_on) note(ops.SetReadMostly(r, true));
+  // Each plan that moves memory marks its place in the launch stream, so
+  // that a later plan's evictions can wait for exactly the kernels that
+  // used their victims rather than for everything queued by then.
+  if (actions.op != 0 && !(actions.load.empty() && actions.evict.empty())) note(ops.MarkQueued(stream, actions.op));
   // This plan's evictions and loads touch different chunks and may overlap;
   // earlier plans' evictions must not overtake its loads.
   if (!actions.load.empty()) note(ops.LoadsAfterEvictions());
-  if (actions.evict_after_queue && !note(ops.TransfersAfter(stream))) {
+  if (actions.evict_after != 0 && !note(ops.EvictionsAfter(stream, actions.evict_after))) {
     // Evicting now could take memory from queued kernels: skip the evictions.
     failed.evict = actions.evict;
   } else {

@@ -1,10 +1,10 @@
 // Carrying out a MemoryManager's plan through DeviceOps: read-mostly advice,
-// then evictions (ordered after the launch stream's queued work when a
-// victim may still be in use) and loads in access order (after earlier
-// plans' evictions; beside this plan's), then the launch stream waits for
-// the loads. A
-// transfer that fails is undone in the manager's view, and the error is
-// returned; the launch itself goes on (missing data faults in).
+// then evictions (ordered after the last queued operation that used a
+// victim, when it may not have run yet) and loads in access order (after
+// earlier plans' evictions; beside this plan's), then the launch stream
+// waits for the loads. A transfer that fails is undone in the manager's
+// view, and the error is returned; the launch itself goes on (missing data
+// faults in).
 // Externally synchronized. Used by JobMemory.
 #pragma once
 

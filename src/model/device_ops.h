@@ -22,9 +22,16 @@ class DeviceOps {
   // manager's own, so that the link's two directions work at once: an
   // eviction's space frees while the next load is under way.
   virtual Status Prefetch(const ByteRange& r, bool to_device) = 0;
-  // Makes the eviction stream wait for the work queued so far on `stream`
-  // (so that evictions follow the kernels still using the victims).
-  virtual Status TransfersAfter(StreamHandle stream) = 0;
+  // Operations numbered below `next` (launches and copies, as the memory
+  // manager numbers them) have all been queued on `stream`: a point in its
+  // queue that a later eviction may wait for.
+  virtual Status MarkQueued(StreamHandle stream, uint64_t next) = 0;
+  // Makes the eviction stream wait until `stream` has run operation `op`
+  // (so that evictions follow the kernels still using their victims, and no
+  // later ones): at the earliest point marked after `op` that is still
+  // known, else after all the work queued on `stream` so far. Waiting longer
+  // than needed only costs overlap; never shorter.
+  virtual Status EvictionsAfter(StreamHandle stream, uint64_t op) = 0;
   // Makes loads queued from now on start after the evictions queued so far
   // (a chunk evicted by one plan and loaded by a later one arrives last).
   virtual Status LoadsAfterEvictions() = 0;

@@ -159,7 +159,7 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
     const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, c.resident);
     resident_bytes_ -= bytes;
     out->evict_bytes += bytes;
-    if (c.last_touch > completed_) out->evict_after_queue = true;
+    if (c.last_touch > completed_) out->evict_after = std::max(out->evict_after, c.last_touch);
     UnitRanges(*ref.alloc, ref.index, c.resident, &evict);
     c.resident = 0;
   }
@@ -277,6 +277,7 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   in.future.push_back(need_);
   in.future.insert(in.future.end(), future_.begin(), future_.end());
   const Plan plan = Planned(in);
+  if (launch) out->op = seq;
   Apply(plan.steps.empty() ? StepPlan{} : plan.steps[0], out);
 }
 

@@ -38,9 +38,13 @@ namespace msched {
 struct MemoryActions {
   std::vector<ByteRange> evict;  // to host, merged, clipped to allocations
   std::vector<ByteRange> load;   // to device, in access order
-  // A victim was last used by a launch that may still be queued: the
-  // evictions must be ordered after the launch stream's queued work.
-  bool evict_after_queue = false;
+  // The operation (launch or copy) these actions prepare, queued right
+  // after them; 0 for moves outside one (a time slice's).
+  uint64_t op = 0;
+  // The latest operation that used a victim and may not have run yet (0:
+  // none): the evictions wait for it on the launch stream, and for nothing
+  // queued after it.
+  uint64_t evict_after = 0;
   uint64_t evict_bytes = 0;
   uint64_t load_bytes = 0;
   uint64_t unserved_bytes = 0;  // predicted but left to fault: over budget alone

@@ -21,7 +21,31 @@ TEST(ActionExecutorTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
   ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"loads after evictions", "after 7", "out 0", "in 4", "wait 7"}));
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 7 2", "loads after evictions", "after 7 1", "out 0", "in 4",
+                                                 "wait 7"}))
+      << "the plan marks its place in the queue; the eviction waits for launch 1, which used its victim";
+}
+
+TEST(ActionExecutorTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueue) {
+  // Launch 1 uses a, launches 2 and 3 use b; the manager then must evict a
+  // for c (a is needed furthest ahead: launch 5 uses b again).
+  MemoryManager mm(8 * kMiB);
+  const ByteRange a{0, 4 * kMiB}, b{4 * kMiB, 8 * kMiB}, c{8 * kMiB, 12 * kMiB};
+  for (const ByteRange& r : {a, b, c}) mm.AddAllocation(r.begin, r.size());
+  MemoryActions act;
+  mm.PlanAccess({{a, AccessMode::kRead}}, 1, &act);
+  mm.PlanAccess({{b, AccessMode::kRead}}, 2, &act);
+  mm.PlanAccess({{b, AccessMode::kRead}}, 3, &act);
+  mm.SetFuture({{b}});
+  MemoryActions evict_a;
+  mm.PlanAccess({{c, AccessMode::kRead}}, 4, &evict_a);
+  ASSERT_EQ(evict_a.evict, std::vector<ByteRange>{a});
+  EXPECT_EQ(evict_a.evict_after, 1u) << "a's last use was launch 1; launches 2 and 3 need not have run";
+  EXPECT_EQ(evict_a.op, 4u);
+  FakeDeviceOps ops;
+  ASSERT_TRUE(ExecuteActions(evict_a, 5, ops, mm).ok());
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 5 4", "loads after evictions", "after 5 1", "out 0", "in 8",
+                                                 "wait 5"}));
 }
 
 TEST(ActionExecutorTest, AdviceComesBeforeAnyTransfer) {
@@ -50,7 +74,7 @@ TEST(ActionExecutorTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
   MemoryActions act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &act);
   FakeDeviceOps ops;
-  ops.fail_at = 2;  // the load (after "loads after evictions")
+  ops.fail_at = 3;  // the load (after the mark and "loads after evictions")
   EXPECT_FALSE(ExecuteActions(act, 1, ops, mm).ok());
   EXPECT_EQ(mm.resident_bytes(), 0u);
   MemoryActions again;
@@ -65,9 +89,9 @@ TEST(ActionExecutorTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
-  ops.fail_at = 2;  // TransfersAfter fails
+  ops.fail_at = 3;  // EvictionsAfter fails
   EXPECT_FALSE(ExecuteActions(act, 3, ops, mm).ok());
-  EXPECT_EQ(ops.calls[2], "in 4") << "the eviction was skipped, the load still attempted";
+  EXPECT_EQ(ops.calls[3], "in 4") << "the eviction was skipped, the load still attempted";
   EXPECT_EQ(mm.resident_bytes(), 8 * kMiB) << "the victim is still known to be resident";
 }
 

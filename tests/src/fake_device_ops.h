@@ -1,5 +1,7 @@
 // A DeviceOps for tests: records every call as a short line ("in 4": a load
-// of the range that starts at 4 MiB, "out 0", "after S", "wait S", "sync",
+// of the range that starts at 4 MiB, "out 0", "mark S N": operations below
+// N queued on stream S, "after S N": evictions after operation N of S,
+// "wait S", "sync",
 // "loads after evictions",
 // "read-mostly 4" / "not read-mostly 4": advice for the allocation at 4 MiB)
 // and fails call number `fail_at` (counting from 1) when it is set.
@@ -18,7 +20,12 @@ class FakeDeviceOps : public DeviceOps {
   Status Prefetch(const ByteRange& r, bool to_device) override {
     return Record((to_device ? "in " : "out ") + std::to_string(r.begin >> 20));
   }
-  Status TransfersAfter(StreamHandle s) override { return Record("after " + std::to_string(s)); }
+  Status MarkQueued(StreamHandle s, uint64_t next) override {
+    return Record("mark " + std::to_string(s) + " " + std::to_string(next));
+  }
+  Status EvictionsAfter(StreamHandle s, uint64_t op) override {
+    return Record("after " + std::to_string(s) + " " + std::to_string(op));
+  }
   Status StreamAfterTransfers(StreamHandle s) override { return Record("wait " + std::to_string(s)); }
   Status LoadsAfterEvictions() override { return Record("loads after evictions"); }
   Status SynchronizeTransfers() override { return Record("sync"); }

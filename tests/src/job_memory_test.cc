@@ -47,7 +47,7 @@ TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
   FakeDeviceOps ops;
   MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
   EXPECT_EQ(out.loaded, 4 * kMiB);
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"loads after evictions", "in 0", "wait 7"}));
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 7 1", "loads after evictions", "in 0", "wait 7"}));
   ops.calls.clear();
   out = jm.MakeResident(Read(0, 4), 2, 7, ops);
   EXPECT_TRUE(ops.calls.empty()) << "resident already: the common path moves nothing";
@@ -62,7 +62,7 @@ TEST(JobMemoryTest, OnlyBytesThatMovedAreCounted) {
   jm.SetConfigured(8 * kMiB);
   jm.manager().AddAllocation(0, 8 * kMiB);
   FakeDeviceOps ops;
-  ops.fail_at = 2;  // the load (after "loads after evictions")
+  ops.fail_at = 3;  // the load (after the mark and "loads after evictions")
   const MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
   EXPECT_FALSE(out.status.ok());
   EXPECT_EQ(out.loaded, 0u) << "a failed prefetch is not counted as prefetched";

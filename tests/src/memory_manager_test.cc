@@ -113,7 +113,7 @@ TEST_F(MemoryManagerTest, StaysWithinBudgetEvictingLeastRecentlyUsedWithoutAFutu
   EXPECT_EQ(act.evict[0], (ByteRange{b_, b_ + 8 * kMiB}));
   EXPECT_EQ(act.load_bytes, 8 * kMiB);
   EXPECT_EQ(mm_.resident_bytes(), 16 * kMiB);
-  EXPECT_TRUE(act.evict_after_queue) << "b's last launch was never seen to complete";
+  EXPECT_EQ(act.evict_after, 2u) << "b's last launch was never seen to complete";
 }
 
 TEST_F(MemoryManagerTest, EvictsByOptWhenTheFutureIsKnown) {
@@ -127,7 +127,7 @@ TEST_F(MemoryManagerTest, EvictsByOptWhenTheFutureIsKnown) {
   MemoryActions act = Access({{c_, c_ + 8 * kMiB}});
   ASSERT_EQ(act.evict.size(), 1u);
   EXPECT_EQ(act.evict[0], (ByteRange{b_, b_ + 8 * kMiB}));
-  EXPECT_FALSE(act.evict_after_queue);
+  EXPECT_EQ(act.evict_after, 0u);
 }
 
 TEST(MemoryManagerRecurrenceTest, ACyclicStreamKeepsMostOfItselfOnceItRecurs) {

@@ -146,6 +146,9 @@ class CoordClient {
   };
 
   bool MayLaunch();
+  // The job asked for more memory and the coordinator has not yet handled
+  // the ask (the gate page says which it has).
+  bool AskUnhandled() const;
   // Blocks until it may launch, doing what the coordinator asks.
   void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(exec_mu_, mu_);
   // Carries out the orders queued in the inbox, in order, dropping mu_ while

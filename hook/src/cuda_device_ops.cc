@@ -51,9 +51,10 @@ struct CudaDeviceOps::PerContext {
   // recorded again loses its old point: cuStreamWaitEvent has taken the
   // state it needed at its call.
   struct Mark {
+    CUevent event = nullptr;  // made at the slot's first use
+    bool valid = false;       // recorded at the point below
     CUstream stream = nullptr;
     uint64_t next = 0;
-    CUevent event = nullptr;  // made at the slot's first use
   };
   std::array<Mark, 16> marks{};
   size_t newest = 0;  // the slot marked last
@@ -102,7 +103,7 @@ Status CudaDeviceOps::Prefetch(const ByteRange& r, bool to_device) {
 Status CudaDeviceOps::MarkQueued(StreamHandle stream, uint64_t next) {
   const CUstream s = reinterpret_cast<CUstream>(stream);
   const PerContext::Mark& last = c_->marks[c_->newest];
-  if (last.event != nullptr && last.stream == s && last.next >= next) return Status::Ok();  // marked already
+  if (last.valid && last.stream == s && last.next >= next) return Status::Ok();  // marked already
   const DriverFunctions& real = RealDriver();
   if (!real.cuEventRecord) return Status::Unavailable("the driver lacks cuEventRecord");
   const size_t slot = (c_->newest + 1) % c_->marks.size();
@@ -110,10 +111,9 @@ Status CudaDeviceOps::MarkQueued(StreamHandle stream, uint64_t next) {
   if (m.event == nullptr) {
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&m.event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
   }
-  m.stream = nullptr;  // no valid point until recorded
+  m.valid = false;  // its old point may be overwritten even if recording fails
   MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventRecord(m.event, s), "cuEventRecord"));
-  m.stream = s;
-  m.next = next;
+  m = {m.event, true, s, next};
   c_->newest = slot;
   return Status::Ok();
 }
@@ -122,7 +122,7 @@ Status CudaDeviceOps::EvictionsAfter(StreamHandle stream, uint64_t op) {
   const CUstream s = reinterpret_cast<CUstream>(stream);
   const PerContext::Mark* earliest = nullptr;
   for (const PerContext::Mark& m : c_->marks) {
-    if (m.event != nullptr && m.stream == s && m.next > op && (earliest == nullptr || m.next < earliest->next)) {
+    if (m.valid && m.stream == s && m.next > op && (earliest == nullptr || m.next < earliest->next)) {
       earliest = &m;
     }
   }

@@ -12,13 +12,16 @@
 namespace msched {
 
 inline constexpr uint32_t kShmMagic = 0x4d534853;  // "SHSM"
-inline constexpr uint32_t kShmVersion = 2;  // 2: no budget word (Go and Budget messages carry it)
+inline constexpr uint32_t kShmVersion = 3;  // 3: asks_handled; 2: no budget word (Go and Budget messages carry it)
 inline constexpr uint32_t kShmSlots = 256;
 
 struct ShmSlot {
   std::atomic<uint64_t> job{0};           // 0: free
   std::atomic<uint32_t> may_run{0};       // 1: the job may launch (until slice_end_ns)
   std::atomic<uint64_t> slice_end_ns{0};  // UINT64_MAX: no end
+  // The job's last ask (proto::Usage::ask) that the coordinator has
+  // handled: its orders sent and the gates published.
+  std::atomic<uint64_t> asks_handled{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "slots are shared between processes");
 

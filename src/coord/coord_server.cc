@@ -248,6 +248,11 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
     if (metrics_) metrics_->Counted(c.job, usage->counters);
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns, usage->ask));
+    // Published after the orders and gates the ask brought: the job waits
+    // for this before it lets other jobs run on (coord_client.cc, WaitTurn).
+    if (auto s = slot_of_job_.find(c.job); usage->ask != 0 && s != slot_of_job_.end()) {
+      shm_.slot(s->second).asks_handled.store(usage->ask, std::memory_order_release);
+    }
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
   } else if (auto* idle = std::get_if<proto::Idle>(&m)) {
@@ -302,6 +307,7 @@ void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
   fd_of_job_[j.id] = fd;
   slot_of_job_[j.id] = slot;
   shm_.slot(slot).may_run.store(0, std::memory_order_relaxed);
+  shm_.slot(slot).asks_handled.store(0, std::memory_order_relaxed);
   shm_.slot(slot).job.store(j.id, std::memory_order_release);
   const uint64_t id = j.id;
   const std::string name = j.name;

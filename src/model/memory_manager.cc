@@ -209,16 +209,9 @@ void MemoryManager::ForgoReadMostly(MemoryActions* out) {
   }
 }
 
-void MemoryManager::NoteLaunch(const std::vector<PredictedRegion>& regions, uint64_t seq) {
-  uint64_t signature = 0xcbf29ce484222325ull;  // FNV-1a over the ranges and modes
-  auto mix = [&signature](uint64_t v) { signature = (signature ^ v) * 0x100000001b3ull; };
-  for (const PredictedRegion& pr : regions) {
-    mix(pr.range.begin);
-    mix(pr.range.end);
-    mix(static_cast<uint64_t>(pr.mode));
-  }
+void MemoryManager::NoteLaunch(uint64_t signature, uint64_t seq) {
   // The multiply carries low bits up only: fold the high bits down before
-  // indexing (addresses differ in their high bits).
+  // indexing.
   SeenLaunch& seen = seen_launches_[(signature ^ signature >> 32 ^ signature >> 48) & (kSeenLaunches - 1)];
   if (seen.signature == signature && seen.seq < seq) {
     const uint64_t interval = seq - seen.seq;
@@ -238,10 +231,18 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   latest_ = std::max(latest_, seq);
   ++epoch_;
   need_.clear();
-  if (launch) NoteLaunch(regions, seq);
+  // FNV-1a over the chunks and units each region touches, and its mode:
+  // which memory the launch accesses, named by allocation and place in it
+  // rather than by address, so that the same program numbers its launches
+  // alike in every run (addresses move with the address-space layout).
+  uint64_t signature = 0xcbf29ce484222325ull;
+  auto mix = [&signature](uint64_t v) { signature = (signature ^ v) * 0x100000001b3ull; };
   bool missing = false;
   for (const PredictedRegion& pr : regions) {
+    mix(static_cast<uint64_t>(pr.mode));
     ForEachChunk(pr.range, [&](ChunkId id, Chunk& c, uint32_t units) {
+      mix(id);
+      mix(units);
       if (c.epoch != epoch_) {  // first time this call sees the chunk
         c.epoch = epoch_;
         c.need = 0;
@@ -258,6 +259,7 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
       missing = missing || (units & ~c.resident) != 0;
     });
   }
+  if (launch) NoteLaunch(signature, seq);
   if (!missing) return;
   PlannerInput in;
   in.capacity = budget_;

@@ -148,8 +148,10 @@ class MemoryManager {
   bool read_mostly_allowed_ = true;  // until ForgoReadMostly
   // The job's loop length in launches, when its last kLoopVotes repeats
   // agreed on it; 0 when they did not. A repeat is a launch that accesses
-  // exactly the ranges of an earlier launch (same signature), and votes for
-  // the distance between them. A decode loop agrees from its second token
+  // the same 64 KiB units of the same allocations, in the same modes, as an
+  // earlier launch (same signature: named by allocation and place, never by
+  // address, so that runs number alike), and votes for the distance between
+  // them. A decode loop agrees from its second token
   // on, a training loop from its second step; a first pass votes for
   // nothing (training's backward reads what forward wrote, but with other
   // ranges), so it keeps least-recently-used order, right for the reverse
@@ -163,7 +165,7 @@ class MemoryManager {
   uint64_t loop_candidate_ = 0;
   uint32_t loop_votes_ = 0;
   uint64_t loop_interval() const { return loop_votes_ >= kLoopVotes ? loop_candidate_ : 0; }
-  void NoteLaunch(const std::vector<PredictedRegion>& regions, uint64_t seq);
+  void NoteLaunch(uint64_t signature, uint64_t seq);
   // Recent launches by signature, direct-mapped (a collision only loses a
   // vote): what a repeat is measured against.
   struct SeenLaunch {

@@ -8,7 +8,7 @@ unset key
 set style fill solid 1.0 noborder
 set title "msched at 300% of HBM" noenhanced
 set yrange [-0.6:6.6]
-set ytics ("link to host (swap-outs)" 0, "link to device (swap-ins)" 1, "GPU idle" 2, "dwt2d" 3, "hotspot" 4, "nn" 5, "cfd" 6) noenhanced
+set ytics ("link to host (swap-outs)" 0, "link to device (swap-ins)" 1, "GPU idle" 2, "cfd" 3, "dwt2d" 4, "hotspot" 5, "nn" 6) noenhanced
 plot '/work/main/bench/results/A-gantt-0.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
 set title "exclusive at 300% of HBM" noenhanced
 set yrange [-0.6:6.6]

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,888
 set output '/work/main/bench/results/multiuser-gantt.png'
 set multiplot layout 2,1 title "A shared lab GPU: three users submitting long, medium and short jobs over time: who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:922.519]
+set xrange [0:922.518]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,440
 set output '/work/main/bench/results/services-gantt.png'
 set multiplot layout 2,1 title "LLM services: three models answering requests on one GPU, against model swapping: who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:48337.7]
+set xrange [0:49869.6]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,15 @@
 #include "tool_paths.h"
 
 namespace msched::bench {
+
+ScratchDevice::ScratchDevice(const std::string& prefix) {
+  static std::atomic<int> serial{0};
+  name_ = prefix + std::to_string(getpid()) + "_" + std::to_string(serial++);
+  ::unlink(("/dev/shm/msim-" + name_).c_str());
+}
+
+ScratchDevice::~ScratchDevice() { ::unlink(("/dev/shm/msim-" + name_).c_str()); }
+
 namespace {
 
 using json = nlohmann::json;
@@ -76,7 +86,6 @@ class Stage {
     const char* tmp = std::getenv("TMPDIR");
     const std::string id = std::to_string(getpid()) + "_" + std::to_string(serial++);
     dir_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/msched-bench-" + id;
-    device_ = "bench" + id;
     fs::create_directories(dir_);
     ::chmod(dir_.c_str(), 0700);
     if (!o_.trace_path.empty()) fs::create_directories(JobTraceDir());
@@ -86,7 +95,6 @@ class Stage {
       server_->Shutdown();
       thread_.join();
     }
-    ::unlink(("/dev/shm/msim-" + device_).c_str());
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -155,7 +163,7 @@ class Stage {
     }
     SpawnOptions s;
     s.env = {{"LD_LIBRARY_PATH", paths_.sim_lib_dir},
-             {"MSIM_DEVICE", device_},
+             {"MSIM_DEVICE", device_.name()},
              {"MSIM_PROFILE", o_.device_profile},
              {"MSIM_STATS", File(i, "sim.json")},
              {"MSIM_RANK", std::to_string(i)},  // calls at equal virtual times go in job order
@@ -235,7 +243,8 @@ class Stage {
 
   const RunOptions& o_;
   const BenchPaths& paths_;
-  std::string dir_, device_;
+  std::string dir_;
+  ScratchDevice device_{"bench"};
   std::unique_ptr<CoordServer> server_;
   std::thread thread_;
 };

@@ -38,6 +38,23 @@
 
 namespace msched::bench {
 
+// A simulated device (MSIM_DEVICE) of this benchmark's own: named with
+// `prefix`, the process id and a serial, removed from /dev/shm when this
+// goes. A device already under that name is a dead run's (pids are unique
+// among live processes; a killed run leaves its devices), so it is removed
+// first: one made by an older simulator would refuse the jobs.
+class ScratchDevice {
+ public:
+  explicit ScratchDevice(const std::string& prefix);
+  ~ScratchDevice();
+  ScratchDevice(const ScratchDevice&) = delete;
+  ScratchDevice& operator=(const ScratchDevice&) = delete;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
 struct BenchPaths {
   std::string msim_run;       // the workload runner
   std::string msched_profile;

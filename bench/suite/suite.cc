@@ -207,9 +207,10 @@ Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<co
         vars["FOOT"] = foot;
         vars[job.work_var] = 1;
         for (const auto& [k, v] : vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
+        const ScratchDevice device("benchprof");
         SpawnOptions so;
         so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
-                  {"MSIM_DEVICE", "benchprof" + std::to_string(getpid())}, {"MSIM_HOST_KERNELS", "off"}};
+                  {"MSIM_DEVICE", device.name()}, {"MSIM_HOST_KERNELS", "off"}};
         so.stdout_path = stem + ".log";
         so.stderr_path = stem + ".err";
         Result<Subprocess> p = Subprocess::Spawn(argv, so);
@@ -252,9 +253,10 @@ TemplateAccuracy CheckAtSize(const JobSpec& job, const ScenarioJob& kind, uint64
   std::map<std::string, int64_t> vars = job.vars;
   vars[kind.work_var] = 1;
   for (const auto& [k, v] : vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
+  const ScratchDevice device("benchcheck");
   SpawnOptions so;
   so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
-            {"MSIM_DEVICE", "benchcheck" + std::to_string(getpid())}, {"MSIM_HOST_KERNELS", "off"},
+            {"MSIM_DEVICE", device.name()}, {"MSIM_HOST_KERNELS", "off"},
             {"MSIM_HBM_BYTES", std::to_string(hbm)}};
   so.stdout_path = stem + ".log";
   so.stderr_path = stem + ".err";

@@ -24,7 +24,8 @@ constexpr auto kReconnectEvery = std::chrono::seconds(1);
 constexpr auto kMaxReconnectEvery = std::chrono::seconds(60);
 constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
 // How long a job waits, holding its place on the device clock, for the
-// coordinator to handle its ask, and how often it looks (WaitTurn).
+// coordinator to handle its ask, for an order on its way, or (simulator) for
+// the jobs woken with it, and how often it looks (WaitTurn).
 constexpr auto kHandledWait = std::chrono::seconds(2);
 constexpr auto kHandledRecheckEvery = std::chrono::microseconds(200);
 // MSCHED_COORD=auto: the longest a job waits for a coordinator's answer
@@ -59,6 +60,10 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   registered_ = true;
   if (!socket.ok()) return JoinNone(socket.status().message(), "", spdlog::level::err);
   socket_ = *socket;
+  // Simulator: jobs register in virtual-time order (then the order the
+  // coordinator numbers and groups them in is the same in every run); this
+  // one holds its place on the clock until its welcome comes.
+  DeviceWaitForTurn();
   Result<int> fd = Connect(bytes);
   if (!fd.ok()) {
     return JoinNone(fd.status().message(),
@@ -229,7 +234,12 @@ void CoordClient::ReaderLoop() {
       }
       const CoordShm* mapping = new CoordShm(std::move(*shm));  // never unmapped: see gate_
       gate_.store(&mapping->slot(w->slot), std::memory_order_release);
+      gate_page_ = mapping;
+      gate_slot_ = w->slot;
       running_.store(false);
+      orders_received_.store(0);
+      messages_sent_.store(0);
+      job_id_.store(w->job);
       {
         MutexLock usage(&usage_mu_);  // this connection's hello told it all
         seen_allocated_ = last_ask_bytes_ = hello_allocated_.load();
@@ -249,6 +259,10 @@ void CoordClient::ReaderLoop() {
         refused_ = r->reason;
         active_.store(nullptr, std::memory_order_release);
       } else {
+        if (std::holds_alternative<proto::Go>(*m) || std::holds_alternative<proto::Stop>(*m) ||
+            std::holds_alternative<proto::Budget>(*m)) {
+          orders_received_.fetch_add(1);
+        }
         inbox_.push_back(std::move(*m));
         attention_.store(true, std::memory_order_release);
       }
@@ -305,11 +319,30 @@ proto::JobCounters CoordClient::Counters() const {
 void CoordClient::Send(const proto::Message& m) {
   MutexLock lock(&send_mu_);
   const int fd = fd_.load();
-  if (fd >= 0) (void)SendMessage(fd, m);  // a failure surfaces in the reader thread
+  if (fd < 0) return;
+  messages_sent_.fetch_add(1);
+  (void)SendMessage(fd, m);  // a failure surfaces in the reader thread
 }
 
 void CoordClient::SayGoodbye() {
-  if (CoordClient* c = Active()) c->Send(proto::Goodbye{DeviceNow(), c->Counters()});
+  CoordClient* c = Active();
+  if (c == nullptr) return;
+  c->Send(proto::Goodbye{DeviceNow(), c->Counters()});
+  // The goodbye may wake waiting jobs at this moment of the clock; leaving
+  // the simulator first would let the running ones pass them.
+  c->HoldUntilHeard();
+}
+
+void CoordClient::HoldUntilHeard() {
+  if (!DeviceIsSimulated()) return;
+  const auto until = std::chrono::steady_clock::now() + kHandledWait;
+  MutexLock lock(&mu_);
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  while (std::chrono::steady_clock::now() < until &&
+         ((slot != nullptr && slot->job.load(std::memory_order_acquire) == job_id_.load() && MessageUnhandled()) ||
+          PeerAboutToWake())) {
+    cv_.WaitFor(&mu_, kHandledRecheckEvery);
+  }
 }
 
 bool CoordClient::MayLaunch() {
@@ -326,6 +359,12 @@ bool CoordClient::MayLaunch() {
 }
 
 bool CoordClient::EnterGate() {
+  // Simulator: the gate is read at this job's turn in virtual time, so
+  // that whether the coordinator has closed it follows from what the other
+  // jobs did up to this moment of the clock, not from how far the host let
+  // them run (a job preempted by another's arrival stopped at a different
+  // launch in each run).
+  DeviceWaitForTurn();
   // Sequentially consistent with the closing of the gate (OnStop, Yield):
   // either this call sees the gate closed, or the closer sees its pass.
   passes_held_.fetch_add(1);
@@ -380,19 +419,42 @@ void CoordClient::ExecuteInbox() {
   attention_.store(false, std::memory_order_release);
 }
 
-bool CoordClient::AskUnhandled() const {
-  const uint64_t asked = asks_.load(std::memory_order_acquire);
-  if (answered_.load(std::memory_order_acquire) >= asked) return false;
+bool CoordClient::MessageUnhandled() const {
   const ShmSlot* slot = gate_.load(std::memory_order_acquire);
-  return slot != nullptr && slot->asks_handled.load(std::memory_order_acquire) < asked;
+  return slot != nullptr && slot->messages_handled.load(std::memory_order_acquire) < messages_sent_.load();
+}
+
+bool CoordClient::OrderInFlight() const {
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  return slot != nullptr && slot->orders_sent.load(std::memory_order_acquire) > orders_received_.load();
+}
+
+bool CoordClient::PeerAboutToWake() const {
+  if (gate_page_ == nullptr || !DeviceIsSimulated()) return false;
+  for (uint32_t i = 0; i < kShmSlots; ++i) {
+    const ShmSlot& s = gate_page_->slot(i);
+    if (i == gate_slot_ || s.job.load(std::memory_order_acquire) == 0) continue;
+    const int32_t pid = s.pid.load(std::memory_order_relaxed);
+    if (pid != 0 && DevicePeerAboutToWake(pid, s.orders_sent.load(std::memory_order_acquire))) return true;
+  }
+  return false;
 }
 
 void CoordClient::WaitTurn(Runtime& rt) {
   const uint64_t since = DeviceNow();
-  const auto unhandled_until = std::chrono::steady_clock::now() + kHandledWait;
+  // How long it holds its place on the clock for something on its way.
+  auto hold_until = std::chrono::steady_clock::now() + kHandledWait;
   MutexLock lock(&mu_);
   bool blocked = false;
   for (;;) {
+    if (blocked && !inbox_.empty()) {
+      // An order came: back on the clock before carrying it out (which
+      // moves the clock to the order's time and may call the driver), so
+      // that the peers woken with this job wait for it.
+      DeviceSetBlocked(false, 0);
+      blocked = false;
+      hold_until = std::chrono::steady_clock::now() + kHandledWait;
+    }
     ExecuteInbox();
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
     if (idleness_ == Idleness::kYielded) {
@@ -409,6 +471,12 @@ void CoordClient::WaitTurn(Runtime& rt) {
         if (end == proto::kNever || now < end) {
           const uint64_t idle = IdleSince(now, end);
           if (idle == 0) {
+            // Simulator: jobs woken by one decision go on in virtual-time
+            // order, not in the order the host happens to wake them.
+            if (PeerAboutToWake() && std::chrono::steady_clock::now() < hold_until) {
+              cv_.WaitFor(&mu_, kHandledRecheckEvery);
+              continue;
+            }
             if (end != proto::kNever) NoteActive(now, end);
             break;
           }
@@ -429,25 +497,30 @@ void CoordClient::WaitTurn(Runtime& rt) {
         }
       }  // else the coordinator closed the gate: its Stop is on the way
     }
-    // An ask the coordinator has not handled yet: wait for it to, keeping
-    // this job's place on the device clock. The orders it brings (to this
-    // job and to others) follow from what the job holds as of now; were the
-    // job to block first, the others would run on past this moment by as
-    // much as the host's timing allowed, and simulated runs would not
-    // repeat (the urgent scenario preempted at 25 ms in some runs and at
-    // 150 ms in others). Bounded: a coordinator that never says is waited
-    // for as before.
-    if (!blocked && AskUnhandled() && std::chrono::steady_clock::now() < unhandled_until) {
+    // A message the coordinator has not handled yet (an ask, a slice's end,
+    // a stop's reply), an order on its way (a Go, a Stop, the answer to an
+    // ask), or (simulator) jobs woken by what it said that are not back on
+    // the clock yet: wait, keeping this job's place on the device clock.
+    // What the coordinator decides follows from the job's state as of now,
+    // and its orders take effect now; were the job to block first, the
+    // others would run on past this moment by as much as the host's timing
+    // allowed, and simulated runs would not repeat (the urgent scenario
+    // preempted at 25 ms in some runs and at 150 ms in others; micro's
+    // co-running jobs queued their kernels in another order). It blocks
+    // only when nothing is coming until another job moves. Bounded: a
+    // coordinator that never says is waited for as before.
+    if (!blocked && (MessageUnhandled() || OrderInFlight() || PeerAboutToWake()) &&
+        std::chrono::steady_clock::now() < hold_until) {
       cv_.WaitFor(&mu_, kHandledRecheckEvery);
       continue;
     }
     if (!blocked) {
-      DeviceSetBlocked(true);
+      DeviceSetBlocked(true, orders_received_.load());
       blocked = true;
     }
     cv_.WaitFor(&mu_, kRecheckEvery);
   }
-  if (blocked) DeviceSetBlocked(false);
+  if (blocked) DeviceSetBlocked(false, 0);
   rt.counters().coord_wait_ns->Add(DeviceNow() - since);
 }
 

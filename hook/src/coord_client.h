@@ -146,9 +146,19 @@ class CoordClient {
   };
 
   bool MayLaunch();
-  // The job asked for more memory and the coordinator has not yet handled
-  // the ask (the gate page says which it has).
-  bool AskUnhandled() const;
+  // Something the job sent (an ask, a slice's end, a stop's reply...) that
+  // the coordinator has not handled yet (the gate page counts them).
+  bool MessageUnhandled() const;
+  // An order the coordinator sent has not reached the reader thread yet.
+  bool OrderInFlight() const;
+  // Simulator: another job is blocked with an order on its way to it (it
+  // was woken with this one, say).
+  bool PeerAboutToWake() const MSCHED_REQUIRES(mu_);
+  // Simulator, after a message sent outside WaitTurn (a goodbye, an idle
+  // report's stop reply): holds the process's place on the clock until the
+  // coordinator has handled it and the jobs it woke are back on the clock
+  // (bounded by kHandledWait).
+  void HoldUntilHeard() MSCHED_EXCLUDES(mu_);
   // Blocks until it may launch, doing what the coordinator asks.
   void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(exec_mu_, mu_);
   // Carries out the orders queued in the inbox, in order, dropping mu_ while
@@ -228,7 +238,17 @@ class CoordClient {
   // The job's slot in the coordinator's shared memory. A mapping is never
   // unmapped (a launch may be reading an old one when the job reconnects).
   std::atomic<const ShmSlot*> gate_{nullptr};
+  // The whole page and this job's slot in it: the other jobs' slots.
+  const CoordShm* gate_page_ MSCHED_GUARDED_BY(mu_) = nullptr;
+  uint32_t gate_slot_ MSCHED_GUARDED_BY(mu_) = 0;
   std::atomic<bool> attention_{false};  // messages wait in the inbox
+  // Orders received on this connection (compared with the gate page's
+  // orders_sent); written by the reader thread.
+  std::atomic<uint64_t> orders_received_{0};
+  // Messages sent on this connection since its hello (compared with the
+  // gate page's messages_handled), and the job id it was welcomed as.
+  std::atomic<uint64_t> messages_sent_{0};
+  std::atomic<uint64_t> job_id_{0};
   // Holds its turn (last Go not yet followed by a Stop or an idle report):
   // written under exec_mu_, or by the reader thread on a new connection.
   std::atomic<bool> running_{false};

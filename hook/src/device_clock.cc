@@ -21,8 +21,19 @@ void DeviceSetIdleAlarm(uint64_t idle_ns, void (*fn)()) {
   if (auto arm = RealDriver().msimSetIdleAlarm) arm(idle_ns, fn);
 }
 
-void DeviceSetBlocked(bool blocked) {
-  if (auto set = RealDriver().msimSetBlocked) set(blocked ? 1 : 0);
+void DeviceSetBlocked(bool blocked, uint64_t wakeups_seen) {
+  if (auto set = RealDriver().msimSetBlocked) set(blocked ? 1 : 0, wakeups_seen);
+}
+
+void DeviceWaitForTurn() {
+  if (auto wait = RealDriver().msimWaitForTurn) wait();
+}
+
+bool DevicePeerAboutToWake(int32_t pid, uint64_t wakeups_sent) {
+  auto peer = RealDriver().msimPeerBlocked;
+  int blocked = 0;
+  uint64_t seen = 0;
+  return peer != nullptr && peer(pid, &blocked, &seen) == CUDA_SUCCESS && blocked != 0 && wakeups_sent > seen;
 }
 
 void DeviceAdvanceTo(uint64_t t) {

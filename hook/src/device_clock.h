@@ -18,8 +18,16 @@ bool DeviceIsSimulated();
 // past `idle_ns` of idleness (msimSetIdleAlarm); 0 disarms it.
 void DeviceSetIdleAlarm(uint64_t idle_ns, void (*fn)());
 // The process waits (true) or no longer waits (false) for something outside
-// the device: other processes sharing the simulated device must not wait for it.
-void DeviceSetBlocked(bool blocked);
+// the device: other processes sharing the simulated device must not wait for
+// it. `wakeups_seen`: the coordinator's orders it had received then.
+void DeviceSetBlocked(bool blocked, uint64_t wakeups_seen);
+// Simulator only: returns once every other process sharing the device has
+// reached this one's virtual time, so that what it reads or says to the
+// coordinator next happens in virtual-time order (msimWaitForTurn).
+void DeviceWaitForTurn();
+// Simulator only: process `pid` is blocked and has been sent more orders
+// (`wakeups_sent`) than it had seen when it blocked, so it is about to wake.
+bool DevicePeerAboutToWake(int32_t pid, uint64_t wakeups_sent);
 // The wait ended at device time `t`: the process's clock moves there.
 void DeviceAdvanceTo(uint64_t t);
 

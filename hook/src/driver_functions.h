@@ -25,6 +25,8 @@ namespace msched::hook {
 #define MSCHED_SIM_FUNCTIONS(X) \
   X(msimGetTime)                \
   X(msimSetBlocked)             \
+  X(msimPeerBlocked)            \
+  X(msimWaitForTurn)            \
   X(msimAdvanceTo)              \
   X(msimSetIdleAlarm)           \
   X(msimLastLaunchAccesses)     \

@@ -76,6 +76,7 @@ void CoordClient::OnIdleAlarm() {
   CoordClient* c = Active();
   if (c == nullptr || ExecutingOrder::Active()) return;
   Safely(c->rt_, "giving an idle turn up", [c] {
+    DeviceWaitForTurn();  // the gate as of this moment of the clock (EnterGate)
     const ShmSlot* slot = c->gate_.load(std::memory_order_acquire);
     if (slot == nullptr || !c->running_.load() || slot->may_run.load(std::memory_order_acquire) == 0) return;
     const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
@@ -84,7 +85,10 @@ void CoordClient::OnIdleAlarm() {
     // The clock stands where the idle yield ran out: the turn passes on
     // from now, and the Stop is carried out now, in virtual time, while
     // the process holds the others back at this time.
-    if (c->Yield(now)) c->AwaitYieldAnswer();
+    if (c->Yield(now)) {
+      c->AwaitYieldAnswer();
+      c->HoldUntilHeard();  // the clock moves on from here when this returns
+    }
   });
 }
 

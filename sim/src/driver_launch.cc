@@ -253,10 +253,31 @@ MSIM_EXPORT CUresult msimSetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn) {
   return CUDA_SUCCESS;
 }
 
-MSIM_EXPORT CUresult msimSetBlocked(int blocked) {
+MSIM_EXPORT CUresult msimSetBlocked(int blocked, uint64_t wakeups_seen) {
   Process* p = Process::Current();
   if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  p->dev->SetBlocked(blocked != 0);
+  p->dev->SetBlocked(blocked != 0, wakeups_seen);
+  return CUDA_SUCCESS;
+}
+
+MSIM_EXPORT CUresult msimWaitForTurn(void) {
+  Process* p = Process::Current();
+  if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  // As a driver call's entry and exit, without the call: no time passes and
+  // the idle alarm's count goes on.
+  const uint64_t t = p->now_relaxed();
+  p->dev->EnterCall(t);
+  p->dev->WaitForTurn(t);
+  p->dev->LeaveCall(t);
+  return CUDA_SUCCESS;
+}
+
+MSIM_EXPORT CUresult msimPeerBlocked(int pid, int* blocked, uint64_t* wakeups_seen) {
+  if (blocked == nullptr || wakeups_seen == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Process* p = Process::Current();
+  if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  *wakeups_seen = 0;
+  *blocked = p->dev->PeerBlocked(pid, wakeups_seen) ? 1 : 0;
   return CUDA_SUCCESS;
 }
 

@@ -21,7 +21,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 5;
+inline constexpr uint32_t kLayoutVersion = 6;  // 6: ProcSlot::wakeups_seen
 
 struct DeviceHeader {
   uint64_t magic;
@@ -172,7 +172,7 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
   for (int i = 0; i < kMaxProcs; ++i) {
     ProcSlot& p = d->h_->procs[i];
     if (!p.in_use) {
-      p = ProcSlot{getpid(), 1, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0};
+      p = ProcSlot{getpid(), 1, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0, 0};
       d->slot_ = i;
       break;
     }
@@ -416,8 +416,22 @@ void SharedDevice::LeaveCall(uint64_t t) {
   __atomic_sub_fetch(&me.in_call, 1, __ATOMIC_RELAXED);
 }
 
-void SharedDevice::SetBlocked(bool blocked) {
-  if (slot_ >= 0) __atomic_store_n(&h_->procs[slot_].blocked, blocked ? 1u : 0u, __ATOMIC_RELEASE);
+void SharedDevice::SetBlocked(bool blocked, uint64_t wakeups_seen) {
+  if (slot_ < 0) return;
+  // The count first: a peer that sees the flag sees the count it goes with.
+  __atomic_store_n(&h_->procs[slot_].wakeups_seen, wakeups_seen, __ATOMIC_RELEASE);
+  __atomic_store_n(&h_->procs[slot_].blocked, blocked ? 1u : 0u, __ATOMIC_RELEASE);
+}
+
+bool SharedDevice::PeerBlocked(int32_t pid, uint64_t* wakeups_seen) const {
+  for (int i = 0; i < kMaxProcs; ++i) {
+    const ProcSlot& q = h_->procs[i];
+    if (!__atomic_load_n(&q.in_use, __ATOMIC_ACQUIRE) || __atomic_load_n(&q.pid, __ATOMIC_RELAXED) != pid) continue;
+    if (!__atomic_load_n(&q.blocked, __ATOMIC_ACQUIRE)) return false;
+    *wakeups_seen = __atomic_load_n(&q.wakeups_seen, __ATOMIC_ACQUIRE);
+    return true;
+  }
+  return false;
 }
 
 void SharedDevice::WaitForTurn(uint64_t t) {
@@ -436,8 +450,8 @@ void SharedDevice::WaitForTurn(uint64_t t) {
           stuck_[i].host_time.load(std::memory_order_relaxed) == q_time) {
         continue;
       }
-      const bool idle = __atomic_load_n(&q.in_call, __ATOMIC_RELAXED) == 0 &&
-                        now - __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED) > kIdleMs * 1000000;
+      const bool idle = IdleAt(now, __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED),
+                               __atomic_load_n(&q.in_call, __ATOMIC_RELAXED));
       const bool first = q_time < t || (q_time == t && (q.rank < me.rank || (q.rank == me.rank && i < slot_)));
       behind = !idle && first;
       // One that holds us back for long may have died or been stopped (a

@@ -72,6 +72,7 @@ struct ProcSlot {
   uint64_t last_active_ns;  // CLOCK_MONOTONIC of its last driver call
   uint32_t in_call;         // threads inside a driver call
   uint32_t blocked;         // waiting outside the simulator (msimSetBlocked)
+  uint64_t wakeups_seen;    // what it had received when it blocked (msimSetBlocked)
 };
 
 struct ReleaseEntry {
@@ -149,10 +150,22 @@ class SharedDevice {
   // mistaken for an idle one (which would let the others run ahead of it).
   static constexpr uint64_t kIdleMs = 1000;
   static constexpr uint64_t kMaxWaitMs = 5000;
+  // A peer outside any call whose last activity was over kIdleMs before
+  // `now_ns` (CLOCK_MONOTONIC). A peer may stamp its activity after `now_ns`
+  // was read: such a stamp is recent, not 2^64 ns old (the unsigned
+  // difference once let a process pass a peer between two of its launches,
+  // so that the order of their kernels on the device followed the host's
+  // timing).
+  static bool IdleAt(uint64_t now_ns, uint64_t last_active_ns, uint32_t in_call) {
+    return in_call == 0 && now_ns > last_active_ns && now_ns - last_active_ns > kIdleMs * 1000000;
+  }
   void WaitForTurn(uint64_t t);
   void EnterCall(uint64_t t);
   void LeaveCall(uint64_t t);
-  void SetBlocked(bool blocked);
+  void SetBlocked(bool blocked, uint64_t wakeups_seen);
+  // Whether the live process `pid` on this device is blocked, and the
+  // wake-ups it had seen then; false when no such process is attached.
+  bool PeerBlocked(int32_t pid, uint64_t* wakeups_seen) const;
 
   // Start barrier for processes launched as a group (MSIM_START_BARRIER=n):
   // returns once n processes have arrived (counted in groups of n), so they

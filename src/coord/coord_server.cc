@@ -248,11 +248,6 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
     if (metrics_) metrics_->Counted(c.job, usage->counters);
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns, usage->ask));
-    // Published after the orders and gates the ask brought: the job waits
-    // for this before it lets other jobs run on (coord_client.cc, WaitTurn).
-    if (auto s = slot_of_job_.find(c.job); usage->ask != 0 && s != slot_of_job_.end()) {
-      shm_.slot(s->second).asks_handled.store(usage->ask, std::memory_order_release);
-    }
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
   } else if (auto* idle = std::get_if<proto::Idle>(&m)) {
@@ -269,6 +264,11 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     Apply(scheduler_.Exited(c.job, bye->now_ns));
   } else {
     return violation("a coordinator-to-job message sent by a job");
+  }
+  // Published after the orders and gates the message brought: a job waits
+  // for this before it lets other jobs run on (coord_client.cc, WaitTurn).
+  if (auto s = slot_of_job_.find(c.job); s != slot_of_job_.end()) {
+    shm_.slot(s->second).messages_handled.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -307,7 +307,9 @@ void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
   fd_of_job_[j.id] = fd;
   slot_of_job_[j.id] = slot;
   shm_.slot(slot).may_run.store(0, std::memory_order_relaxed);
-  shm_.slot(slot).asks_handled.store(0, std::memory_order_relaxed);
+  shm_.slot(slot).messages_handled.store(0, std::memory_order_relaxed);
+  shm_.slot(slot).orders_sent.store(0, std::memory_order_relaxed);
+  shm_.slot(slot).pid.store(c.peer.pid, std::memory_order_relaxed);
   shm_.slot(slot).job.store(j.id, std::memory_order_release);
   const uint64_t id = j.id;
   const std::string name = j.name;
@@ -387,6 +389,11 @@ void CoordServer::Apply(const Commands& commands) {
         const Job* j = scheduler_.Find(cmd.job);
         Log("job " + std::to_string(cmd.job) + (j ? " (" + j->name + ")" : std::string()) + " refused: " + cmd.reason);
         break;
+      }
+    }
+    if (cmd.kind != Command::Kind::kRefuse) {
+      if (auto s = slot_of_job_.find(cmd.job); s != slot_of_job_.end()) {
+        shm_.slot(s->second).orders_sent.fetch_add(1, std::memory_order_release);
       }
     }
     if (!SendMessage(it->second, m).ok()) {

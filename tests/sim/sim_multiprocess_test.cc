@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "shared_device.h"
 #include "sim_test_util.h"
 
 namespace msim_test {
@@ -86,6 +87,49 @@ class SimMultiProcessTest : public ::testing::Test {
   }
   std::string device_ = DeviceName();
 };
+
+TEST(SimLockstepTest, APeerThatStampedItsActivityAfterTheClockWasReadIsNotIdle) {
+  constexpr uint64_t kSecond = 1'000'000'000;
+  const uint64_t now = 100 * kSecond;
+  EXPECT_FALSE(msim::SharedDevice::IdleAt(now, now + 1000, 0)) << "stamped just after `now` was read";
+  EXPECT_FALSE(msim::SharedDevice::IdleAt(now, now - kSecond / 2, 0));
+  EXPECT_TRUE(msim::SharedDevice::IdleAt(now, now - 2 * kSecond, 0));
+  EXPECT_FALSE(msim::SharedDevice::IdleAt(now, now - 2 * kSecond, 1)) << "inside a call";
+}
+
+TEST_F(SimMultiProcessTest, ABlockedProcessTellsItsPeersHowManyWakeUpsItHadSeen) {
+  Child a(device_, [](Child& self) {
+    if (!Attach() || msimSetBlocked(1, 7) != CUDA_SUCCESS) return 1;
+    self.Tell('b');
+    self.Hear();
+    if (msimSetBlocked(0, 0) != CUDA_SUCCESS) return 2;
+    self.Tell('u');
+    self.Hear();
+    return 0;
+  });
+  ASSERT_EQ(a.Listen(), 'b');
+  const pid_t a_pid = a.pid();
+  Child b(device_, [a_pid](Child& self) {
+    if (!Attach()) return 1;
+    int blocked = 0;
+    uint64_t seen = 0;
+    if (msimPeerBlocked(a_pid, &blocked, &seen) != CUDA_SUCCESS || blocked != 1 || seen != 7) return 2;
+    // The test's own process shares no device: never blocked.
+    if (msimPeerBlocked(getppid(), &blocked, &seen) != CUDA_SUCCESS || blocked != 0) return 3;
+    if (msimPeerBlocked(a_pid, nullptr, &seen) != CUDA_ERROR_INVALID_VALUE) return 4;
+    self.Tell('1');
+    self.Hear();  // a has unblocked
+    if (msimPeerBlocked(a_pid, &blocked, &seen) != CUDA_SUCCESS || blocked != 0) return 5;
+    return 0;
+  });
+  ASSERT_EQ(b.Listen(), '1');
+  a.Say('x');
+  ASSERT_EQ(a.Listen(), 'u');
+  b.Say('x');
+  EXPECT_EQ(b.Wait(), 0);
+  a.Say('x');
+  EXPECT_EQ(a.Wait(), 0);
+}
 
 TEST_F(SimMultiProcessTest, DeviceAllocationsContendForOneHbm) {
   Child a(device_, [](Child& self) {

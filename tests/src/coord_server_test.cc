@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -110,6 +111,36 @@ class CoordServerTest : public ::testing::Test {
     return r;
   }
   nlohmann::json Status() { return nlohmann::json::parse(Ask(proto::Control{}).text); }
+
+  // Two jobs of 10 GiB on 16, which take turns, each with the gate page its
+  // welcome carried, mapped.
+  struct TurnTakers {
+    int fds[2];
+    std::vector<CoordShm> shm;
+    uint32_t slots[2];
+  };
+  void JoinTurnTakers(TurnTakers* t) {
+    for (int i = 0; i < 2; ++i) {
+      t->fds[i] = Join(10 * kGiB, "job" + std::to_string(i));
+      const auto [w, shm_fd] = ExpectWelcome(t->fds[i]);
+      Result<CoordShm> mapped = CoordShm::OpenReadOnly(shm_fd);
+      ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+      t->shm.push_back(std::move(*mapped));
+      t->slots[i] = w.slot;
+    }
+  }
+  // The running one's slice ends at `now`: it is stopped, answers, and the
+  // other is told to go. `stopped` runs after the Stop arrives.
+  void Switch(const TurnTakers& t, int running, uint64_t now, const std::function<void()>& stopped = [] {}) {
+    ASSERT_TRUE(SendMessage(t.fds[running], proto::SliceEnd{now}).ok());
+    Expect<proto::Stop>(t.fds[running]);
+    stopped();
+    proto::Stopped s;
+    s.now_ns = now;
+    s.working_set = 10 * kGiB;
+    ASSERT_TRUE(SendMessage(t.fds[running], s).ok());
+    Expect<proto::Go>(t.fds[1 - running]);
+  }
 
   static int serial_;
   std::string dir_;
@@ -241,36 +272,42 @@ TEST_F(CoordServerTest, AJobToldToGoFindsItsGateAlreadyOpen) {
   ServerOptions o;
   o.trace_path = dir_ + "/timeline.json";
   Start(/*answer_timeout_ms=*/10000, o);
-  int fds[2];
-  std::vector<CoordShm> shm;
-  uint32_t slots[2];
-  for (int i = 0; i < 2; ++i) {
-    fds[i] = Join(10 * kGiB, "job" + std::to_string(i));  // 20 GiB on 16: they take turns
-    const auto [w, shm_fd] = ExpectWelcome(fds[i]);
-    Result<CoordShm> mapped = CoordShm::OpenReadOnly(shm_fd);
-    ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
-    shm.push_back(std::move(*mapped));
-    slots[i] = w.slot;
-  }
-  Expect<proto::Go>(fds[0]);
+  TurnTakers t;
+  JoinTurnTakers(&t);
+  Expect<proto::Go>(t.fds[0]);
   uint64_t now = 0;
   int closed = 0;
   constexpr int kSwitches = 200;
   for (int i = 0, running = 0; i < kSwitches; ++i, running = 1 - running) {
-    ASSERT_TRUE(SendMessage(fds[running], proto::SliceEnd{now += 100'000'000}).ok());
-    Expect<proto::Stop>(fds[running]);
-    proto::Stopped s;
-    s.now_ns = now;
-    s.working_set = 10 * kGiB;
-    ASSERT_TRUE(SendMessage(fds[running], s).ok());
-    Expect<proto::Go>(fds[1 - running]);
-    closed += shm[1 - running].slot(slots[1 - running]).may_run.load(std::memory_order_acquire) == 0;
+    Switch(t, running, now += 100'000'000);
+    closed += t.shm[1 - running].slot(t.slots[1 - running]).may_run.load(std::memory_order_acquire) == 0;
   }
   EXPECT_EQ(closed, 0) << "of " << kSwitches << " Go messages found their gate closed";
-  ::close(fds[0]);
-  ::close(fds[1]);
+  ::close(t.fds[0]);
+  ::close(t.fds[1]);
   Stop();
   ::unlink(o.trace_path.c_str());
+}
+
+TEST_F(CoordServerTest, EveryOrderIsCountedInTheGatePageBeforeItIsSentAndTheSlotNamesTheProcess) {
+  // A job blocked in a simulated run tells its peers how many orders it had
+  // received when it blocked; a peer compares that with this count to know
+  // that one is on its way (coord_client.cc, WaitTurn).
+  TurnTakers t;
+  JoinTurnTakers(&t);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(t.shm[i].slot(t.slots[i]).pid.load(), getpid()) << "from SO_PEERCRED";
+  uint64_t received[2] = {0, 0};
+  auto sent = [&](int i) { return t.shm[i].slot(t.slots[i]).orders_sent.load(std::memory_order_acquire); };
+  Expect<proto::Go>(t.fds[0]);
+  EXPECT_EQ(sent(0), ++received[0]);
+  EXPECT_EQ(sent(1), 0u) << "the welcome is not an order";
+  uint64_t now = 0;
+  for (int i = 0, running = 0; i < 4; ++i, running = 1 - running) {
+    Switch(t, running, now += 100'000'000, [&] { EXPECT_EQ(sent(running), ++received[running]); });
+    EXPECT_EQ(sent(1 - running), ++received[1 - running]);
+  }
+  ::close(t.fds[0]);
+  ::close(t.fds[1]);
 }
 
 // mschedd --metrics: the server publishes snapshots to the board as jobs

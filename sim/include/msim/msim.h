@@ -42,8 +42,24 @@ CUresult msimSetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn);
  * something outside the simulator, such as a coordinator's turn. Processes
  * sharing a device advance in virtual-time order; a blocked one must not
  * hold the others back. On unblocking, call msimAdvanceTo with the time the
- * wait ended. */
-CUresult msimSetBlocked(int blocked);
+ * wait ended. `wakeups_seen` counts the messages that may end such a wait
+ * that the process had received when it blocked: a peer that knows how many
+ * were sent to it (msimPeerBlocked) can tell that one is on its way. */
+CUresult msimSetBlocked(int blocked, uint64_t wakeups_seen);
+/* Waits, as a driver call does on entry, until every other process sharing
+ * the device has reached the calling process's virtual time (ties in
+ * MSIM_RANK order), without making a call: no time passes. For an
+ * interposer that reads or changes state outside the simulator that other
+ * processes share (a coordinator's gates, its registrations), so that it
+ * does so in virtual-time order, as on a real GPU in real time. */
+CUresult msimWaitForTurn(void);
+/* Whether process `pid`, attached to the same device, is blocked (*blocked
+ * 1, with *wakeups_seen its count then), or not or not attached (0). A
+ * process woken together with others waits, holding its place on the
+ * clock, until those it knows to be woken have unblocked: otherwise it
+ * would run on past their wake-up time by as much as the host's timing
+ * allowed. */
+CUresult msimPeerBlocked(int pid, int* blocked, uint64_t* wakeups_seen);
 
 /* One byte range a launch touched (exact, not page-aligned): one per access
  * the kernel's declaration lists (one per piece of a strided access, one per

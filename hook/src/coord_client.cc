@@ -28,6 +28,25 @@ constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
 // the jobs woken with it, and how often it looks (WaitTurn).
 constexpr auto kHandledWait = std::chrono::seconds(2);
 constexpr auto kHandledRecheckEvery = std::chrono::microseconds(200);
+
+// The bound on holding a job's place (kHandledWait), renewed whenever the
+// counts that settle it move: a coordinator that never answers is waited
+// for as before, a slow one does not cut a hold short.
+class HoldDeadline {
+ public:
+  bool Open(uint64_t progress) {
+    const auto now = std::chrono::steady_clock::now();
+    if (progress != progress_ || until_ == std::chrono::steady_clock::time_point{}) {
+      progress_ = progress;
+      until_ = now + kHandledWait;
+    }
+    return now < until_;
+  }
+
+ private:
+  uint64_t progress_ = 0;
+  std::chrono::steady_clock::time_point until_{};
+};
 // MSCHED_COORD=auto: the longest a job waits for a coordinator's answer
 // before running alone.
 constexpr auto kAutoAnswerWait = std::chrono::seconds(5);
@@ -70,7 +89,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
                     " after waiting " + std::to_string(config_.coord_wait_ns / 1000000000) + " s",
                     spdlog::level::info);
   }
-  fd_.store(*fd);
+  UseConnection(*fd);
   std::thread(&CoordClient::ReaderLoop, this).detach();
   // On a real GPU nothing else sees an idle job's time pass (on the
   // simulator, its idle alarm does, in virtual time): the timer thread
@@ -220,7 +239,7 @@ void CoordClient::ReaderLoop() {
         again = Connect(allocated_.load());
       }
       LogWarn("connected again to a coordinator at {}", socket_);
-      fd_.store(*again);
+      UseConnection(*again);
       continue;
     }
     MutexLock lock(&mu_);
@@ -237,8 +256,6 @@ void CoordClient::ReaderLoop() {
       gate_page_ = mapping;
       gate_slot_ = w->slot;
       running_.store(false);
-      orders_received_.store(0);
-      messages_sent_.store(0);
       job_id_.store(w->job);
       {
         MutexLock usage(&usage_mu_);  // this connection's hello told it all
@@ -316,7 +333,18 @@ proto::JobCounters CoordClient::Counters() const {
   return {SimulatedFaults(), rt_.counters().bytes_prefetched->value()};
 }
 
+void CoordClient::UseConnection(int fd) {
+  MutexLock lock(&send_mu_);
+  messages_sent_.store(0);
+  orders_received_.store(0);  // the reader thread reads the new socket only after this
+  fd_.store(fd);
+}
+
 void CoordClient::Send(const proto::Message& m) {
+  // Simulator: said at the job's turn, when no other job is behind it on
+  // the clock, so that no job sees a decision dated after its own moment
+  // (a stop's reply follows a synchronisation that moved the clock on).
+  DeviceWaitForTurn();
   MutexLock lock(&send_mu_);
   const int fd = fd_.load();
   if (fd < 0) return;
@@ -335,19 +363,22 @@ void CoordClient::SayGoodbye() {
 
 void CoordClient::HoldUntilHeard() {
   if (!DeviceIsSimulated()) return;
-  const auto until = std::chrono::steady_clock::now() + kHandledWait;
+  HoldDeadline hold;
   MutexLock lock(&mu_);
   const ShmSlot* slot = gate_.load(std::memory_order_acquire);
-  while (std::chrono::steady_clock::now() < until &&
-         ((slot != nullptr && slot->job.load(std::memory_order_acquire) == job_id_.load() && MessageUnhandled()) ||
-          PeerAboutToWake())) {
-    cv_.WaitFor(&mu_, kHandledRecheckEvery);
-  }
+  // A goodbye's slot may be freed, and taken by another job, once handled.
+  auto mine = [&] { return slot != nullptr && slot->job.load(std::memory_order_acquire) == job_id_.load(); };
+  while (((mine() && MessageUnhandled()) || PeerAboutToWake()) && hold.Open(Progress())) HoldAWhile();
 }
 
 bool CoordClient::MayLaunch() {
   if (attention_.load(std::memory_order_acquire) || !running_.load()) return false;
   if (answered_.load(std::memory_order_acquire) < asks_.load(std::memory_order_acquire)) return false;
+  // Simulator: a report that asked nothing may still let the coordinator
+  // admit or wake another job as of this moment, and an order counted in
+  // the gate page is carried out at this launch whether or not it has
+  // arrived yet (WaitTurn holds for both).
+  if (DeviceIsSimulated() && (MessageUnhandled() || OrderInFlight())) return false;
   const ShmSlot* slot = gate_.load(std::memory_order_acquire);
   if (slot == nullptr || slot->may_run.load(std::memory_order_acquire) == 0) return false;
   const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
@@ -440,10 +471,28 @@ bool CoordClient::PeerAboutToWake() const {
   return false;
 }
 
+bool CoordClient::Unsettled() const {
+  return DeviceIsSimulated() && (MessageUnhandled() || OrderInFlight() || PeerAboutToWake());
+}
+
+uint64_t CoordClient::Progress() const {
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  const uint64_t coordinator = slot == nullptr ? 0
+                                               : slot->messages_handled.load(std::memory_order_acquire) +
+                                                     slot->orders_sent.load(std::memory_order_acquire);
+  return coordinator + messages_sent_.load() + orders_received_.load();
+}
+
+void CoordClient::HoldAWhile() {
+  mu_.Unlock();
+  DeviceWaitForTurn();
+  mu_.Lock();
+  cv_.WaitFor(&mu_, kHandledRecheckEvery);
+}
+
 void CoordClient::WaitTurn(Runtime& rt) {
   const uint64_t since = DeviceNow();
-  // How long it holds its place on the clock for something on its way.
-  auto hold_until = std::chrono::steady_clock::now() + kHandledWait;
+  HoldDeadline hold;  // how long it holds its place on the clock (below)
   MutexLock lock(&mu_);
   bool blocked = false;
   for (;;) {
@@ -453,7 +502,6 @@ void CoordClient::WaitTurn(Runtime& rt) {
       // that the peers woken with this job wait for it.
       DeviceSetBlocked(false, 0);
       blocked = false;
-      hold_until = std::chrono::steady_clock::now() + kHandledWait;
     }
     ExecuteInbox();
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
@@ -472,9 +520,10 @@ void CoordClient::WaitTurn(Runtime& rt) {
           const uint64_t idle = IdleSince(now, end);
           if (idle == 0) {
             // Simulator: jobs woken by one decision go on in virtual-time
-            // order, not in the order the host happens to wake them.
-            if (PeerAboutToWake() && std::chrono::steady_clock::now() < hold_until) {
-              cv_.WaitFor(&mu_, kHandledRecheckEvery);
+            // order, not in the order the host happens to wake them, and a
+            // report's consequences are drawn before the job goes on.
+            if (Unsettled() && hold.Open(Progress())) {
+              HoldAWhile();
               continue;
             }
             if (end != proto::kNever) NoteActive(now, end);
@@ -497,10 +546,10 @@ void CoordClient::WaitTurn(Runtime& rt) {
         }
       }  // else the coordinator closed the gate: its Stop is on the way
     }
-    // A message the coordinator has not handled yet (an ask, a slice's end,
-    // a stop's reply), an order on its way (a Go, a Stop, the answer to an
-    // ask), or (simulator) jobs woken by what it said that are not back on
-    // the clock yet: wait, keeping this job's place on the device clock.
+    // Simulator: a message the coordinator has not handled yet (an ask, a
+    // slice's end, a stop's reply), an order on its way (a Go, a Stop, the
+    // answer to an ask), or jobs woken by what it said that are not back
+    // on the clock yet: wait, keeping this job's place on the device clock.
     // What the coordinator decides follows from the job's state as of now,
     // and its orders take effect now; were the job to block first, the
     // others would run on past this moment by as much as the host's timing
@@ -508,10 +557,9 @@ void CoordClient::WaitTurn(Runtime& rt) {
     // preempted at 25 ms in some runs and at 150 ms in others; micro's
     // co-running jobs queued their kernels in another order). It blocks
     // only when nothing is coming until another job moves. Bounded: a
-    // coordinator that never says is waited for as before.
-    if (!blocked && (MessageUnhandled() || OrderInFlight() || PeerAboutToWake()) &&
-        std::chrono::steady_clock::now() < hold_until) {
-      cv_.WaitFor(&mu_, kHandledRecheckEvery);
+    // coordinator that stops answering is waited for as before.
+    if (!blocked && Unsettled() && hold.Open(Progress())) {
+      HoldAWhile();
       continue;
     }
     if (!blocked) {

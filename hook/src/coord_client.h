@@ -154,6 +154,20 @@ class CoordClient {
   // Simulator: another job is blocked with an order on its way to it (it
   // was woken with this one, say).
   bool PeerAboutToWake() const MSCHED_REQUIRES(mu_);
+  // Simulator: the job must keep its place on the clock for now: a message
+  // of its is unhandled, an order to it on its way, or a job it woke not
+  // yet back on the clock (docs/simulator.md, "Determinism").
+  bool Unsettled() const MSCHED_REQUIRES(mu_);
+  // The sum of the counts Unsettled looks at: it moves when either side
+  // makes progress.
+  uint64_t Progress() const;
+  // One look's wait while unsettled. It also waits for its turn at its own
+  // time, which stamps its activity: a holder silent for kIdleMs would
+  // look idle to the simulator, and the others would pass it.
+  void HoldAWhile() MSCHED_REQUIRES(mu_);
+  // Installs a new connection's socket: both sides count messages and
+  // orders from its hello on.
+  void UseConnection(int fd) MSCHED_EXCLUDES(send_mu_);
   // Simulator, after a message sent outside WaitTurn (a goodbye, an idle
   // report's stop reply): holds the process's place on the clock until the
   // coordinator has handled it and the jobs it woke are back on the clock
@@ -246,7 +260,8 @@ class CoordClient {
   // orders_sent); written by the reader thread.
   std::atomic<uint64_t> orders_received_{0};
   // Messages sent on this connection since its hello (compared with the
-  // gate page's messages_handled), and the job id it was welcomed as.
+  // gate page's messages_handled; reset with fd_ under send_mu_), and the
+  // job id it was welcomed as.
   std::atomic<uint64_t> messages_sent_{0};
   std::atomic<uint64_t> job_id_{0};
   // Holds its turn (last Go not yet followed by a Stop or an idle report):

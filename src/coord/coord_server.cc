@@ -391,14 +391,19 @@ void CoordServer::Apply(const Commands& commands) {
         break;
       }
     }
-    if (cmd.kind != Command::Kind::kRefuse) {
-      if (auto s = slot_of_job_.find(cmd.job); s != slot_of_job_.end()) {
-        shm_.slot(s->second).orders_sent.fetch_add(1, std::memory_order_release);
-      }
+    // Counted before it is written: one the job has not received is on its way.
+    std::atomic<uint64_t>* sent = nullptr;
+    if (auto s = slot_of_job_.find(cmd.job); s != slot_of_job_.end() && cmd.kind != Command::Kind::kRefuse) {
+      sent = &shm_.slot(s->second).orders_sent;
+      sent->fetch_add(1, std::memory_order_release);
     }
     if (!SendMessage(it->second, m).ok()) {
-      // Its socket is broken: EPOLLRDHUP/EOF will remove it; the watchdog covers the gap.
-      Log("cannot write to job " + std::to_string(cmd.job));
+      // Broken, or full (a job that does not read its orders), perhaps
+      // after part of a frame: no further message could be read from it.
+      // Shut down, EPOLLRDHUP/EOF removes it; the watchdog covers the gap.
+      if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
+      ::shutdown(it->second, SHUT_RDWR);
+      Log("cannot write to job " + std::to_string(cmd.job) + "; dropping its connection");
     }
   }
 }

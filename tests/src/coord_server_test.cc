@@ -310,6 +310,34 @@ TEST_F(CoordServerTest, EveryOrderIsCountedInTheGatePageBeforeItIsSentAndTheSlot
   ::close(t.fds[1]);
 }
 
+TEST_F(CoordServerTest, EveryMessageOfAJobIsCountedInTheGatePageOnceHandled) {
+  // A job in a simulated run holds its place on the clock until the count
+  // reaches what it sent (coord_client.cc, WaitTurn).
+  TurnTakers t;
+  JoinTurnTakers(&t);
+  Expect<proto::Go>(t.fds[0]);
+  auto handled = [&](int i, uint64_t want) {
+    // Published after the orders the message brought: poll for it.
+    const auto& count = t.shm[i].slot(t.slots[i]).messages_handled;
+    for (int tries = 0; tries < 5000 && count.load(std::memory_order_acquire) < want; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return count.load(std::memory_order_acquire);
+  };
+  EXPECT_EQ(handled(0, 0), 0u) << "the hello is not counted";
+  ASSERT_TRUE(SendMessage(t.fds[0], proto::Usage{10 * kGiB, 1000, {}, 0}).ok());
+  EXPECT_EQ(handled(0, 1), 1u) << "a report that asks nothing";
+  Status();  // a control request, on a connection of its own
+  Switch(t, /*running=*/0, 100'000'000);  // a slice's end and a stop's reply
+  EXPECT_EQ(handled(0, 3), 3u);
+  EXPECT_EQ(handled(1, 0), 0u) << "the other job sent nothing";
+  ASSERT_TRUE(SendMessage(t.fds[1], proto::Goodbye{200'000'000, {}}).ok());
+  EXPECT_EQ(handled(1, 1), 1u) << "its goodbye";
+  EXPECT_EQ(handled(0, 3), 3u);
+  ::close(t.fds[0]);
+  ::close(t.fds[1]);
+}
+
 // mschedd --metrics: the server publishes snapshots to the board as jobs
 // come, report and go, and a reader on another thread sees them (TSan runs
 // this too); names stay out unless the option asks for them.

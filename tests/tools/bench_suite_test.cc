@@ -259,8 +259,9 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
     if (auto it = second.find(key); it != second.end()) {
       // Runs repeat (docs/simulator.md, "Determinism"): the same bytes
       // moved and switches, and times within 10 us, a few driver calls'
-      // cost (A and ablation-slice have differed by one call, 0.5 us, in
-      // one run of six; micro at 150% once differed by 6.7 ms).
+      // cost (equal in the runs seen; one call, 0.5 us, was the last
+      // difference found and removed, and micro at 150% once differed by
+      // 6.7 ms).
       ++repeated;
       for (const char* column : {"h2d_bytes", "switches"}) {
         EXPECT_EQ(row.at(column), it->second.at(column)) << key << ": two runs differ in " << column;

@@ -23,9 +23,9 @@ constexpr auto kRetryEvery = std::chrono::milliseconds(200);
 constexpr auto kReconnectEvery = std::chrono::seconds(1);
 constexpr auto kMaxReconnectEvery = std::chrono::seconds(60);
 constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
-// How long a job waits, holding its place on the device clock, for the
-// coordinator to handle its ask, for an order on its way, or (simulator) for
-// the jobs woken with it, and how often it looks (WaitTurn).
+// Simulator: how long a job holds its place on the device clock without
+// progress, for the coordinator to handle what it sent, for an order on its
+// way, or for the jobs woken with it, and how often it looks (WaitTurn).
 constexpr auto kHandledWait = std::chrono::seconds(2);
 constexpr auto kHandledRecheckEvery = std::chrono::microseconds(200);
 

@@ -276,10 +276,7 @@ void CoordClient::ReaderLoop() {
         refused_ = r->reason;
         active_.store(nullptr, std::memory_order_release);
       } else {
-        if (std::holds_alternative<proto::Go>(*m) || std::holds_alternative<proto::Stop>(*m) ||
-            std::holds_alternative<proto::Budget>(*m)) {
-          orders_received_.fetch_add(1);
-        }
+        orders_received_.fetch_add(1);  // all but the welcome and a refusal are orders
         inbox_.push_back(std::move(*m));
         attention_.store(true, std::memory_order_release);
       }
@@ -461,7 +458,7 @@ bool CoordClient::OrderInFlight() const {
 }
 
 bool CoordClient::PeerAboutToWake() const {
-  if (gate_page_ == nullptr || !DeviceIsSimulated()) return false;
+  if (gate_page_ == nullptr) return false;
   for (uint32_t i = 0; i < kShmSlots; ++i) {
     const ShmSlot& s = gate_page_->slot(i);
     if (i == gate_slot_ || s.job.load(std::memory_order_acquire) == 0) continue;

@@ -151,8 +151,8 @@ class CoordClient {
   bool MessageUnhandled() const;
   // An order the coordinator sent has not reached the reader thread yet.
   bool OrderInFlight() const;
-  // Simulator: another job is blocked with an order on its way to it (it
-  // was woken with this one, say).
+  // Another job is blocked in the simulator with an order on its way to it
+  // (it was woken with this one, say). Callers check for the simulator.
   bool PeerAboutToWake() const MSCHED_REQUIRES(mu_);
   // Simulator: the job must keep its place on the clock for now: a message
   // of its is unhandled, an order to it on its way, or a job it woke not

@@ -5,7 +5,9 @@
 //   no hook        the simulated driver alone
 //   hook, off      libmsched preloaded in pass-through mode
 //   hook, msched   a predicted kernel (template evaluated, residency checked)
-//   hook, unknown  a kernel without a template (MSCHED_UNKNOWN=fault)
+//   hook, unknown  a kernel without a template: the pointer fallback (the
+//                  default, MSCHED_UNKNOWN=pointers: its pointer argument to
+//                  the end of its allocation), and demand paging (fault)
 // Method: best of 5 runs of N launches each, after a warm-up; wall time on
 // the host (the simulated driver's own cost is the baseline subtracted).
 // With --threads T (a comma-separated list runs each count in turn), T
@@ -114,7 +116,7 @@ Sample Measure(const std::string& self, const char* kernel, long n, int threads,
                const std::map<std::string, std::string>& env) {
   msched::SpawnOptions o;
   o.env = env;
-  o.unset_env = {"MSIM_DEVICE", "MSCHED_STATS", "MSIM_STATS"};
+  o.unset_env = {"MSIM_DEVICE", "MSCHED_STATS", "MSIM_STATS", "MSCHED_UNKNOWN"};
   if (!env.count("LD_PRELOAD")) o.unset_env.push_back("LD_PRELOAD");
   const std::string out = "/tmp/hook_overhead_" + std::to_string(getpid()) + ".out";
   o.stdout_path = out;
@@ -171,7 +173,9 @@ int main(int argc, char** argv) {
   } rows[] = {
       {"hook, off", "tiny", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "off"}}},
       {"hook, msched, predicted kernel", "tiny", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
-      {"hook, msched, unknown kernel", "tiny_unknown", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
+      {"hook, msched, unknown, pointers", "tiny_unknown", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
+      {"hook, msched, unknown, fault", "tiny_unknown",
+       {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}, {"MSCHED_UNKNOWN", "fault"}}},
   };
   int status = 0;
   for (const int threads : thread_counts) {

@@ -2,10 +2,18 @@
 // templates of 1, 4 and 16 regions. BM_Linear: every region linear in a
 // product of two argument words (the common T2 shape). BM_WithStrided: every
 // fourth region strided, 64 pieces 1 MiB apart (each piece its own range).
-// The target is well under a microsecond for a typical kernel.
+// BM_WidestShipped: the widest shipped template (templates/), then cut to the
+// allocations; BM_PointerFallbackWidest: the fallback over a struct of the
+// same width. The target is well under a microsecond for a typical kernel,
+// and under one for the widest.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "model/kernel_args.h"
+#include "model/predictor.h"
 #include "model/template_eval.h"
 
 namespace msched {
@@ -53,10 +61,72 @@ void Evaluate(benchmark::State& state, bool strided) {
   state.counters["ranges_out"] = static_cast<double>(out.regions().size());
 }
 
+// The shipped template with the most regions (a PyTorch foreach kernel over
+// a TensorListMetadata of about 3 KiB), on arguments whose base words point
+// 1 GiB apart and whose other 32-bit words hold 64; /1 then cuts the regions
+// to their allocations, as the hook does under its lock (model/predictor.h),
+// /0 does not.
+void BM_WidestShipped(benchmark::State& state) {
+  TemplateLoadResult loaded = LoadTemplatesFile(MSCHED_SHIPPED_TEMPLATES);
+  const KernelTemplate* widest = nullptr;
+  for (const KernelTemplate& t : loaded.templates.kernels) {
+    if (widest == nullptr || t.regions.size() > widest->regions.size()) widest = &t;
+  }
+  if (widest == nullptr) {
+    state.SkipWithError("no shipped templates");
+    return;
+  }
+  size_t bytes = 0;
+  for (const ParamInfo& p : widest->layout) bytes = std::max<size_t>(bytes, p.offset + p.size);
+  std::vector<uint32_t> buffer((bytes + 7) / 4, 64);
+  AllocationMap allocs;
+  uint64_t next = 0x7f0000000000ull;
+  for (const Region& r : widest->regions) {
+    const uint64_t base = next;
+    next += uint64_t{1} << 30;
+    std::memcpy(reinterpret_cast<uint8_t*>(buffer.data()) + widest->layout[r.base.param].offset + r.base.offset, &base, 8);
+    (void)allocs.Insert(base, uint64_t{1} << 29, AllocKind::kManaged);
+  }
+  const ArgView args = ArgView::FromBuffer(widest->layout, buffer.data(), buffer.size() * 4);
+  const LaunchDims dims;
+  Prediction out;
+  for (auto _ : state) {
+    out.Clear();
+    EvaluateTemplate(*widest, args, dims, &out);
+    if (state.range(0)) ClipToAllocations(allocs, 0, &out);
+    benchmark::DoNotOptimize(out.regions().data());
+  }
+  state.counters["regions"] = static_cast<double>(widest->regions.size());
+  state.counters["param_bytes"] = static_cast<double>(bytes);
+  state.counters["ranges_out"] = static_cast<double>(out.regions().size());
+}
+
+// The fallback on the same arguments: every 8-byte word looked up.
+void BM_PointerFallbackWidest(benchmark::State& state) {
+  constexpr size_t kWords = 3144 / 8;
+  std::vector<uint64_t> words(kWords, 64);
+  AllocationMap allocs;
+  for (size_t i = 0; i < 144; ++i) {  // 48 tensors in each of three lists
+    words[i] = 0x7f0000000000ull + (uint64_t{1} << 30) * i;
+    (void)allocs.Insert(words[i], uint64_t{1} << 29, AllocKind::kManaged);
+  }
+  const ParamLayout layout = {{0, static_cast<uint32_t>(kWords * 8)}};
+  const ArgView args = ArgView::FromBuffer(layout, words.data(), kWords * 8);
+  Prediction out;
+  for (auto _ : state) {
+    out.Clear();
+    PredictFromPointers(args, allocs, PointerExtent::kToAllocationEnd, &out);
+    benchmark::DoNotOptimize(out.regions().data());
+  }
+  state.counters["ranges_out"] = static_cast<double>(out.regions().size());
+}
+
 void BM_Linear(benchmark::State& state) { Evaluate(state, false); }
 void BM_WithStrided(benchmark::State& state) { Evaluate(state, true); }
 BENCHMARK(BM_Linear)->Arg(1)->Arg(4)->Arg(16);
 BENCHMARK(BM_WithStrided)->Arg(4)->Arg(16);
+BENCHMARK(BM_WidestShipped)->Arg(0)->Arg(1);
+BENCHMARK(BM_PointerFallbackWidest);
 
 }  // namespace
 }  // namespace msched

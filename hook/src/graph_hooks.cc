@@ -125,17 +125,16 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
   dims.block[0] = p.blockDimX, dims.block[1] = p.blockDimY, dims.block[2] = p.blockDimZ;
   dims.shared_mem = p.sharedMemBytes;
   Prediction pred;
-  switch (ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr)) {
-    case PredictionSource::kTemplate:
-      EvaluateTemplate(*k->tmpl, args, dims, &pred);
-      if (pred.failed_regions() > 0) return false;
-      break;
-    case PredictionSource::kWholeAllocations: {
-      MutexLock lock(&rt.mu());
-      PredictAllocations(args, rt.allocs(), &pred);
-      break;
-    }
-    case PredictionSource::kNone: return false;
+  const PredictionSource source =
+      ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
+  if (source == PredictionSource::kNone) return false;
+  if (source == PredictionSource::kTemplate) EvaluateTemplate(*k->tmpl, args, dims, &pred);
+  const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
+  if (!rule && pred.failed_regions() > 0) return false;
+  {
+    MutexLock lock(&rt.mu());
+    ClipToAllocations(rt.allocs(), 0, &pred);
+    if (rule) PredictFromPointers(args, rt.allocs(), *rule, &pred);
   }
   spec->regions = pred.regions();
   return true;

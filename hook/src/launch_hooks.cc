@@ -3,8 +3,9 @@
 // queued, the kernel is identified (name and parameter layout, cached per
 // handle), its arguments decoded in whichever form they came (kernelParams
 // or the packed `extra` buffer), its working set predicted from its template
-// (or at allocation granularity in alloc mode, or for unknown kernels with
-// MSCHED_UNKNOWN=alloc), and made resident. Nothing is injected while a
+// (or, for a kernel without one, from each pointer argument to the end of
+// its allocation, or as whole allocations: MSCHED_UNKNOWN; alloc mode always
+// takes whole allocations), and made resident. Nothing is injected while a
 // stream is capturing.
 // In profile mode the launch runs under the profile recorder instead. With a
 // coordinator, every launch first passes the job's gate (coord_client.h).
@@ -122,13 +123,16 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
       c.launches_predicted->Add();
       c.eval_failures->Add(pred.failed_regions());
       break;
+    case PredictionSource::kPointers: c.launches_fallback->Add(); break;
     case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
     case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
+  const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
   if (source == PredictionSource::kNone || pred.failed_regions() > 0) ForgoReadMostly(rt);
-  if (source == PredictionSource::kWholeAllocations || !pred.regions().empty()) {
+  if (rule || !pred.regions().empty()) {
     MutexLock lock(&rt.mu());
-    if (source == PredictionSource::kWholeAllocations) PredictAllocations(args, rt.allocs(), &pred);
+    ClipToAllocations(rt.allocs(), 0, &pred);
+    if (rule) PredictFromPointers(args, rt.allocs(), *rule, &pred);
     PrepareResidency(rt, pred.regions(), s.stream);
   }
   if (timed) {

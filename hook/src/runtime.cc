@@ -75,6 +75,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.launches_total = stats_.GetCounter("launches.total");
   c_.launches_predicted = stats_.GetCounter("launches.predicted");
   c_.launches_unknown = stats_.GetCounter("launches.unknown");
+  c_.launches_fallback = stats_.GetCounter("launches.fallback");
   c_.launches_whole_allocation = stats_.GetCounter("launches.whole_allocation");
   c_.launches_in_capture = stats_.GetCounter("launches.in_capture");
   c_.launches_graph = stats_.GetCounter("launches.graph");
@@ -119,17 +120,25 @@ void Runtime::LoadTemplates() {
   // An installed library finds the shipped templates relative to its own
   // file (<libdir>/msched -> <datadir>/msched/templates, the same path under
   // any prefix); a library in a build tree has none there and uses the
-  // source tree's.
-  std::string shipped = MSCHED_SHIPPED_TEMPLATES_DIR;
+  // source tree's. A library copied elsewhere may have neither: no shipped
+  // templates is no error (MSCHED_TEMPLATES still loads).
+  auto is_dir = [](const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  std::vector<std::string> paths;
   static const char kInThisLibrary = 0;
   Dl_info self{};
+  std::string installed;
   if (dladdr(&kInThisLibrary, &self) != 0 && self.dli_fname != nullptr && std::strchr(self.dli_fname, '/')) {
     const std::string lib = self.dli_fname;
-    const std::string installed = lib.substr(0, lib.rfind('/') + 1) + MSCHED_TEMPLATES_FROM_LIBDIR;
-    struct stat st;
-    if (::stat(installed.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) shipped = installed;
+    installed = lib.substr(0, lib.rfind('/') + 1) + MSCHED_TEMPLATES_FROM_LIBDIR;
   }
-  std::vector<std::string> paths = {shipped};
+  if (!installed.empty() && is_dir(installed)) {
+    paths.push_back(installed);
+  } else if (is_dir(MSCHED_SHIPPED_TEMPLATES_DIR)) {
+    paths.push_back(MSCHED_SHIPPED_TEMPLATES_DIR);
+  }
   paths.insert(paths.end(), config().template_paths.begin(), config().template_paths.end());
   std::vector<TemplateProblem> problems;
   templates_.LoadPaths(paths, &problems);

@@ -52,6 +52,7 @@ struct HookCounters {
   Counter* launches_total;
   Counter* launches_predicted;
   Counter* launches_unknown;
+  Counter* launches_fallback;
   Counter* launches_whole_allocation;
   Counter* launches_in_capture;
   Counter* launches_graph;

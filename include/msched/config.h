@@ -24,7 +24,7 @@ enum class Mode : uint8_t {
   kMsched,   // templates + OPT placement
   kProfile,  // record launches and touched memory for msched-profile
 };
-enum class UnknownPolicy : uint8_t { kFault, kAlloc };
+enum class UnknownPolicy : uint8_t { kPointers, kFault, kAlloc };
 enum class EvictionPolicy : uint8_t { kOpt, kLru };
 enum class CoordMode : uint8_t { kAuto, kOff, kRequired };
 enum class JobClass : uint8_t { kUnset, kShort, kLong };
@@ -40,7 +40,7 @@ struct Config {
   Mode mode = Mode::kMsched;
   std::vector<std::string> template_paths;  // files or directories
   std::optional<uint64_t> gpu_memory;       // budget; unset = what the device reports
-  UnknownPolicy unknown = UnknownPolicy::kFault;
+  UnknownPolicy unknown = UnknownPolicy::kPointers;
   EvictionPolicy eviction = EvictionPolicy::kOpt;
   std::string stats_path;                   // empty: no statistics file
   std::string log_path;                     // empty: stderr

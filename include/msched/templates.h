@@ -12,7 +12,8 @@
 //        {"base": "p0", "kind": "linear", "mode": "read",
 //         "extent": {"coef": 4, "factors": ["p3"]}},
 //        {"base": "p2", "kind": "strided", "mode": "write",
-//         "count": {"factors": ["p3"]}, "stride": 4096, "extent": 512}]}]}
+//         "count": {"factors": ["p3"]}, "stride": 4096, "extent": 512},
+//        {"base": "p1", "kind": "rest", "mode": "read"}]}]}
 #pragma once
 
 #include <cstdint>
@@ -62,6 +63,10 @@ struct Region {
     kFixed,    // T1: `extent` is a constant
     kLinear,   // T2: `extent` is a LinearExpr over argument words
     kStrided,  // T3: `count` pieces of `extent` bytes, `stride` bytes apart
+    kRest,     // from the base to the end of the allocation it points into:
+               // a base the profile found touched but whose extent no rule
+               // explained (`extent` unused; the prefetch is cut at the
+               // allocation's end, model/predictor.h's ClipToAllocations)
   };
   Kind kind = Kind::kFixed;
   ArgRef base;

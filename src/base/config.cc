@@ -49,7 +49,8 @@ bool PickEnum(std::string_view v, const std::pair<const char*, E> (&choices)[N],
 
 constexpr std::pair<const char*, Mode> kModes[] = {
     {"off", Mode::kOff}, {"um", Mode::kUm}, {"alloc", Mode::kAlloc}, {"msched", Mode::kMsched}, {"profile", Mode::kProfile}};
-constexpr std::pair<const char*, UnknownPolicy> kUnknown[] = {{"fault", UnknownPolicy::kFault}, {"alloc", UnknownPolicy::kAlloc}};
+constexpr std::pair<const char*, UnknownPolicy> kUnknown[] = {
+    {"pointers", UnknownPolicy::kPointers}, {"fault", UnknownPolicy::kFault}, {"alloc", UnknownPolicy::kAlloc}};
 constexpr std::pair<const char*, EvictionPolicy> kEviction[] = {{"opt", EvictionPolicy::kOpt},
                                                                 {"lru", EvictionPolicy::kLru}};
 constexpr std::pair<const char*, CoordMode> kCoord[] = {
@@ -92,8 +93,9 @@ const VarSpec kVars[] = {
        c->gpu_memory = *b;
        return true;
      }},
-    {{"MSCHED_UNKNOWN", "fault|alloc", "fault",
-      "kernels without a template: leave to demand paging, or prefetch their allocations"},
+    {{"MSCHED_UNKNOWN", "pointers|fault|alloc", "pointers",
+      "kernels without a template: prefetch from each pointer argument to the end of its allocation, leave to "
+      "demand paging, or prefetch whole allocations"},
      [](std::string_view v, Config* c) { return PickEnum(v, kUnknown, &c->unknown); }},
     {{"MSCHED_EVICTION", "opt|lru", "opt",
       "which resident memory a job gives up first: needed furthest in the future, or least recently used "

@@ -1,31 +1,67 @@
 #include "model/predictor.h"
 
+#include <algorithm>
+
 namespace msched {
 
-void PredictAllocations(const ArgView& args, const AllocationMap& allocs, Prediction* out) {
+void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, PointerExtent extent, Prediction* out) {
   const ParamLayout* layout = args.layout();
-  if (layout == nullptr) return;
+  if (layout == nullptr || allocs.count() == 0) return;
+  const uint64_t lowest = allocs.all().begin()->second.base;
+  const uint64_t highest = allocs.all().rbegin()->second.range().end;
   const size_t first = out->regions().size();
   for (size_t p = 0; p < layout->size(); ++p) {
     const uint32_t size = (*layout)[p].size;
     for (uint32_t off = 0; off + 8 <= size && off <= UINT16_MAX; off += 8) {
       std::optional<uint64_t> v = args.Read({static_cast<uint16_t>(p), static_cast<uint16_t>(off), 8});
-      if (!v) continue;
+      if (!v || *v < lowest || *v >= highest) continue;
       const Allocation* a = allocs.Find(*v);
       if (a == nullptr || !IsManaged(a->kind)) continue;
-      bool seen = false;
-      for (size_t i = first; i < out->regions().size() && !seen; ++i) seen = out->regions()[i].range.begin == a->base;
-      if (!seen) out->Add(a->range(), AccessMode::kReadWrite);
+      const ByteRange r = extent == PointerExtent::kWholeAllocation ? a->range() : ByteRange{*v, a->range().end};
+      bool seen = false;  // the same region through another word (an in-place operation's input and output)
+      for (size_t i = first; i < out->regions().size() && !seen; ++i) {
+        seen = out->regions()[i].range.begin <= r.begin && r.end <= out->regions()[i].range.end;
+      }
+      if (!seen) out->Add(r, AccessMode::kReadWrite);
     }
   }
 }
 
+void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out) {
+  std::vector<PredictedRegion>& regions = *out->mutable_regions();
+  size_t kept = first;
+  for (size_t i = first; i < regions.size(); ++i) {
+    const Allocation* a = allocs.Find(regions[i].range.begin);
+    if (a == nullptr || !IsManaged(a->kind)) continue;
+    regions[kept] = regions[i];
+    regions[kept].range.end = std::min(regions[kept].range.end, a->range().end);
+    ++kept;
+  }
+  regions.resize(kept);
+}
+
 PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable) {
   if (!args_readable) return PredictionSource::kNone;
-  if (mode == Mode::kAlloc || (!has_template && unknown == UnknownPolicy::kAlloc)) {
-    return PredictionSource::kWholeAllocations;
+  if (mode == Mode::kAlloc) return PredictionSource::kWholeAllocations;
+  if (has_template) return PredictionSource::kTemplate;
+  switch (unknown) {
+    case UnknownPolicy::kPointers: return PredictionSource::kPointers;
+    case UnknownPolicy::kAlloc: return PredictionSource::kWholeAllocations;
+    case UnknownPolicy::kFault: return PredictionSource::kNone;
   }
-  return has_template ? PredictionSource::kTemplate : PredictionSource::kNone;
+  return PredictionSource::kNone;
+}
+
+std::optional<PointerExtent> PointerRuleFor(PredictionSource source, UnknownPolicy unknown, uint32_t failed_regions) {
+  switch (source) {
+    case PredictionSource::kPointers: return PointerExtent::kToAllocationEnd;
+    case PredictionSource::kWholeAllocations: return PointerExtent::kWholeAllocation;
+    case PredictionSource::kTemplate:
+      if (failed_regions > 0 && unknown == UnknownPolicy::kPointers) return PointerExtent::kToAllocationEnd;
+      return std::nullopt;
+    case PredictionSource::kNone: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace msched

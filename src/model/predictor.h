@@ -1,13 +1,15 @@
 // Predicting one launch's working set: choosing how (ChoosePrediction), then
 // from its template when there is one (EvaluateTemplate in template_eval.h,
-// which needs no lock), or at allocation granularity (every managed allocation an
-// argument word points into, the MSched paper's naive baseline). Runs on the
-// launch hot path; allocates nothing once `out` has grown. Thread-safe on
-// distinct outputs; the AllocationMap must not change meanwhile.
-// Used by the hook and the profiler's accuracy report.
+// which needs no lock), or from the pointers among its argument words: from
+// each pointer to the end of its allocation (the fallback for kernels
+// without a template), or whole allocations (the MSched paper's naive
+// baseline). Runs on the launch hot path; allocates nothing once `out` has
+// grown. Thread-safe on distinct outputs; the AllocationMap must not change
+// meanwhile. Used by the hook and the profiler's accuracy report.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "model/alloc_map.h"
 #include "model/kernel_args.h"
@@ -16,20 +18,46 @@
 
 namespace msched {
 
-// Appends every managed allocation that a 64-bit word of the arguments
-// (struct fields included) points into, once each.
-void PredictAllocations(const ArgView& args, const AllocationMap& allocs, Prediction* out);
+// How the pointer fallbacks read an argument word that points into a
+// managed allocation.
+enum class PointerExtent : uint8_t {
+  kToAllocationEnd,    // from the pointer to the end of the allocation
+  kWholeAllocation,    // the whole allocation, once
+};
+
+// Appends, for every 8-byte-aligned 64-bit word of the arguments (struct
+// fields included) that points into a managed allocation, the region
+// `extent` says. Words outside [lowest base, highest end) of the map are
+// rejected without a lookup, so a wide struct of sizes and strides costs one
+// comparison per word.
+void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, PointerExtent extent, Prediction* out);
+
+// Cuts each region of `out` from index `first` on to the managed allocation
+// that holds its first byte, and drops a region that starts in none: a
+// template's base word can hold a stale address (an unused slot of a list
+// of tensors) and its size words garbage, and a region never reaches into
+// another allocation.
+void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out);
 
 // How a launch's working set is predicted.
 enum class PredictionSource : uint8_t {
   kTemplate,          // its kernel's template, evaluated on the arguments
+  kPointers,          // from each pointer argument to the end of its allocation
   kWholeAllocations,  // every allocation an argument points into
   kNone,              // not at all: its data faults in
 };
 
-// The choice for a launch: whole allocations in alloc mode, and for a kernel
-// without a template under MSCHED_UNKNOWN=alloc; else its template if it has
-// one; nothing when its arguments cannot be read (layout unknown).
+// The choice for a launch: whole allocations in alloc mode; else its
+// template if it has one; else MSCHED_UNKNOWN's fallback (pointers, whole
+// allocations, or none); nothing when its arguments cannot be read (layout
+// unknown).
 PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable);
+
+// The pointer rule a launch predicted from `source` applies (under the
+// AllocationMap's lock, after any template evaluation): the two fallbacks'
+// own; for a template with `failed_regions` it could not evaluate, the
+// MSCHED_UNKNOWN=pointers fallback as well, so that what the template could
+// not say is still predicted; none otherwise.
+std::optional<PointerExtent> PointerRuleFor(PredictionSource source, UnknownPolicy unknown, uint32_t failed_regions);
 
 }  // namespace msched

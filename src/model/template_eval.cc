@@ -49,7 +49,10 @@ bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& di
     }
   }
   if (e.div <= 0) return false;
-  acc = acc / e.div + e.add;
+  // A 128-bit division is a library call; the common cases need none (the
+  // magnitude was bounded above, so the quotient of a 64-bit value is exact).
+  if (e.div != 1) acc = static_cast<int64_t>(acc) / e.div;
+  acc += e.add;
   if (acc < 0 || acc > static_cast<__int128>(kMaxRegionBytes)) return false;
   *out = static_cast<uint64_t>(acc);
   return true;
@@ -58,6 +61,10 @@ bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& di
 void EvaluateTemplate(const KernelTemplate& t, const ArgView& args, const LaunchDims& dims, Prediction* out) {
   for (const Region& r : t.regions) {
     std::optional<uint64_t> ptr = args.Read(r.base);
+    if (ptr && r.kind == Region::Kind::kRest) {  // cut at its allocation's end by whoever holds the map
+      out->Add({*ptr, *ptr + std::min(kMaxRegionBytes, UINT64_MAX - *ptr)}, r.mode);
+      continue;
+    }
     uint64_t extent = 0;
     if (!ptr || !EvaluateExpr(r.extent, args, dims, &extent)) {
       out->CountFailure();

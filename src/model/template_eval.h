@@ -41,6 +41,7 @@ class Prediction {
   }
   void Add(const ByteRange& r, AccessMode mode);
   const std::vector<PredictedRegion>& regions() const { return regions_; }
+  std::vector<PredictedRegion>* mutable_regions() { return &regions_; }
   uint64_t TotalBytes() const;
   // Regions skipped because an argument was missing, arithmetic overflowed,
   // or the result was negative or absurd.
@@ -61,6 +62,8 @@ class Prediction {
 bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& dims, uint64_t* out);
 
 // Appends the ranges of every region of `t` to `out` (without clearing it).
+// A kRest region comes out as kMaxRegionBytes from its base: callers cut it
+// to its allocation (ClipToAllocations in model/predictor.h).
 void EvaluateTemplate(const KernelTemplate& t, const ArgView& args, const LaunchDims& dims, Prediction* out);
 
 }  // namespace msched

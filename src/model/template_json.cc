@@ -150,6 +150,10 @@ Region ParseRegion(const json& j, const ParamLayout& layout, const std::string& 
   }
   if (auto it = j.find("mode"); it != j.end()) r.mode = ParseMode(*it, f + ".mode");
   const std::string& kind = GetString(Require(j, "kind", f + "."), f + ".kind");
+  if (kind == "rest") {
+    r.kind = Region::Kind::kRest;
+    return r;
+  }
   r.extent = ParseExpr(Require(j, "extent", f + "."), layout, f + ".extent");
   if (kind == "fixed") {
     r.kind = Region::Kind::kFixed;
@@ -161,7 +165,7 @@ Region ParseRegion(const json& j, const ParamLayout& layout, const std::string& 
     r.count = ParseExpr(Require(j, "count", f + "."), layout, f + ".count");
     r.stride = ParseExpr(Require(j, "stride", f + "."), layout, f + ".stride");
   } else {
-    throw EntryError{f + ".kind", "'" + kind + "' is not fixed, linear or strided"};
+    throw EntryError{f + ".kind", "'" + kind + "' is not fixed, linear, strided or rest"};
   }
   return r;
 }
@@ -307,10 +311,8 @@ std::string SerializeTemplates(const TemplateFile& file) {
     for (const ParamInfo& p : k.layout) params.push_back({p.offset, p.size});
     json regions = json::array();
     for (const Region& r : k.regions) {
-      json jr = {{"base", ArgRefToString(r.base)},
-                 {"kind", RegionKindName(r.kind)},
-                 {"mode", AccessModeName(r.mode)},
-                 {"extent", ExprToJson(r.extent)}};
+      json jr = {{"base", ArgRefToString(r.base)}, {"kind", RegionKindName(r.kind)}, {"mode", AccessModeName(r.mode)}};
+      if (r.kind != Region::Kind::kRest) jr["extent"] = ExprToJson(r.extent);
       if (r.base_offset != 0) jr["offset"] = r.base_offset;
       if (r.kind == Region::Kind::kStrided) {
         jr["count"] = ExprToJson(r.count);

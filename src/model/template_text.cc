@@ -38,6 +38,7 @@ const char* RegionKindName(Region::Kind kind) {
     case Region::Kind::kFixed: return "fixed";
     case Region::Kind::kLinear: return "linear";
     case Region::Kind::kStrided: return "strided";
+    case Region::Kind::kRest: return "rest";
   }
   return "fixed";
 }

@@ -6,30 +6,40 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/predictor.h"
 #include "model/template_eval.h"
 #include "profile/template_fitter.h"
 
 namespace msched {
 namespace {
 
-RangeSet Pages(const RangeSet& s) {
+RangeSet AlignedOut(const RangeSet& s, uint64_t align) {
   RangeSet out;
-  for (const ByteRange& r : s.ranges()) out.Add(r.AlignedOut(kPageSize));
+  for (const ByteRange& r : s.ranges()) out.Add(r.AlignedOut(align));
   return out;
 }
 
 std::string KindOf(const KernelTemplate& t) {
   std::string kind = "T1";
+  bool rest = false;
   for (const Region& r : t.regions) {
-    if (r.kind == Region::Kind::kStrided) return "T3";
-    if (r.kind == Region::Kind::kLinear) kind = "T2";
+    if (r.kind == Region::Kind::kStrided) kind = "T3";
+    if (r.kind == Region::Kind::kLinear && kind == "T1") kind = "T2";
+    rest = rest || r.kind == Region::Kind::kRest;
   }
-  return kind;
+  return rest ? kind + "+rest" : kind;
 }
 
-RangeSet Predict(const KernelTemplate& t, const Observation& o) {
+// The template's ranges for one launch, each within the allocation it
+// starts in, as the hook prefetches them; *failed counts the regions it could
+// not evaluate.
+RangeSet Predict(const KernelTemplate& t, const Observation& o, uint32_t* failed = nullptr) {
   Prediction p(/*alignment=*/1);
   EvaluateTemplate(t, o.args, o.launch->dims, &p);
+  if (failed != nullptr) *failed = p.failed_regions();
+  AllocationMap allocs;
+  for (const ByteRange& a : o.pointed) (void)allocs.Insert(a.begin, a.size(), AllocKind::kManaged);
+  ClipToAllocations(allocs, 0, &p);
   RangeSet s;
   for (const PredictedRegion& r : p.regions()) s.Add(r.range);
   return s;
@@ -47,6 +57,8 @@ void Accuracy::Add(const Accuracy& o) {
   touched_bytes += o.touched_bytes, touched_pages += o.touched_pages;
   predicted_bytes += o.predicted_bytes, predicted_pages += o.predicted_pages;
   fn_bytes += o.fn_bytes, fp_bytes += o.fp_bytes, fn_pages += o.fn_pages, fp_pages += o.fp_pages;
+  touched_blocks += o.touched_blocks, predicted_blocks += o.predicted_blocks;
+  fn_blocks += o.fn_blocks, fp_blocks += o.fp_blocks;
 }
 
 Accuracy Compare(const RangeSet& predicted, const RangeSet& touched) {
@@ -56,12 +68,18 @@ Accuracy Compare(const RangeSet& predicted, const RangeSet& touched) {
   const uint64_t hit = touched.OverlapBytes(predicted);
   a.fn_bytes = a.touched_bytes - hit;
   a.fp_bytes = a.predicted_bytes - hit;
-  const RangeSet tp = Pages(touched), pp = Pages(predicted);
+  const RangeSet tp = AlignedOut(touched, kPageSize), pp = AlignedOut(predicted, kPageSize);
   a.touched_pages = tp.TotalBytes();
   a.predicted_pages = pp.TotalBytes();
   const uint64_t page_hit = tp.OverlapBytes(pp);
   a.fn_pages = a.touched_pages - page_hit;
   a.fp_pages = a.predicted_pages - page_hit;
+  const RangeSet tb = AlignedOut(touched, kChunkSize), pb = AlignedOut(predicted, kChunkSize);
+  a.touched_blocks = tb.TotalBytes() / kChunkSize;
+  a.predicted_blocks = pb.TotalBytes() / kChunkSize;
+  const uint64_t block_hit = tb.OverlapBytes(pb) / kChunkSize;
+  a.fn_blocks = a.touched_blocks - block_hit;
+  a.fp_blocks = a.predicted_blocks - block_hit;
   return a;
 }
 
@@ -135,12 +153,21 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
       }
       KernelReport k;
       k.name = o.launch->kernel;
-      k.kind = it->second.second ? KindOf(*it->second.second) : "no template";
+      k.kind = it->second.second ? KindOf(*it->second.second) : "fallback";
       check.kernels.push_back(std::move(k));
     }
     const KernelTemplate* t = it->second.second;
     KernelReport& k = check.kernels[it->second.first];
-    const Accuracy a = Compare(t ? Predict(*t, o) : RangeSet(), o.touched);
+    // As the hook predicts (model/predictor.h): the template, and the
+    // fallback where there is none or where one of its regions failed.
+    uint32_t failed = 0;
+    RangeSet predicted = t ? Predict(*t, o, &failed) : RangeSet();
+    const std::optional<PointerExtent> rule = PointerRuleFor(
+        t ? PredictionSource::kTemplate : PredictionSource::kPointers, UnknownPolicy::kPointers, failed);
+    if (rule) predicted.Add(o.fallback);
+    ++check.launches;
+    if (!rule) ++check.template_launches;
+    const Accuracy a = Compare(predicted, o.touched);
     const Accuracy naive = Compare(o.naive, o.touched);
     ++k.calls;
     k.tmpl.Add(a);
@@ -155,18 +182,22 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
                         const std::string& trace_name) {
   std::string out = "# Templates checked on a run\n\n";
   out += "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
-         std::to_string(trace.launches.size()) + " launches): every call, beside predicting whole allocations. "
-         "FN: touched but not predicted (each costs faults); FP: predicted but not touched (link bandwidth "
-         "and HBM wasted).\n\n";
-  out += "| kernel | template | calls | FN % bytes | FN % pages | FP % bytes | FP % pages | FN MB | FP MB | "
-         "whole-alloc FN % | whole-alloc FP % |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+         std::to_string(trace.launches.size()) + " launches): what msched prefetches at run time for every "
+         "call, the kernel's template or else the fallback (from each pointer argument to the end of its "
+         "allocation), beside predicting whole allocations. " + std::to_string(c.template_launches) + " of " +
+         std::to_string(c.launches) + " launches predicted by a template. FN: touched but not predicted (each "
+         "costs faults); FP: predicted but not touched (link bandwidth and HBM wasted). Blocks: the 2 MiB blocks "
+         "each side covers, summed over launches.\n\n";
+  out += "| kernel | template | calls | FN % blocks | FP % blocks | FN % bytes | FN % pages | FP % bytes | "
+         "FP % pages | FN MB | FP MB | whole-alloc FN % | whole-alloc FP % |\n"
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   auto row = [&](const std::string& name, const std::string& kind, const std::string& calls, const Accuracy& a,
                  const Accuracy& n) {
     char mb[64];
     std::snprintf(mb, sizeof mb, "%.1f | %.1f", a.fn_bytes / 1e6, a.fp_bytes / 1e6);
-    out += "| " + name + " | " + kind + " | " + calls + " | " + Pct(a.FnBytesPct()) + " | " + Pct(a.FnPagesPct()) +
-           " | " + Pct(a.FpBytesPct()) + " | " + Pct(a.FpPagesPct()) + " | " + mb + " | " + Pct(n.FnBytesPct()) +
-           " | " + Pct(n.FpBytesPct()) + " |\n";
+    out += "| " + name + " | " + kind + " | " + calls + " | " + Pct(a.FnBlocksPct()) + " | " + Pct(a.FpBlocksPct()) +
+           " | " + Pct(a.FnBytesPct()) + " | " + Pct(a.FnPagesPct()) + " | " + Pct(a.FpBytesPct()) + " | " +
+           Pct(a.FpPagesPct()) + " | " + mb + " | " + Pct(n.FnBytesPct()) + " | " + Pct(n.FpBytesPct()) + " |\n";
   };
   for (const KernelReport& k : c.kernels) row(k.name, k.kind, std::to_string(k.calls), k.tmpl, k.naive);
   row("**all kernels**", "", "", c.total, c.naive_total);
@@ -175,10 +206,10 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
 
 std::string CheckJson(const TemplateCheck& c) {
   auto figures = [](const Accuracy& a) {
-    return nlohmann::json{{"touched_bytes", a.touched_bytes},
-                          {"predicted_bytes", a.predicted_bytes},
-                          {"fn_bytes", a.fn_bytes},
-                          {"fp_bytes", a.fp_bytes}};
+    return nlohmann::json{{"touched_bytes", a.touched_bytes},   {"predicted_bytes", a.predicted_bytes},
+                          {"fn_bytes", a.fn_bytes},             {"fp_bytes", a.fp_bytes},
+                          {"touched_blocks", a.touched_blocks}, {"predicted_blocks", a.predicted_blocks},
+                          {"fn_blocks", a.fn_blocks},           {"fp_blocks", a.fp_blocks}};
   };
   nlohmann::json j;
   j["kernels"] = nlohmann::json::array();
@@ -190,6 +221,8 @@ std::string CheckJson(const TemplateCheck& c) {
     j["kernels"].push_back(std::move(e));
   }
   j["total"] = figures(c.total);
+  j["launches"] = {{"total", c.launches}, {"template", c.template_launches},
+                   {"fallback", c.launches - c.template_launches}};
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -224,7 +257,8 @@ std::string FormatReport(const ProfileReport& r, const Trace& trace, const std::
          Pct(r.tmpl_total.FpPagesPct()) + " | " + Pct(r.naive_total.FnPagesPct()) + " | " +
          Pct(r.naive_total.FpPagesPct()) + " |\n\n";
   out += "Template regions: T1 (fixed) " + std::to_string(r.regions[0]) + ", T2 (linear) " +
-         std::to_string(r.regions[1]) + ", T3 (strided) " + std::to_string(r.regions[2]) + ".\n";
+         std::to_string(r.regions[1]) + ", T3 (strided) " + std::to_string(r.regions[2]) +
+         ", to the end of the allocation (no rule found) " + std::to_string(r.regions[3]) + ".\n";
   bool any = false;
   for (const KernelReport& k : r.kernels) {
     if (k.reason.empty()) continue;

@@ -20,12 +20,18 @@ struct Accuracy {
   uint64_t touched_bytes = 0, touched_pages = 0;      // pages counted in bytes
   uint64_t predicted_bytes = 0, predicted_pages = 0;
   uint64_t fn_bytes = 0, fp_bytes = 0, fn_pages = 0, fp_pages = 0;
+  // 2 MiB blocks (the driver's VA blocks), counted: what CUPTI's ranges can
+  // be trusted to (the driver prefetches within a block, so a touched range
+  // is a superset of the accesses), summed over launches.
+  uint64_t touched_blocks = 0, predicted_blocks = 0, fn_blocks = 0, fp_blocks = 0;
 
   void Add(const Accuracy& o);
   double FnBytesPct() const { return Pct(fn_bytes, touched_bytes); }
   double FpBytesPct() const { return Pct(fp_bytes, predicted_bytes); }
   double FnPagesPct() const { return Pct(fn_pages, touched_pages); }
   double FpPagesPct() const { return Pct(fp_pages, predicted_pages); }
+  double FnBlocksPct() const { return Pct(fn_blocks, touched_blocks); }
+  double FpBlocksPct() const { return Pct(fp_blocks, predicted_blocks); }
 
  private:
   static double Pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * part / whole : 0.0; }
@@ -48,25 +54,31 @@ struct ProfileReport {
   std::vector<KernelReport> kernels;
   TemplateFile templates;
   Accuracy tmpl_total, naive_total;  // over predictable kernels' held-out calls
-  uint64_t regions[3] = {0, 0, 0};   // T1, T2, T3 regions in the templates
+  uint64_t regions[4] = {0, 0, 0, 0};  // T1, T2, T3 and rest regions in the templates
 };
 
 ProfileReport Analyze(const Trace& trace);
 
-// The accuracy of given templates on every launch of a trace: templates
+// The accuracy of what msched would prefetch at run time, on every launch
+// of a trace: each launch's template when its kernel has one, else the
+// fallback (MSCHED_UNKNOWN=pointers: from each pointer argument to the end
+// of its allocation), as the hook predicts (model/predictor.h). Templates
 // fitted from small profiling runs, checked on a run at full size, show
 // before a benchmark does whether they extrapolate. One entry per kernel
-// launched (a kernel without a template predicts nothing: all of what it
-// touched is a false negative), beside whole allocations.
+// launched, beside whole allocations.
 struct TemplateCheck {
-  std::vector<KernelReport> kernels;  // kind "no template" for kernels the file lacks
+  std::vector<KernelReport> kernels;  // kind "fallback" for kernels the file lacks
   Accuracy total, naive_total;
+  uint64_t launches = 0;
+  uint64_t template_launches = 0;     // predicted by a template whose every region evaluated
 };
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace);
 std::string FormatCheck(const TemplateCheck& check, const Trace& trace, const std::string& templates_name,
                         const std::string& trace_name);
 // The same figures as JSON: {"kernels":[{"name","template","calls",
-// "touched_bytes","predicted_bytes","fn_bytes","fp_bytes"}...],"total":{...}}.
+// "touched_bytes","predicted_bytes","fn_bytes","fp_bytes","touched_blocks",
+// "predicted_blocks","fn_blocks","fp_blocks"}...],"total":{the same
+// figures},"launches":{"total","template","fallback"}}.
 std::string CheckJson(const TemplateCheck& check);
 
 // The report as Markdown: the per-kernel table, totals, unpredictable

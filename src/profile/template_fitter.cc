@@ -1,5 +1,8 @@
 #include "profile/template_fitter.h"
 
+#include "model/predictor.h"
+#include "profile/rounded_fit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,6 +14,7 @@ namespace {
 
 constexpr uint64_t kMaxSizeWord = uint64_t{1} << 40;  // larger integer words are not sizes
 constexpr size_t kMaxCandidates = 48;
+constexpr size_t kMaxRoundedCandidates = 1024;  // a 4 KiB struct of distinct words, and more
 constexpr int64_t kMaxCoefficient = int64_t{1} << 48;  // what a templates file accepts
 constexpr int64_t kMaxDivisor = 1024;
 
@@ -30,11 +34,10 @@ bool AllSame(const std::vector<uint64_t>& values) {
   return std::all_of(values.begin(), values.end(), [&](uint64_t v) { return v == values[0]; });
 }
 
-// Words usable as factors: integers (not pointers, not absurd) that vary
-// across launches, plus launch dimensions; one per distinct value vector.
-// `fixed_sizes` gets the whole-parameter integer words that hold the same
-// value (at least 2) in every launch.
-std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs, std::vector<FactorValues>* fixed_sizes) {
+}  // namespace
+
+std::vector<FactorValues> CandidateFactors(const std::vector<const Observation*>& obs,
+                                           std::vector<FactorValues>* fixed_sizes, bool keep_constant) {
   const Observation& first = *obs[0];
   const ParamLayout& layout = first.launch->layout;
   // A word overlapping a pointer in any launch (a pointer, or half of one) is no size.
@@ -73,13 +76,16 @@ std::vector<FactorValues> Candidates(const std::vector<const Observation*>& obs,
     natural.push_back(std::move(fv));
   }
   std::vector<FactorValues> out;
+  const size_t limit = keep_constant ? kMaxRoundedCandidates : kMaxCandidates;
   for (FactorValues& fv : natural) {
-    const bool constant = AllSame(fv.values);
+    const bool unusable = keep_constant ? fv.values[0] == 0 : AllSame(fv.values);
     const bool duplicate = std::any_of(out.begin(), out.end(), [&](const FactorValues& o) { return o.values == fv.values; });
-    if (!constant && !duplicate && out.size() < kMaxCandidates) out.push_back(std::move(fv));
+    if (!unusable && !duplicate && out.size() < limit) out.push_back(std::move(fv));
   }
   return out;
 }
+
+namespace {
 
 // Tries coefficient num/den over products `p` (one per launch): finds an add
 // d with lo < num*p/den + d <= hi everywhere, preferring d = 0.
@@ -260,12 +266,45 @@ std::optional<LinearExpr> FitExpression(const std::vector<std::optional<Target>>
   return with_offset;
 }
 
+namespace {
+
+// CUPTI's ranges are the driver's migrations: whole 64 KiB pages, and the
+// pages its prefetcher added within the 2 MiB block, below the pointer as
+// well as above the data. So a piece of one allocation is cut at every
+// pointer into that allocation, each part going to the nearest pointer at or
+// below it; the bytes below the lowest pointer but within its 2 MiB block are
+// the prefetcher's and go to none. Only bytes in an earlier block than every
+// pointer say that the kernel found an address in memory.
+void AttributeRounded(const Allocation& a, const TouchedRange& piece, Observation* o) {
+  std::vector<const ArgWord*> pointers;  // into `a`, by value, the first word of each value
+  for (size_t w = 0; w < o->words.size(); ++w) {
+    if (o->is_pointer[w] && a.range().Contains(o->words[w].value)) pointers.push_back(&o->words[w]);
+  }
+  std::stable_sort(pointers.begin(), pointers.end(),
+                   [](const ArgWord* x, const ArgWord* y) { return x->value < y->value; });
+  pointers.erase(std::unique(pointers.begin(), pointers.end(),
+                             [](const ArgWord* x, const ArgWord* y) { return x->value == y->value; }),
+                 pointers.end());
+  if (pointers.empty() || piece.range.begin < AlignDown(pointers[0]->value, kChunkSize)) {
+    o->unexplained = "touches " + Hex(piece.range.begin) + ", in a 2 MiB block below every argument that points "
+                     "into its allocation (a base read from memory: pointer chasing)";
+    return;
+  }
+  for (size_t i = 0; i < pointers.size(); ++i) {
+    const uint64_t next = i + 1 < pointers.size() ? pointers[i + 1]->value : UINT64_MAX;
+    const ByteRange part{std::max(piece.range.begin, pointers[i]->value), std::min(piece.range.end, next)};
+    if (!part.empty()) o->by_base[pointers[i]->ref].push_back(TouchedRange{part, piece.mode});
+  }
+}
+
+}  // namespace
+
 std::vector<Observation> Observe(const Trace& trace) {
   std::vector<Observation> out;
   out.reserve(trace.launches.size());
   AllocationMap allocs;
   size_t applied = 0;
-  const uint64_t slack = trace.precision > 1 ? trace.precision - 1 : 0;  // ranges rounded down before their pointer
+  const bool rounded = trace.precision > 1;
   for (const TraceLaunch& l : trace.launches) {
     for (; applied < l.alloc_epoch && applied < trace.allocs.size(); ++applied) {
       const TraceAllocEvent& e = trace.allocs[applied];
@@ -281,11 +320,15 @@ std::vector<Observation> Observe(const Trace& trace) {
     for (const auto& a : l.args) o.params.push_back(const_cast<uint8_t*>(a.data()));
     o.args = ArgView::FromKernelParams(l.layout, o.params.data());
     o.words = SliceArgWords(o.args);
-    for (const ArgWord& w : o.words) {
-      const Allocation* a = w.ref.width == 8 ? allocs.Find(w.value) : nullptr;
-      o.is_pointer.push_back(a != nullptr);
-      if (a) o.naive.Add(a->range());
+    for (const ArgWord& w : o.words) o.is_pointer.push_back(w.ref.width == 8 && allocs.Find(w.value) != nullptr);
+    Prediction naive(/*alignment=*/1), fallback(/*alignment=*/1);
+    PredictFromPointers(o.args, allocs, PointerExtent::kWholeAllocation, &naive);
+    PredictFromPointers(o.args, allocs, PointerExtent::kToAllocationEnd, &fallback);
+    for (const PredictedRegion& r : naive.regions()) {
+      o.pointed.push_back(r.range);
+      o.naive.Add(r.range);
     }
+    for (const PredictedRegion& r : fallback.regions()) o.fallback.Add(r.range);
     for (const TouchedRange& t : l.touched) {
       o.touched.Add(t.range);
       // A range is split at allocation boundaries before each piece finds its
@@ -304,11 +347,15 @@ std::vector<Observation> Observe(const Trace& trace) {
         continue;
       }
       for (const auto& [a, piece] : pieces) {
+        if (rounded) {
+          AttributeRounded(*a, TouchedRange{piece, t.mode}, &o);
+          continue;
+        }
         // The nearest pointer at or below the piece, into the same allocation.
         const ArgWord* best = nullptr;
         for (size_t w = 0; w < o.words.size(); ++w) {
           const ArgWord& word = o.words[w];
-          if (!o.is_pointer[w] || !a->range().Contains(word.value) || word.value > piece.begin + slack) continue;
+          if (!o.is_pointer[w] || !a->range().Contains(word.value) || word.value > piece.begin) continue;
           if (best == nullptr || word.value > best->value) best = &word;
         }
         if (best == nullptr) {
@@ -344,8 +391,9 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
       return fit;
     }
   }
+  if (precision > 1) return FitRoundedKernel(obs, precision, std::move(fit));
   std::vector<FactorValues> fixed_sizes;
-  const std::vector<FactorValues> candidates = Candidates(obs, &fixed_sizes);
+  const std::vector<FactorValues> candidates = CandidateFactors(obs, &fixed_sizes, /*keep_constant=*/false);
   std::set<ArgRef> bases;
   for (const Observation* o : obs) {
     for (const auto& [ref, ranges] : o->by_base) bases.insert(ref);

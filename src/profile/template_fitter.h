@@ -36,7 +36,9 @@ struct Observation {
   std::map<ArgRef, std::vector<TouchedRange>> by_base;  // touched ranges, by the pointer word they start from
   std::string unexplained;                         // a range no argument explains (empty: none)
   RangeSet touched;                                // exact bytes touched
-  RangeSet naive;                                  // whole allocations the arguments point into
+  std::vector<ByteRange> pointed;                  // the allocations the arguments point into, once each
+  RangeSet naive;                                  // the same, as a set
+  RangeSet fallback;                               // from each pointer to the end of its allocation
 };
 
 // Replays the trace's allocation events and reduces every launch.
@@ -63,6 +65,14 @@ struct FactorValues {
   Factor factor;
   std::vector<uint64_t> values;
 };
+
+// Words usable as factors: integers (not pointers, not absurd) plus launch
+// dimensions, one per distinct value vector; those that hold the same value
+// in every launch only with `keep_constant`. `fixed_sizes` gets the
+// whole-parameter integer words that hold the same value (at least 2) in
+// every launch.
+std::vector<FactorValues> CandidateFactors(const std::vector<const Observation*>& obs,
+                                           std::vector<FactorValues>* fixed_sizes, bool keep_constant);
 
 // The simplest expression (constant, then products of 1, 2, 3 factors)
 // whose value lies in every launch's target (launches with no target impose

@@ -58,7 +58,7 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   ConfigParse p = Parse({});
   EXPECT_TRUE(p.errors.empty());
   EXPECT_EQ(p.config.mode, Mode::kMsched);
-  EXPECT_EQ(p.config.unknown, UnknownPolicy::kFault);
+  EXPECT_EQ(p.config.unknown, UnknownPolicy::kPointers);
   EXPECT_EQ(p.config.coord, CoordMode::kAuto);
   EXPECT_EQ(p.config.log_level, LogLevel::kError);
   EXPECT_FALSE(p.config.gpu_memory.has_value());

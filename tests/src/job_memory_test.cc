@@ -107,7 +107,10 @@ TEST(PredictionChoiceTest, EachModeAndPolicyPicksItsSource) {
   EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kAlloc, false, true), P::kWholeAllocations);
   EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kAlloc, true, true), P::kTemplate);
   EXPECT_EQ(ChoosePrediction(Mode::kAlloc, UnknownPolicy::kFault, true, true), P::kWholeAllocations);
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kPointers, false, true), P::kPointers);
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kPointers, true, true), P::kTemplate);
   EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kAlloc, true, false), P::kNone) << "arguments unreadable";
+  EXPECT_EQ(ChoosePrediction(Mode::kMsched, UnknownPolicy::kPointers, false, false), P::kNone);
 }
 
 }  // namespace

@@ -5,24 +5,74 @@
 namespace msched {
 namespace {
 
-TEST(PredictAllocationsTest, FindsEveryManagedAllocationArgumentWordsPointInto) {
-  AllocationMap allocs;
-  ASSERT_TRUE(allocs.Insert(0x100000, 0x10000, AllocKind::kManaged).ok());
-  ASSERT_TRUE(allocs.Insert(0x200000, 0x10000, AllocKind::kPooled).ok());  // a block of the pool: managed too
-  ASSERT_TRUE(allocs.Insert(0x300000, 0x10000, AllocKind::kPinned).ok());
-  // (ptr interior to A, struct {ptr to B, ptr to A again, ptr to pinned}, int)
+// (ptr interior to A, struct {ptr to B, ptr to A again, ptr to pinned}, int)
+struct PointerArgs {
   struct S {
     uint64_t b, a, pinned;
   } s{0x200100, 0x100000, 0x300000};
   uint64_t a_interior = 0x104000;
   int n = 5;
   const ParamLayout layout = {{0, 8}, {8, 24}, {32, 4}};
-  void* params[] = {&a_interior, &s, &n};
+  void* params[3] = {&a_interior, &s, &n};
+  AllocationMap allocs;
+
+  PointerArgs() {
+    EXPECT_TRUE(allocs.Insert(0x100000, 0x10000, AllocKind::kManaged).ok());
+    EXPECT_TRUE(allocs.Insert(0x200000, 0x10000, AllocKind::kPooled).ok());  // a block of the pool: managed too
+    EXPECT_TRUE(allocs.Insert(0x300000, 0x10000, AllocKind::kPinned).ok());
+  }
+  ArgView view() const { return ArgView::FromKernelParams(layout, params); }
+};
+
+TEST(PredictFromPointersTest, WholeAllocationsCoverEveryManagedAllocationArgumentWordsPointInto) {
+  PointerArgs a;
   Prediction p;
-  PredictAllocations(ArgView::FromKernelParams(layout, params), allocs, &p);
+  PredictFromPointers(a.view(), a.allocs, PointerExtent::kWholeAllocation, &p);
   ASSERT_EQ(p.regions().size(), 2u);
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x100000, 0x110000}));
   EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200000, 0x210000})) << "the block, not its chunk";
+}
+
+TEST(PredictFromPointersTest, TheFallbackRunsFromEachPointerToTheEndOfItsAllocation) {
+  PointerArgs a;
+  Prediction p(/*alignment=*/1);
+  PredictFromPointers(a.view(), a.allocs, PointerExtent::kToAllocationEnd, &p);
+  ASSERT_EQ(p.regions().size(), 3u) << "A's interior pointer, B's, and A's base (not inside the first)";
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x104000, 0x110000})) << "nothing below the pointer";
+  EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200100, 0x210000}));
+  EXPECT_EQ(p.regions()[2].range, (ByteRange{0x100000, 0x110000}));
+}
+
+TEST(PredictFromPointersTest, APointerInsideAnEarlierRegionAddsNothing) {
+  PointerArgs a;
+  std::swap(a.a_interior, a.s.a);  // the base first, then the interior pointer
+  Prediction p(/*alignment=*/1);
+  PredictFromPointers(a.view(), a.allocs, PointerExtent::kToAllocationEnd, &p);
+  ASSERT_EQ(p.regions().size(), 2u);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x100000, 0x110000}));
+  EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200100, 0x210000}));
+}
+
+TEST(PredictFromPointersTest, WordsOutsideEveryAllocationPredictNothing) {
+  PointerArgs a;
+  a.a_interior = 0x110000;  // one past A's end
+  a.s = {0x50, 0x400000, 0x1ffff};
+  Prediction p;
+  PredictFromPointers(a.view(), a.allocs, PointerExtent::kToAllocationEnd, &p);
+  EXPECT_TRUE(p.regions().empty());
+  AllocationMap none;
+  PredictFromPointers(a.view(), none, PointerExtent::kToAllocationEnd, &p);
+  EXPECT_TRUE(p.regions().empty());
+}
+
+TEST(PointerRuleTest, FallbacksApplyTheirRuleAndATemplateFallsBackOnlyWhereItFailed) {
+  using P = PredictionSource;
+  EXPECT_EQ(PointerRuleFor(P::kPointers, UnknownPolicy::kPointers, 0), PointerExtent::kToAllocationEnd);
+  EXPECT_EQ(PointerRuleFor(P::kWholeAllocations, UnknownPolicy::kAlloc, 0), PointerExtent::kWholeAllocation);
+  EXPECT_EQ(PointerRuleFor(P::kTemplate, UnknownPolicy::kPointers, 0), std::nullopt);
+  EXPECT_EQ(PointerRuleFor(P::kTemplate, UnknownPolicy::kPointers, 1), PointerExtent::kToAllocationEnd);
+  EXPECT_EQ(PointerRuleFor(P::kTemplate, UnknownPolicy::kFault, 1), std::nullopt);
+  EXPECT_EQ(PointerRuleFor(P::kNone, UnknownPolicy::kPointers, 0), std::nullopt);
 }
 
 }  // namespace

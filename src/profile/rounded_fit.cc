@@ -153,10 +153,12 @@ std::optional<Shape> ShapeOf(const Region& region, const LinearExpr& rule) {
 }
 
 // Sets each region's rule: among its equally good rules, the one of the
-// shape the kernel's regions vote for; else the first tried (whole
-// parameters before struct fields). A region splits one vote among the
-// shapes its rules allow, so that a small tensor, which every small word
-// fits, says little, and a large one, which one count fits, decides.
+// shape the kernel's regions vote for; else the one with the smallest
+// coefficient (fp16's 2 bytes times a count rather than 16 bytes times a
+// fraction of it), the first tried among those (whole parameters before
+// struct fields). A region splits one vote among the shapes its rules allow,
+// so that a small tensor, which every small word fits, says little, and a
+// large one, which one count fits, decides.
 void ChooseByConsensus(std::vector<Region>& regions, const std::vector<std::vector<LinearExpr>>& choices) {
   std::map<Shape, double> votes;
   for (size_t r = 0; r < regions.size(); ++r) {
@@ -168,7 +170,8 @@ void ChooseByConsensus(std::vector<Region>& regions, const std::vector<std::vect
   }
   for (size_t r = 0; r < regions.size(); ++r) {
     if (choices[r].empty()) continue;
-    const LinearExpr* pick = &choices[r][0];
+    const LinearExpr* pick = &*std::min_element(choices[r].begin(), choices[r].end(),
+                                                [](const LinearExpr& a, const LinearExpr& b) { return a.coef < b.coef; });
     double most = 0;
     for (const LinearExpr& rule : choices[r]) {
       const auto s = ShapeOf(regions[r], rule);
@@ -186,14 +189,29 @@ KernelFit FitRoundedKernel(const std::vector<const Observation*>& all, uint64_t 
   const std::vector<const Observation*> obs = Sample(all);
   std::vector<FactorValues> fixed_sizes;
   const std::vector<FactorValues> words = CandidateFactors(obs, &fixed_sizes, /*keep_constant=*/true);
-  // Products search one word per distinct value vector; single words keep
-  // their twins, so that each pointer of a list can pick its own count.
-  std::vector<const FactorValues*> distinct;
+  // Products search the distinct value vectors; a product that takes one
+  // twice takes its twin, if it has one, the second time: in a profile where
+  // a matrix is square its rows and columns hold one value, and rows times
+  // columns, not rows squared, follows the program to other shapes.
+  std::vector<std::vector<const FactorValues*>> distinct;  // each: words with equal values, in order
   for (const FactorValues& w : words) {
-    if (std::none_of(distinct.begin(), distinct.end(), [&](const FactorValues* d) { return d->values == w.values; })) {
-      distinct.push_back(&w);
+    auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d[0]->values == w.values; });
+    if (same == distinct.end()) {
+      distinct.push_back({&w});
+    } else {
+      same->push_back(&w);
     }
   }
+  auto product = [&](std::initializer_list<size_t> picks) {
+    std::vector<const FactorValues*> chosen;
+    size_t repeat = 0;
+    for (auto it = picks.begin(); it != picks.end(); ++it) {
+      repeat = it != picks.begin() && *it == *(it - 1) ? repeat + 1 : 0;
+      const auto& twins = distinct[*it];
+      chosen.push_back(twins[std::min(repeat, twins.size() - 1)]);
+    }
+    return chosen;
+  };
   std::set<ArgRef> bases;
   for (const Observation* o : obs) {
     for (const auto& [ref, ranges] : o->by_base) bases.insert(ref);
@@ -225,11 +243,11 @@ KernelFit FitRoundedKernel(const std::vector<const Observation*>& all, uint64_t 
     const size_t pairs = std::min(distinct.size(), kPairCandidates);
     const size_t triples = std::min(distinct.size(), kTripleCandidates);
     for (size_t i = 0; i < pairs; ++i) {
-      for (size_t j = i; j < pairs; ++j) search.TryProduct({distinct[i], distinct[j]}, rows);
+      for (size_t j = i; j < pairs; ++j) search.TryProduct(product({i, j}), rows);
     }
     for (size_t i = 0; i < triples; ++i) {
       for (size_t j = i; j < triples; ++j) {
-        for (size_t k = j; k < triples; ++k) search.TryProduct({distinct[i], distinct[j], distinct[k]}, rows);
+        for (size_t k = j; k < triples; ++k) search.TryProduct(product({i, j, k}), rows);
       }
     }
     search.TryConstant();

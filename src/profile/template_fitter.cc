@@ -34,18 +34,29 @@ bool AllSame(const std::vector<uint64_t>& values) {
   return std::all_of(values.begin(), values.end(), [&](uint64_t v) { return v == values[0]; });
 }
 
+// A 64-bit word in the range where Linux maps a process's memory
+// (0x7f00'0000'0000 up to the end of user space).
+bool LooksLikeAddress(const ArgWord& w) {
+  return w.ref.width == 8 && w.value >= (uint64_t{0x7f00} << 32) && w.value < (uint64_t{1} << 47);
+}
+
 }  // namespace
 
 std::vector<FactorValues> CandidateFactors(const std::vector<const Observation*>& obs,
                                            std::vector<FactorValues>* fixed_sizes, bool keep_constant) {
   const Observation& first = *obs[0];
   const ParamLayout& layout = first.launch->layout;
-  // A word overlapping a pointer in any launch (a pointer, or half of one) is no size.
+  // A word overlapping a pointer in any launch (a pointer, or half of one) is
+  // no size. From the GPU (keep_constant), so is one overlapping a host
+  // address (cuBLAS passes pointers to its host-side scalars): its high half
+  // would pass for a size of some 32K.
   std::vector<bool> part_of_pointer(first.words.size(), false);
   for (size_t p = 0; p < first.words.size(); ++p) {
     const ArgRef& ptr = first.words[p].ref;
     bool is_pointer = false;
-    for (const Observation* o : obs) is_pointer = is_pointer || o->is_pointer[p];
+    for (const Observation* o : obs) {
+      is_pointer = is_pointer || o->is_pointer[p] || (keep_constant && LooksLikeAddress(o->words[p]));
+    }
     for (size_t w = 0; w < first.words.size() && is_pointer; ++w) {
       const ArgRef& r = first.words[w].ref;
       if (r.param == ptr.param && r.offset < ptr.offset + ptr.width && ptr.offset < r.offset + r.width) {
@@ -79,7 +90,9 @@ std::vector<FactorValues> CandidateFactors(const std::vector<const Observation*>
   const size_t limit = keep_constant ? kMaxRoundedCandidates : kMaxCandidates;
   for (FactorValues& fv : natural) {
     const bool unusable = keep_constant ? fv.values[0] == 0 : AllSame(fv.values);
-    const bool duplicate = std::any_of(out.begin(), out.end(), [&](const FactorValues& o) { return o.values == fv.values; });
+    const bool duplicate = !keep_constant && std::any_of(out.begin(), out.end(), [&](const FactorValues& o) {
+      return o.values == fv.values;
+    });
     if (!unusable && !duplicate && out.size() < limit) out.push_back(std::move(fv));
   }
   return out;
@@ -272,8 +285,8 @@ namespace {
 // pages its prefetcher added within the 2 MiB block, below the pointer as
 // well as above the data. So a piece of one allocation is cut at every
 // pointer into that allocation, each part going to the nearest pointer at or
-// below it; the bytes below the lowest pointer but within its 2 MiB block are
-// the prefetcher's and go to none. Only bytes in an earlier block than every
+// below it; the bytes below a pointer but within its 2 MiB block, in a range
+// of their own, are the prefetcher's and go to none. Only bytes in an earlier block than every
 // pointer say that the kernel found an address in memory.
 void AttributeRounded(const Allocation& a, const TouchedRange& piece, Observation* o) {
   std::vector<const ArgWord*> pointers;  // into `a`, by value, the first word of each value
@@ -293,7 +306,12 @@ void AttributeRounded(const Allocation& a, const TouchedRange& piece, Observatio
   for (size_t i = 0; i < pointers.size(); ++i) {
     const uint64_t next = i + 1 < pointers.size() ? pointers[i + 1]->value : UINT64_MAX;
     const ByteRange part{std::max(piece.range.begin, pointers[i]->value), std::min(piece.range.end, next)};
-    if (!part.empty()) o->by_base[pointers[i]->ref].push_back(TouchedRange{part, piece.mode});
+    // A range of its own that runs up to the next pointer from within that
+    // pointer's block is the prefetcher's work below the next pointer, not
+    // this pointer's data.
+    const bool below_next = part.begin == piece.range.begin && part.begin > pointers[i]->value && part.end == next &&
+                            AlignDown(next, kChunkSize) <= part.begin;
+    if (!part.empty() && !below_next) o->by_base[pointers[i]->ref].push_back(TouchedRange{part, piece.mode});
   }
 }
 

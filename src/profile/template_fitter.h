@@ -67,8 +67,9 @@ struct FactorValues {
 };
 
 // Words usable as factors: integers (not pointers, not absurd) plus launch
-// dimensions, one per distinct value vector; those that hold the same value
-// in every launch only with `keep_constant`. `fixed_sizes` gets the
+// dimensions, one per distinct value vector; with `keep_constant`, also
+// those that hold the same value in every launch, and every word (twins
+// with equal values included). `fixed_sizes` gets the
 // whole-parameter integer words that hold the same value (at least 2) in
 // every launch.
 std::vector<FactorValues> CandidateFactors(const std::vector<const Observation*>& obs,

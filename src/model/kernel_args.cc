@@ -59,27 +59,6 @@ Result<ArgView> ArgView::FromExtra(const ParamLayout& layout, void* const* extra
   return Status::InvalidArgument("extra has no CU_LAUNCH_PARAM_END");
 }
 
-const uint8_t* ArgView::ParamBytes(size_t i) const {
-  if (layout_ == nullptr || i >= layout_->size()) return nullptr;
-  if (params_ != nullptr) return static_cast<const uint8_t*>(params_[i]);
-  if (buffer_ != nullptr) return buffer_ + (*layout_)[i].offset;
-  return nullptr;
-}
-
-std::optional<uint64_t> ArgView::Read(const ArgRef& ref) const {
-  const uint8_t* p = ParamBytes(ref.param);
-  if (p == nullptr) return std::nullopt;
-  const uint32_t psize = (*layout_)[ref.param].size;
-  if (ref.width != 4 && ref.width != 8) return std::nullopt;
-  // A parameter narrower than the word is read zero-extended (e.g. a u8 flag
-  // or a u32 size read as a 64-bit word at offset 0).
-  if (ref.offset >= psize) return std::nullopt;
-  const uint32_t avail = psize - ref.offset;
-  uint64_t v = 0;
-  std::memcpy(&v, p + ref.offset, avail < ref.width ? avail : ref.width);  // little-endian
-  return v;
-}
-
 std::vector<ArgWord> SliceArgWords(const ArgView& view) {
   std::vector<ArgWord> words;
   const ParamLayout* layout = view.layout();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -34,10 +35,37 @@ class ArgView {
   static Result<ArgView> FromExtra(const ParamLayout& layout, void* const* extra);
 
   // The word `ref` names, zero-extended; nullopt when it lies outside its
-  // parameter or the parameter is absent.
-  std::optional<uint64_t> Read(const ArgRef& ref) const;
+  // parameter or the parameter is absent. Inline: template evaluation reads
+  // a few words per region on the launch path.
+  std::optional<uint64_t> Read(const ArgRef& ref) const {
+    const uint8_t* p = ParamBytes(ref.param);
+    if (p == nullptr || (ref.width != 4 && ref.width != 8)) return std::nullopt;
+    const uint32_t psize = (*layout_)[ref.param].size;
+    // A parameter narrower than the word is read zero-extended (e.g. a u8
+    // flag or a u32 size read as a 64-bit word at offset 0).
+    if (ref.offset >= psize) return std::nullopt;
+    const uint32_t avail = psize - ref.offset;
+    uint64_t v = 0;
+    if (avail >= ref.width) {  // the common case as fixed-size loads (little-endian)
+      if (ref.width == 8) {
+        std::memcpy(&v, p + ref.offset, 8);
+      } else {
+        uint32_t w;
+        std::memcpy(&w, p + ref.offset, 4);
+        v = w;
+      }
+      return v;
+    }
+    std::memcpy(&v, p + ref.offset, avail);
+    return v;
+  }
   // Raw bytes of parameter i, or nullptr.
-  const uint8_t* ParamBytes(size_t i) const;
+  const uint8_t* ParamBytes(size_t i) const {
+    if (layout_ == nullptr || i >= layout_->size()) return nullptr;
+    if (params_ != nullptr) return static_cast<const uint8_t*>(params_[i]);
+    if (buffer_ != nullptr) return buffer_ + (*layout_)[i].offset;
+    return nullptr;
+  }
   const ParamLayout* layout() const { return layout_; }
 
  private:

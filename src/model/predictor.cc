@@ -30,8 +30,9 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, Point
 void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out) {
   std::vector<PredictedRegion>& regions = *out->mutable_regions();
   size_t kept = first;
+  const Allocation* a = nullptr;  // the last one found: a list's small tensors share a segment
   for (size_t i = first; i < regions.size(); ++i) {
-    const Allocation* a = allocs.Find(regions[i].range.begin);
+    if (a == nullptr || !a->range().Contains(regions[i].range.begin)) a = allocs.Find(regions[i].range.begin);
     if (a == nullptr || !IsManaged(a->kind)) continue;
     regions[kept] = regions[i];
     regions[kept].range.end = std::min(regions[kept].range.end, a->range().end);

@@ -4,8 +4,8 @@ namespace msched {
 namespace {
 
 // Magnitude past which intermediate products are rejected; far above any
-// real extent, far below where __int128 could overflow after one more factor.
-constexpr __int128 kMaxIntermediate = static_cast<__int128>(1) << 62;
+// real extent.
+constexpr int64_t kMaxIntermediate = int64_t{1} << 62;
 
 bool FactorValue(const Factor& f, const ArgView& args, const LaunchDims& dims, uint64_t* out) {
   switch (f.kind) {
@@ -39,21 +39,24 @@ uint64_t Prediction::TotalBytes() const {
 }
 
 bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& dims, uint64_t* out) {
-  __int128 acc = e.coef;
+  // 64-bit arithmetic with overflow checks: anything past kMaxIntermediate
+  // fails anyway, so no wider type is needed (a 128-bit product and quotient
+  // were most of a region's cost).
+  int64_t acc = e.coef;
   if (e.coef != 0) {
     for (const Factor& f : e.factors) {
       uint64_t v = 0;
       if (!FactorValue(f, args, dims, &v)) return false;
-      acc *= static_cast<__int128>(v);
-      if (acc > kMaxIntermediate || acc < -kMaxIntermediate) return false;
+      if (v > static_cast<uint64_t>(kMaxIntermediate) || __builtin_mul_overflow(acc, static_cast<int64_t>(v), &acc) ||
+          acc > kMaxIntermediate || acc < -kMaxIntermediate) {
+        return false;
+      }
     }
   }
   if (e.div <= 0) return false;
-  // A 128-bit division is a library call; the common cases need none (the
-  // magnitude was bounded above, so the quotient of a 64-bit value is exact).
-  if (e.div != 1) acc = static_cast<int64_t>(acc) / e.div;
-  acc += e.add;
-  if (acc < 0 || acc > static_cast<__int128>(kMaxRegionBytes)) return false;
+  if (e.div != 1) acc /= e.div;
+  if (__builtin_add_overflow(acc, e.add, &acc)) return false;
+  if (acc < 0 || static_cast<uint64_t>(acc) > kMaxRegionBytes) return false;
   *out = static_cast<uint64_t>(acc);
   return true;
 }

@@ -65,6 +65,23 @@ TEST(PredictFromPointersTest, WordsOutsideEveryAllocationPredictNothing) {
   EXPECT_TRUE(p.regions().empty());
 }
 
+TEST(ClipToAllocationsTest, RegionsEndWithTheirAllocationAndThoseOutsideEveryManagedOneGo) {
+  PointerArgs a;
+  Prediction p(/*alignment=*/1);
+  p.Add({0x50, 0x60}, AccessMode::kRead);                // kept: before `first`
+  p.Add({0x100100, 0x900000}, AccessMode::kRead);        // runs past A's end into B
+  p.Add({0x0ff000, 0x100800}, AccessMode::kRead);        // starts before A: in no allocation
+  p.Add({0x300000, 0x300100}, AccessMode::kRead);        // pinned: never moved
+  p.Add({0x108000, 0x109000}, AccessMode::kWrite);       // inside A, as it is
+  p.Add({0x200000, 0x200000 + (uint64_t{1} << 46)}, AccessMode::kRead);  // a "rest" region in B
+  ClipToAllocations(a.allocs, 1, &p);
+  ASSERT_EQ(p.regions().size(), 4u);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x50, 0x60}));
+  EXPECT_EQ(p.regions()[1].range, (ByteRange{0x100100, 0x110000}));
+  EXPECT_EQ(p.regions()[2].range, (ByteRange{0x108000, 0x109000}));
+  EXPECT_EQ(p.regions()[3].range, (ByteRange{0x200000, 0x210000}));
+}
+
 TEST(PointerRuleTest, FallbacksApplyTheirRuleAndATemplateFallsBackOnlyWhereItFailed) {
   using P = PredictionSource;
   EXPECT_EQ(PointerRuleFor(P::kPointers, UnknownPolicy::kPointers, 0), PointerExtent::kToAllocationEnd);

@@ -13,6 +13,7 @@ namespace msched {
 namespace {
 
 using tracetest::Bytes;
+using tracetest::FitAll;
 using tracetest::Read;
 using tracetest::TraceBuilder;
 using tracetest::Write;
@@ -22,14 +23,8 @@ constexpr uint64_t kA = 0x7f0000000000, kB = 0x7f0100000000, kSize = uint64_t{1}
 
 uint64_t PageUp(uint64_t v) { return (v + kPage - 1) / kPage * kPage; }
 
-KernelFit FitAll(const Trace& t) {
-  const std::vector<Observation> obs = Observe(t);
-  std::vector<const Observation*> ptrs;
-  for (const Observation& o : obs) ptrs.push_back(&o);
-  return FitKernel(ptrs, t.precision);
-}
 
-// The bytes a fitted template predicts for `params` (each cut to the allocation).
+// The bytes a fitted template predicts for `params`.
 uint64_t Predicted(const KernelTemplate& t, const std::vector<std::vector<uint8_t>>& params) {
   std::vector<void*> ptrs;
   for (const auto& p : params) ptrs.push_back(const_cast<uint8_t*>(p.data()));

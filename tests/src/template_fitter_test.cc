@@ -8,19 +8,13 @@ namespace msched {
 namespace {
 
 using tracetest::Bytes;
+using tracetest::FitAll;
 using tracetest::Read;
 using tracetest::TraceBuilder;
 using tracetest::Write;
 
 constexpr uint64_t kA = 0x10000000, kB = 0x20000000, kSize = 64 << 20;
 
-// Fits every launch of the trace as one kernel.
-KernelFit FitAll(const Trace& t) {
-  const std::vector<Observation> obs = Observe(t);
-  std::vector<const Observation*> ptrs;
-  for (const Observation& o : obs) ptrs.push_back(&o);
-  return FitKernel(ptrs, t.precision);
-}
 
 Factor Arg(uint16_t param, uint16_t offset = 0) { return {Factor::Kind::kArg, {param, offset, 8}}; }
 

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "profile/template_fitter.h"
 #include "profile/trace.h"
 
 namespace msched::tracetest {
@@ -66,6 +67,14 @@ class TraceBuilder {
 
 inline TouchedRange Read(uint64_t begin, uint64_t end) { return {{begin, end}, AccessMode::kRead}; }
 inline TouchedRange Write(uint64_t begin, uint64_t end) { return {{begin, end}, AccessMode::kWrite}; }
+
+// Fits every launch of the trace as one kernel.
+inline KernelFit FitAll(const Trace& t) {
+  const std::vector<Observation> obs = Observe(t);
+  std::vector<const Observation*> ptrs;
+  for (const Observation& o : obs) ptrs.push_back(&o);
+  return FitKernel(ptrs, t.precision);
+}
 
 template <typename T>
 std::vector<uint8_t> Bytes(const T& value) {

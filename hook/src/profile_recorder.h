@@ -1,7 +1,7 @@
 // Profile mode (MSCHED_MODE=profile, set by msched-profile): every
 // allocation msched records and every kernel launch, with its identity,
 // argument bytes, launch configuration, latency and the memory it touched,
-// go to the trace at MSCHED_PROFILE_TRACE (format: src/trace.h), one line
+// go to the trace at MSCHED_PROFILE_TRACE (format: src/profile/trace.h), one line
 // each, written as it happens so that a crash loses nothing before it.
 //
 // Where the touched memory comes from, chosen once when the trace opens:

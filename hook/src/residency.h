@@ -1,4 +1,4 @@
-// The hook's side of JobMemory (src/job_memory.h): its moves carried out on
+// The hook's side of JobMemory (src/model/job_memory.h): its moves carried out on
 // the real driver (CudaDeviceOps for the calling thread's context) and
 // counted in the job's statistics. Launches and device-side copies make
 // their predicted working set resident before they are queued; the

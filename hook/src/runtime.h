@@ -1,7 +1,7 @@
 // Runtime: everything libmsched keeps for its process, behind one accessor:
 // configuration, statistics, templates, the allocation map, the job's
-// memory (budget and manager: src/job_memory.h), the pool that serves
-// stream-ordered allocations (src/managed_pool.h), the kernel cache, and the
+// memory (budget and manager: src/model/job_memory.h), the pool that serves
+// stream-ordered allocations (src/model/managed_pool.h), the kernel cache, and the
 // switch to pass-through taken on any internal failure. Created on first use, which
 // never calls into CUDA; never destroyed (threads may call the driver while
 // the process exits).

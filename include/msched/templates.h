@@ -2,7 +2,7 @@
 // Working-set templates (the MSched paper's T1/T2/T3): for each kernel, the
 // byte regions a launch touches, as rules over its argument words. This
 // header defines the model and the templates file (JSON) format; evaluation
-// lives in src/template_eval.h. Value types, thread-compatible.
+// lives in src/model/template_eval.h. Value types, thread-compatible.
 // Included by src/, hook/ and the tools.
 //
 // Example templates file:

@@ -1,4 +1,4 @@
-// File: msched/stats.h
+// File: src/base/stats.h
 // Counters and latency histograms that any component registers once and
 // updates from hot paths without locks, exported together as JSON.
 // Thread-safe: Counter and Histogram updates are lock-free atomics;

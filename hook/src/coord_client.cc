@@ -195,10 +195,15 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   h.job_class = config_.job_class;
   const std::string& name = config_.job_name.empty() ? ProgramName() : config_.job_name;
   h.name = proto::SanitizeName(name);
-  if (h.name != name) {
+  if (name.compare(0, h.name.size(), h.name) != 0) {
     LogOnce("job-name", spdlog::level::err,
-            "the job name '" + h.name + "' (MSCHED_JOB_NAME) had bytes that are not printable UTF-8 or was longer than " +
-                std::to_string(proto::kMaxName) + " bytes; those were replaced by '?' or cut");
+            "the job name '" + h.name + "' (MSCHED_JOB_NAME) had bytes that are not printable UTF-8; those were "
+            "replaced by '?'" + (h.name.size() < name.size() ? " and it was cut" : ""));
+  } else if (h.name.size() < name.size()) {
+    // Documented (msched help), so not an error: said for whoever reads the job's log.
+    LogOnce("job-name", spdlog::level::info,
+            "the job name (MSCHED_JOB_NAME) is longer than " + std::to_string(proto::kMaxName) + " bytes; it shows as '" +
+                h.name + "'");
   }
   if (Status s = SendMessage(*fd, h); !s.ok()) {
     ::close(*fd);

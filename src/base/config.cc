@@ -145,10 +145,13 @@ const VarSpec kVars[] = {
        c->priority = static_cast<int>(*p);
        return true;
      }},
-    {{"MSCHED_JOB_NAME", "any text", "the program name", "how the job shows in msched status"},
+    // Any length: the hook fits the name to the protocol when it sends it
+    // (proto::SanitizeName), the one place that cuts and mends names.
+    {{"MSCHED_JOB_NAME", "any non-empty text (cut to 63 bytes, on a character boundary)", "the program name",
+      "how the job shows in msched status"},
      [](std::string_view v, Config* c) {
        v = Trim(v);
-       if (v.empty() || v.size() > 63) return false;
+       if (v.empty()) return false;
        c->job_name = std::string(v);
        return true;
      }},

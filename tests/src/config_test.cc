@@ -134,6 +134,23 @@ TEST(ConfigTest, EachBadValueIsOneErrorAndKeepsTheDefault) {
   EXPECT_EQ(p.config.unknown, UnknownPolicy::kAlloc);  // the good one still applies
 }
 
+// Issue 33, item 9: a name over 63 bytes (64 ASCII bytes, 40 two-byte
+// characters) was refused ("expected any text"). Any text is taken whole;
+// the hook cuts it to 63 bytes on a character boundary when it sends it
+// (proto::SanitizeName, tested in protocol_test.cc).
+TEST(ConfigTest, AJobNameOfAnyLengthIsAccepted) {
+  std::string accents;
+  for (int i = 0; i < 40; ++i) accents += "\xc3\xa9";  // é
+  for (const std::string& name : {std::string(64, 'x'), accents, std::string(1000, 'y')}) {
+    const ConfigParse p = Parse({{"MSCHED_JOB_NAME", name}});
+    EXPECT_TRUE(p.errors.empty()) << p.errors[0].ToString();
+    EXPECT_EQ(p.config.job_name, name);
+  }
+  const ConfigParse blank = Parse({{"MSCHED_JOB_NAME", "  "}});
+  ASSERT_EQ(blank.errors.size(), 1u) << "an empty name leaves the program's";
+  EXPECT_NE(blank.errors[0].ToString().find("any non-empty text"), std::string::npos) << blank.errors[0].ToString();
+}
+
 TEST(ConfigTest, ReportsUnknownMschedVariables) {
   const char* environ[] = {"PATH=/bin", "MSCHED_MODEE=um", "MSCHED_MODE=um", "MSCHED_LIB=/x/libmsched.so",
                            "MSCHED_SIM_DIR=/x/sim", nullptr};

@@ -412,6 +412,23 @@ TEST_F(CoordinatorProcessTest, JobNamesThatAreNotPrintableUtf8AreMendedOnceAndNe
   EXPECT_TRUE(Job("bad?name").is_object()) << s.dump();
 }
 
+// Issue 33, item 9: a name over 63 bytes was refused as a setting, so the
+// job showed as its program. It is cut to 63 bytes, never inside a
+// character: 40 'é' (80 bytes) show as 31 (62 bytes).
+TEST_F(CoordinatorProcessTest, LongJobNamesAreCutOnACharacterBoundary) {
+  StartDaemon();
+  std::string accents;
+  for (int i = 0; i < 40; ++i) accents += "\xc3\xa9";  // é
+  const size_t ascii = StartJob(8 * kMiB, 2, {{"MSCHED_JOB_NAME", std::string(64, 'x')}});
+  const size_t wide = StartJob(8 * kMiB, 2, {{"MSCHED_JOB_NAME", accents}});
+  for (size_t i : {ascii, wide}) {
+    EXPECT_EQ(jobs_[i].Wait(), 0) << Err(i);
+    EXPECT_EQ(Err(i).find("is not valid"), std::string::npos) << Err(i);
+  }
+  EXPECT_TRUE(Job(std::string(63, 'x')).is_object()) << Status().dump();
+  EXPECT_TRUE(Job(accents.substr(0, 62)).is_object()) << Status().dump();
+}
+
 TEST_F(CoordinatorProcessTest, AJobThatCanNeverFitIsRefusedWithAReason) {
   StartDaemon();
   const size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_MEM", "1G"}});

@@ -65,6 +65,21 @@ TEST(MschedRunTest, EveryOptionShapeBecomesTheJobsVariables) {
   EXPECT_NE(r.out.find("|/tmp/c.sock\n"), std::string::npos) << r.out;
 }
 
+// Issue 33, item 9: `msched run --name` with a name over 63 bytes exited 2
+// ("expected any text"). The job gets the whole name; libmsched cuts it to
+// 63 bytes on a character boundary when it joins a coordinator
+// (coordinator_test.cc checks the name the coordinator shows).
+TEST(MschedRunTest, ANameOfAnyLengthReachesTheJobWhole) {
+  std::string accents;
+  for (int i = 0; i < 40; ++i) accents += "\xc3\xa9";  // é
+  for (const std::string& name : {std::string(64, 'x'), accents}) {
+    const ts::ProgramRun r =
+        Msched({"run", "--coord", "off", "--name", name, "--", "/bin/sh", "-c", "printf '%s' \"$MSCHED_JOB_NAME\""});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, name);
+  }
+}
+
 // --gpu N places the job on the machine's GPU N alone; the job then finds
 // that GPU's coordinator itself, so no socket is forced on it.
 TEST(MschedRunTest, GpuPlacesTheJobOnThatGpu) {

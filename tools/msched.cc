@@ -54,7 +54,8 @@ constexpr char kUsage[] =
     "the default directory), or --socket PATH; with neither, MSCHED_SOCKET, else GPU 0's.\n"
     "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N, CUDA_DEVICE_ORDER=PCI_BUS_ID);\n"
     "without it, the job joins the coordinator of each GPU it uses, and msched run starts those of the GPUs\n"
-    "in CUDA_VISIBLE_DEVICES (else GPU 0).\n";
+    "in CUDA_VISIBLE_DEVICES, read as the driver reads it (it ends at the first index the machine has no GPU\n"
+    "for), else GPU 0's.\n";
 
 int Usage() {
   std::cerr << kUsage;
@@ -311,18 +312,16 @@ int Run(Target target, int argc, char** argv) {
   if (parse.config.mode != Mode::kOff) ChooseTorchAllocator(&env);
   const CoordMode coord = parse.config.coord;
   if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
-    // The coordinators of the GPUs the job may use: --gpu's, else those
-    // CUDA_VISIBLE_DEVICES lists by index (as the driver reads the list),
-    // else, with the variable unset, GPU 0's. A job on another GPU runs
-    // alone unless its coordinator runs (docs/operate.md).
-    std::vector<int> gpus = {0};
-    if (target.gpu) {
-      gpus = {*target.gpu};
-    } else if (Result<std::vector<int>> visible = LeadingGpuIndices(std::getenv("CUDA_VISIBLE_DEVICES")); visible.ok()) {
-      gpus = *visible;
-    }
+    // The coordinators of the machine's GPUs the job may use: those its
+    // CUDA_VISIBLE_DEVICES (--gpu's, or the user's) gives it by index, as
+    // the driver reads the list, which ends at the first index the machine
+    // has no GPU for; else, with the variable unset, GPU 0's. A job on
+    // another GPU runs alone unless its coordinator runs (docs/operate.md).
+    const char* visible = target.gpu ? env["CUDA_VISIBLE_DEVICES"].c_str() : std::getenv("CUDA_VISIBLE_DEVICES");
+    const Result<std::vector<int>> gpus =
+        VisibleGpuIndices(visible, MachineGpuCount(std::getenv(kSimulatedGpusVariable)));
     std::set<std::string> sockets;
-    for (int gpu : gpus) sockets.insert(target.SocketOf(gpu));
+    for (int gpu : gpus.ok() ? *gpus : std::vector<int>{0}) sockets.insert(target.SocketOf(gpu));
     for (const std::string& socket : sockets) {
       if (!EnsureCoordinator(socket, coord)) return 1;
     }

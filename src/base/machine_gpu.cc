@@ -54,12 +54,25 @@ std::vector<std::string_view> Entries(std::string_view list) {
 
 }  // namespace
 
-Result<std::vector<int>> LeadingGpuIndices(const char* visible_devices) {
+std::optional<int> MachineGpuCount(const char* simulated_gpus, const std::string& proc_gpus) {
+  if (simulated_gpus != nullptr) {
+    if (const int n = Index(simulated_gpus); n > 0) return n;
+  }
+  std::error_code ec;
+  int listed = 0;
+  for (std::filesystem::directory_iterator it(proc_gpus, ec), end; !ec && it != end; it.increment(ec)) ++listed;
+  if (listed == 0) return std::nullopt;
+  return listed;
+}
+
+Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices, std::optional<int> gpu_count) {
   if (visible_devices == nullptr) return Status::NotFound("CUDA_VISIBLE_DEVICES is not set");
   std::vector<int> out;
   for (std::string_view entry : Entries(visible_devices)) {
     const int index = Index(entry);
-    if (index < 0) break;
+    if (index < 0 || (gpu_count && index >= *gpu_count) || std::find(out.begin(), out.end(), index) != out.end()) {
+      break;
+    }
     out.push_back(index);
   }
   return out;

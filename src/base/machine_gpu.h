@@ -8,6 +8,7 @@
 // caller), so tests drive them without a driver. Thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,9 +36,23 @@ inline constexpr int kMaxGpuIndex = 1023;
 Result<int> MachineGpuIndex(int ordinal, std::string_view pci_bus_id, const char* visible_devices,
                             const std::string& proc_gpus = kNvidiaProcGpus);
 
-// The machine indices CUDA_VISIBLE_DEVICES lists before its first entry
-// that is not one (a UUID, a MIG instance, nothing): the GPUs known by
-// number without the driver. NotFound when the variable is unset.
-Result<std::vector<int>> LeadingGpuIndices(const char* visible_devices);
+// The simulator's number of GPUs on its node (docs/simulator.md).
+inline constexpr char kSimulatedGpusVariable[] = "MSIM_GPUS";
+
+// How many GPUs the machine has, as nvidia-smi counts them: a simulated
+// node's, when `simulated_gpus` (MSIM_GPUS, docs/simulator.md) is a count,
+// since the simulator is then the driver whatever GPUs the machine holds;
+// else the GPUs the NVIDIA module lists in `proc_gpus`. nullopt when
+// neither tells (no module files: no NVIDIA driver, or a container that
+// hides them).
+std::optional<int> MachineGpuCount(const char* simulated_gpus, const std::string& proc_gpus = kNvidiaProcGpus);
+
+// The machine GPUs CUDA_VISIBLE_DEVICES gives a process, known by number
+// without the driver. As the driver reads the list: its entries up to the
+// first that is not the index of a GPU of the machine's `gpu_count` named
+// for the first time (a UUID, a MIG instance, nothing, an index the machine
+// has no GPU for, a repeat). With `gpu_count` unknown, any index counts.
+// NotFound when the variable is unset.
+Result<std::vector<int>> VisibleGpuIndices(const char* visible_devices, std::optional<int> gpu_count);
 
 }  // namespace msched

@@ -50,14 +50,37 @@ TEST_F(MachineGpuTest, AGpuNamedByUuidOrBeyondTheListIsNotGuessed) {
   EXPECT_FALSE(MachineGpuIndex(0, "", "", root_).ok());
 }
 
-TEST(LeadingGpuIndicesTest, ListsTheIndicesBeforeAnythingElse) {
-  EXPECT_EQ(*LeadingGpuIndices("2,0 , 7"), (std::vector<int>{2, 0, 7}));
-  EXPECT_EQ(*LeadingGpuIndices("1,GPU-8f6e,3"), (std::vector<int>{1})) << "as the driver reads on from there";
-  EXPECT_EQ(*LeadingGpuIndices("0,,1"), (std::vector<int>{0}));
-  EXPECT_TRUE(LeadingGpuIndices("MIG-1a2b,0")->empty());
-  EXPECT_TRUE(LeadingGpuIndices("")->empty());
-  EXPECT_TRUE(LeadingGpuIndices("+1")->empty()) << "digits only, as the simulator reads it too";
-  EXPECT_FALSE(LeadingGpuIndices(nullptr).ok());
+TEST(VisibleGpuIndicesTest, ListsTheIndicesBeforeAnythingElse) {
+  const std::optional<int> unknown;
+  EXPECT_EQ(*VisibleGpuIndices("2,0 , 7", unknown), (std::vector<int>{2, 0, 7}));
+  EXPECT_EQ(*VisibleGpuIndices("1,GPU-8f6e,3", unknown), (std::vector<int>{1})) << "as the driver reads on from there";
+  EXPECT_EQ(*VisibleGpuIndices("0,,1", unknown), (std::vector<int>{0}));
+  EXPECT_TRUE(VisibleGpuIndices("MIG-1a2b,0", unknown)->empty());
+  EXPECT_TRUE(VisibleGpuIndices("", unknown)->empty());
+  EXPECT_TRUE(VisibleGpuIndices("+1", unknown)->empty()) << "digits only, as the simulator reads it too";
+  EXPECT_EQ(*VisibleGpuIndices("1,0,1,2", unknown), (std::vector<int>{1, 0})) << "a GPU named twice ends the list";
+  EXPECT_FALSE(VisibleGpuIndices(nullptr, unknown).ok());
+}
+
+// Issue 33, item 10: on a node of two GPUs, CUDA_VISIBLE_DEVICES=0,...,11
+// started twelve coordinators. The driver ends the list at the first index
+// the machine has no GPU for.
+TEST(VisibleGpuIndicesTest, TheListEndsAtTheFirstGpuTheMachineLacks) {
+  EXPECT_EQ(*VisibleGpuIndices("0,1,2,3,4,5,6,7,8,9,10,11", 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(*VisibleGpuIndices("1,5,0", 2), (std::vector<int>{1})) << "GPU 0 comes after the end";
+  EXPECT_TRUE(VisibleGpuIndices("1023", 8)->empty());
+  EXPECT_EQ(*VisibleGpuIndices("7,3", 8), (std::vector<int>{7, 3}));
+}
+
+TEST_F(MachineGpuTest, TheMachinesGpusAreTheModulesOrTheSimulatedNodes) {
+  EXPECT_EQ(MachineGpuCount(nullptr, root_), std::nullopt) << "the module lists none: not known";
+  EXPECT_EQ(MachineGpuCount(nullptr, root_ + "/absent"), std::nullopt);
+  for (const char* bus : {"0000:c1:00.0", "0000:41:00.0", "0000:81:00.0"}) List(bus);
+  EXPECT_EQ(MachineGpuCount(nullptr, root_), 3);
+  EXPECT_EQ(MachineGpuCount("2", root_), 2) << "the simulator is the driver";
+  EXPECT_EQ(MachineGpuCount("", root_), 3) << "MSIM_GPUS empty or no count: the module's";
+  EXPECT_EQ(MachineGpuCount("0", root_), 3);
+  EXPECT_EQ(MachineGpuCount("16", root_ + "/absent"), 16);
 }
 
 }  // namespace

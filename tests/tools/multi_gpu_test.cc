@@ -179,6 +179,29 @@ TEST_F(MultiGpuTest, CudaVisibleDevicesPicksTheCoordinator) {
       << ts::Slurp(outputs_[0] + ".err");
 }
 
+// Issue 33, item 10: on this node of two GPUs, CUDA_VISIBLE_DEVICES=0,...,11
+// made msched run start twelve coordinators, ten of them for GPUs that do
+// not exist, left running idle. The driver's list ends at the first index
+// with no GPU: only GPUs 0 and 1 get one.
+TEST_F(MultiGpuTest, MschedRunStartsCoordinatorsOnlyForGpusThatExist) {
+  std::map<std::string, std::string> env = Env();
+  env["CUDA_VISIBLE_DEVICES"] = "0,1,2,3,4,5,6,7,8,9,10,11";
+  const ts::ProgramRun r = ts::RunProgram({MSCHED_CLI, "run", "--name", "many", "--", "/bin/true"}, env);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::vector<int> answered;
+  for (int gpu = 0; gpu < 12; ++gpu) {
+    const json s = Status(gpu);
+    if (!s.is_object()) continue;
+    answered.push_back(gpu);
+    started_pids_.push_back(s["coordinator"]["pid"].get<int>());
+  }
+  EXPECT_EQ(answered, (std::vector<int>{0, 1}));
+  const ts::ProgramRun beyond = ts::RunProgram({MSCHED_CLI, "run", "--gpu", "5", "--", "/bin/true"}, Env());
+  EXPECT_EQ(beyond.status, 0) << beyond.err;
+  EXPECT_FALSE(Status(5).is_object()) << "--gpu 5 on a node of two";
+  if (Status(5).is_object()) started_pids_.push_back(Status(5)["coordinator"]["pid"].get<int>());
+}
+
 // A program that allocates before it has a context gets the driver's
 // error, and joins its GPU's coordinator at its first allocation with one.
 TEST_F(MultiGpuTest, AnAllocationBeforeAnyContextDoesNotDecideTheCoordinator) {

@@ -27,16 +27,19 @@ Result<sockaddr_un> Address(const std::string& path) {
 
 // Whether `dir` (with `st` from stat or lstat) may hold this user's
 // coordinator socket: a directory owned by this user or root that no one
-// else may write unless it is sticky. Both ends apply it: the coordinator
-// before it listens, a job before it connects.
+// else may write, unless it is sticky (as /tmp: others may add names but
+// not rename or remove this user's). Whoever owns it, root included: in a
+// directory others may write, anyone can put their own socket in place of
+// the coordinator's. Both ends apply it: the coordinator before it listens,
+// a job before it connects.
 Status TrustDirectory(const std::string& dir, const struct stat& st) {
   const uid_t me = geteuid();
   if (!S_ISDIR(st.st_mode)) return Status::PermissionDenied(dir + " is not a directory (a symlink?); refusing it");
   if (st.st_uid != me && st.st_uid != 0) {
     return Status::PermissionDenied(dir + " belongs to uid " + std::to_string(st.st_uid) + "; refusing it");
   }
-  if (st.st_uid == me && me != 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-    return Status::PermissionDenied(dir + " is writable by others; refusing it");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+    return Status::PermissionDenied(dir + " is writable by others and not sticky; refusing it");
   }
   return Status::Ok();
 }
@@ -78,8 +81,15 @@ Result<int> ListenUnix(const std::string& path, bool any_user) {
   }
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::IoError(Errno("socket"));
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0 ||
-      ::chmod(path.c_str(), any_user ? 0666 : 0600) != 0 || ::listen(fd, 128) != 0) {
+  // bind creates the socket file with the socket's mode (0777 until
+  // fchmod) less the umask, so it has its mode from the start: a chmod by
+  // path after bind would follow whatever stands at `path` by then (a
+  // symlink swapped in). The umask is the process's, hence set back at once.
+  const mode_t mode = any_user ? 0666 : 0600;
+  const mode_t umask_before = ::umask(0);
+  const bool bound = ::fchmod(fd, mode) == 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0;
+  ::umask(umask_before);
+  if (!bound || ::listen(fd, 128) != 0) {
     const Status s = Status::IoError(Errno("cannot listen at " + path));
     ::close(fd);
     return s;

@@ -28,7 +28,9 @@ struct PeerCred {
 // when a live coordinator already answers there; removes a stale socket
 // file, and refuses to replace anything else at `path`. The socket is 0600,
 // or 0666 when `any_user` (a root daemon serving every user; identity then
-// comes from SO_PEERCRED).
+// comes from SO_PEERCRED), from the moment it exists.
+// REQUIRES: no other thread creates files meanwhile: the process's umask is
+// 0 while the socket is bound.
 Result<int> ListenUnix(const std::string& path, bool any_user);
 // Connects (blocking). Unavailable when nothing listens.
 Result<int> ConnectUnix(const std::string& path);

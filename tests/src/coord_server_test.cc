@@ -756,24 +756,48 @@ TEST_F(CoordServerTest, AnythingButAStaleSocketIsNeverReplaced) {
   Start();
 }
 
-TEST_F(CoordServerTest, AnUnsafeSocketDirectoryIsRefused) {
+// Issue 33, item 4: a directory others may write (0777, not sticky) was
+// accepted when root owned it, by a root mschedd and by every job, though
+// anyone could put a socket of their own in the coordinator's place there.
+// Whoever owns it, both ends refuse it; a sticky one, as /tmp, is accepted.
+TEST_F(CoordServerTest, AnUnsafeSocketDirectoryIsRefusedWhoeverOwnsIt) {
   const std::string open_dir = dir_ + "/open";
   ::mkdir(open_dir.c_str(), 0777);
-  ::chmod(open_dir.c_str(), 0777);
+  ::chmod(open_dir.c_str(), 0777);  // the test's user owns it: root's, run as root
   ServerOptions o;
   o.socket_path = open_dir + "/s.sock";
   Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(o);
+  ASSERT_FALSE(s.ok()) << "mschedd listened in " << open_dir;
+  EXPECT_NE(s.status().message().find(open_dir + " is writable by others and not sticky"), std::string::npos)
+      << s.status().ToString();
+
+  // A job: the fixture's coordinator, once its directory is opened to all.
+  auto job_refuses = [&] {
+    Result<int> fd = ConnectToCoordinator(socket());
+    if (fd.ok()) ::close(*fd);
+    return !fd.ok() && fd.status().code() == StatusCode::kPermissionDenied &&
+           fd.status().message().find("is writable by others") != std::string::npos;
+  };
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  EXPECT_TRUE(job_refuses()) << "a job of the directory's owner";
   if (geteuid() == 0) {
-    // root may use a world-writable directory it owns (like /run); the socket is 0666 for every user.
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    struct stat st;
-    ASSERT_EQ(::stat(o.socket_path.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0666u);
-  } else {
-    ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.status().message().find("writable by others"), std::string::npos);
+    EXPECT_EQ(AsNobody([&] { return job_refuses() ? 0 : 1; }), 0) << "a job of another user";
   }
-  if (s.ok()) s->reset();
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+
+  // Sticky: accepted, and the socket has its mode from the start, whatever the umask.
+  ::chmod(open_dir.c_str(), 01777);
+  const mode_t umask_before = ::umask(077);
+  s = CoordServer::Start(o);
+  ::umask(umask_before);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  struct stat st;
+  ASSERT_EQ(::stat(o.socket_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, geteuid() == 0 ? 0666u : 0600u) << "0666 for a root coordinator serving every user";
+  Result<int> fd = ConnectToCoordinator(o.socket_path);
+  EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+  if (fd.ok()) ::close(*fd);
+  s->reset();
   ::unlink(o.socket_path.c_str());
   ::rmdir(open_dir.c_str());
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,7 @@ constexpr char kUsage[] =
     "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
     "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
     "       msched help\n"
+    "JOB is a job's id, as msched status shows it, or its name.\n"
     "Every command takes --gpu N, the coordinator of the machine's GPU N (gpu<N>.sock in MSCHED_SOCKET_DIR or\n"
     "the default directory), or --socket PATH; with neither, MSCHED_SOCKET, else GPU 0's.\n"
     "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N, CUDA_DEVICE_ORDER=PCI_BUS_ID);\n"
@@ -95,29 +97,46 @@ int ShowStatus(const std::string& socket, bool as_json) {
   return 0;
 }
 
-// A job id, or the id of the one live job with that name.
-Result<uint64_t> ResolveJob(const std::string& socket, const std::string& spec) {
-  char* end = nullptr;
-  const unsigned long long id = std::strtoull(spec.c_str(), &end, 10);
-  if (!spec.empty() && *end == '\0') return static_cast<uint64_t>(id);
+// JOB as typed: a job id (digits only), or else a job's name. Nothing, a
+// sign (a negative id, or an option) and an id too large for one are usage
+// errors (InvalidArgument): strtoull would read "-1" as 2^64-1.
+Result<std::optional<uint64_t>> ParseJobSpec(const std::string& spec) {
+  if (spec.empty() || spec[0] == '-' || spec[0] == '+') {
+    return Status::InvalidArgument("'" + spec + "' is not a job: give a job id (1, 2, ...) or a job's name");
+  }
+  if (spec.find_first_not_of("0123456789") != std::string::npos) return std::optional<uint64_t>();
+  uint64_t id = 0;
+  if (std::from_chars(spec.data(), spec.data() + spec.size(), id).ec != std::errc()) {
+    return Status::InvalidArgument("job id " + spec + " is too large");
+  }
+  return std::optional<uint64_t>(id);
+}
+
+// The id of the one live job named `name`.
+Result<uint64_t> JobNamed(const std::string& socket, const std::string& name) {
   Result<proto::ControlReply> r = Ask(socket, proto::Control{});
   if (!r.ok()) return r.status();
   std::vector<uint64_t> found;
   const json j = json::parse(r->text, nullptr, false);
   if (j.is_object()) {
     for (const json& job : j["jobs"]) {
-      if (job.value("name", std::string()) == spec && job.value("state", std::string()) != "finished") {
+      if (job.value("name", std::string()) == name && job.value("state", std::string()) != "finished") {
         found.push_back(job.value("id", uint64_t{0}));
       }
     }
   }
   if (found.size() == 1) return found[0];
-  return Status::NotFound(found.empty() ? "no live job named '" + spec + "'"
-                                        : std::to_string(found.size()) + " jobs are named '" + spec + "'; give its id");
+  return Status::NotFound(found.empty() ? "no live job named '" + name + "'"
+                                        : std::to_string(found.size()) + " jobs are named '" + name + "'; give its id");
 }
 
 int SendControl(const std::string& socket, proto::ControlOp op, const std::string& spec, int priority) {
-  Result<uint64_t> job = ResolveJob(socket, spec);
+  const Result<std::optional<uint64_t>> id = ParseJobSpec(spec);
+  if (!id.ok()) {
+    std::cerr << "msched: " << id.status().message() << "\n";
+    return 2;
+  }
+  const Result<uint64_t> job = *id ? Result<uint64_t>(**id) : JobNamed(socket, spec);
   if (!job.ok()) {
     std::cerr << "msched: " << job.status().message() << "\n";
     return 1;

@@ -146,6 +146,12 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
       {{"status", "--json", "--gpu", "x"}, "--gpu 'x' is not a GPU index"},
       {{"--gpu", "1", "status", "--socket", "/tmp/a.sock"}, "--gpu and --socket both say which coordinator"},
       {{"run", "--gpu", "1", "--socket", "/tmp/a.sock", "--", "true"}, "--gpu and --socket both say which coordinator"},
+      // Issue 33: "-1" was read as job 18446744073709551615 and sent.
+      {{"pause", "-1"}, "'-1' is not a job: give a job id (1, 2, ...) or a job's name"},
+      {{"resume", "+2"}, "'+2' is not a job"},
+      {{"priority", "-7", "5"}, "'-7' is not a job"},
+      {{"pause", ""}, "'' is not a job"},
+      {{"pause", "18446744073709551616"}, "job id 18446744073709551616 is too large"},
   };
   for (const Case& c : cases) {
     const ts::ProgramRun r = Msched(c.args);

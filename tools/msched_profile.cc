@@ -11,15 +11,21 @@
 // The report (per-kernel template kind and held-out accuracy, in the form of
 // the MSched paper's Table 1) goes to stdout; messages to stderr.
 // Exit status: 0 done; 1 the program failed or nothing could be analysed
-// (what was recorded is still analysed and written); 2 usage.
+// (what was recorded is still analysed and written); 2 usage; 128+N
+// stopped by signal N (SIGTERM, SIGINT or SIGHUP) while the program ran:
+// the program gets the signal too and is waited for, and nothing is
+// analysed.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,8 +108,52 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+// The signals that stop msched-profile while the program runs. Each is
+// passed on to the program, which is waited for: msched-profile must not
+// exit and leave it running on alone, reparented to init. Handler and Main
+// share lock-free atomics only.
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
+std::atomic<pid_t> g_program{0};     // the program while it runs; 0 before and after
+std::atomic<int> g_stop_signal{0};   // the stop signal received, 0 if none
+
+void PassOnToProgram(int signal, siginfo_t* info, void* /*context*/) {
+  const int interrupted_errno = errno;  // kill may set it under the interrupted code's feet
+  g_stop_signal.store(signal);
+  // What the terminal sends (Ctrl-C, a hangup) is sent by the kernel to the
+  // whole foreground process group, the program's included: once is enough.
+  const pid_t program = g_program.load();
+  if (program > 0 && info->si_code != SI_KERNEL) ::kill(program, signal);
+  errno = interrupted_errno;
+}
+
+// Catches the stop signals for as long as it lives, but not one the caller
+// of msched-profile has ignored (nohup's SIGHUP), which the program then
+// ignores too.
+class StopSignalsPassedOn {
+ public:
+  StopSignalsPassedOn() {
+    struct sigaction pass_on {};
+    pass_on.sa_sigaction = &PassOnToProgram;
+    pass_on.sa_flags = SA_SIGINFO;
+    sigemptyset(&pass_on.sa_mask);
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+      ::sigaction(kStopSignals[i], nullptr, &before_[i]);
+      if (before_[i].sa_handler != SIG_IGN) ::sigaction(kStopSignals[i], &pass_on, nullptr);
+    }
+  }
+  ~StopSignalsPassedOn() {
+    for (size_t i = 0; i < std::size(kStopSignals); ++i) ::sigaction(kStopSignals[i], &before_[i], nullptr);
+  }
+  StopSignalsPassedOn(const StopSignalsPassedOn&) = delete;
+  StopSignalsPassedOn& operator=(const StopSignalsPassedOn&) = delete;
+
+ private:
+  struct sigaction before_[std::size(kStopSignals)];
+};
+
 // Runs the program under the hook in profile mode. Returns its exit status
-// (or -1 when it could not start).
+// (or -1 when it could not start). A stop signal meanwhile is passed on to
+// it (g_stop_signal says which).
 int Record(const Options& o) {
   Result<std::string> lib = FindLibmsched();
   if (!lib.ok()) {
@@ -116,12 +166,18 @@ int Record(const Options& o) {
                {"MSCHED_PROFILE_TRACE", o.trace},
                {"MSCHED_COORD", "off"}};
   ::unlink(o.trace.c_str());  // a stale trace must not pass for this run's
+  const StopSignalsPassedOn passed_on;
   Result<Subprocess> child = Subprocess::Spawn(o.program, spawn);
   if (!child.ok()) {
     Say("cannot start " + o.program[0] + ": " + child.status().message());
     return -1;
   }
-  return child->Wait();
+  g_program.store(child->pid());
+  // A signal that came while the program was being started found no program.
+  if (const int signal = g_stop_signal.load(); signal != 0) child->Kill(signal);
+  const int status = child->Wait();
+  g_program.store(0);
+  return status;
 }
 
 // Reads one trace, saying what was skipped; nullopt when nothing is usable.
@@ -228,7 +284,12 @@ int Main(int argc, char** argv) {
   }
   const int status = Record(o);
   int result = 1;
-  if (status >= 0) {
+  if (const int signal = g_stop_signal.load(); signal != 0) {
+    Say(std::string("stopped by SIG") + sigabbrev_np(signal) + "; " + o.program[0] +
+        (status >= 0 ? " got it too and " + DescribeExit(status) : std::string(" did not start")) +
+        "; nothing analysed");
+    result = 128 + signal;
+  } else if (status >= 0) {
     const bool failed = status != 0;
     if (failed) Say(o.program[0] + " " + DescribeExit(status) + "; analysing what it recorded before it ended");
     result = Analyse(o, failed);

@@ -4,15 +4,20 @@
 // faults and time when the hook loads them, and clear handling of crashed
 // programs, malformed traces and bad command lines.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "base/subprocess.h"
 #include "run_program.h"
 #include "msched/templates.h"
 
@@ -222,6 +227,52 @@ TEST(MschedProfileTest, TheDefaultTraceLivesInAPrivateDirectory) {
   EXPECT_EQ(mode, "700") << "the directory holding the trace";
   EXPECT_EQ(trace.rfind(tmp + "/msched-profile-", 0), 0u) << trace;
   EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the trace and its directory are removed afterwards";
+}
+
+// Issue 33, item 8: SIGTERM or SIGINT ended msched-profile at once and left
+// the program it profiles running on, reparented to init. The program gets
+// the signal too, msched-profile waits for it and exits with 128 + the
+// signal, and its private trace directory goes with it.
+TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
+  for (const int signal : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(signal));
+    const std::string tmp = Temp("stopped" + std::to_string(signal));
+    std::filesystem::remove_all(tmp);
+    ASSERT_EQ(::mkdir(tmp.c_str(), 0755), 0);
+    const std::string pid_file = Temp("sleeper" + std::to_string(signal) + ".pid");
+    ::unlink(pid_file.c_str());
+    msched::SpawnOptions o;
+    for (const auto& [k, v] : SimEnv({{"TMPDIR", tmp}})) {
+      if (v.empty()) o.unset_env.push_back(k);
+      else o.env[k] = v;
+    }
+    o.stderr_path = Temp("stopped" + std::to_string(signal) + ".err");
+    // The program sleeps as the shell's own process (exec), so nothing of it outlives its pid.
+    auto profile = msched::Subprocess::Spawn(
+        {MSCHED_PROFILE, "-o", Temp("stopped.json"), "--", "sh", "-c", "echo $$ > " + pid_file + "; exec sleep 60"},
+        o);
+    ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+    pid_t program = 0;
+    for (int i = 0; i < 500 && program == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::ifstream(pid_file) >> program;
+    }
+    ASSERT_GT(program, 0) << "the program did not start: " << ts::Slurp(o.stderr_path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // into its sleep
+    ASSERT_EQ(::kill(profile->pid(), signal), 0);
+    int status = -1;
+    for (int i = 0; i < 500 && !profile->Poll(&status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!profile->Poll(&status)) profile->Kill(SIGKILL), status = profile->Wait();
+    const bool program_lives = ::kill(program, 0) == 0;
+    if (program_lives) ::kill(program, SIGKILL);
+    EXPECT_FALSE(program_lives) << "the program outlived msched-profile";
+    EXPECT_EQ(status, 128 + signal) << ts::Slurp(o.stderr_path);
+    EXPECT_NE(ts::Slurp(o.stderr_path).find(std::string("stopped by SIG") + sigabbrev_np(signal) +
+                                            "; sh got it too and was killed by signal " + std::to_string(signal)),
+              std::string::npos)
+        << ts::Slurp(o.stderr_path);
+    EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the private trace directory is removed";
+  }
 }
 
 }  // namespace

@@ -11,10 +11,18 @@ namespace msched {
 namespace {
 
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
-// Scrapes are rare and small: two threads serve them (civetweb's default
-// is 50), and a client that stalls is dropped after the timeout.
-constexpr char kThreads[] = "2";
-constexpr char kRequestTimeoutMs[] = "10000";
+// civetweb gives each connection a thread of its own from the moment it is
+// accepted until it is answered or dropped: a connection that sends nothing,
+// or half a request, holds its thread for the whole request timeout, and
+// civetweb cannot cap connections per peer (nor would a cap help on
+// loopback, where every local user is 127.0.0.1). Scrapes are rare and
+// answered in a millisecond, so threads are there to outnumber stalled
+// connections, and the timeout is short: a scraper sends its whole request
+// at once, and a stalled connection is dropped after 1 s. A scrape then
+// waits only while more than 32 connections stall at once, about a second
+// for every 32 more.
+constexpr char kThreads[] = "32";
+constexpr char kRequestTimeoutMs[] = "1000";
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -38,10 +39,8 @@ struct HttpReply {
   std::string head, body;
 };
 
-// One HTTP/1.0 request to 127.0.0.1:`port`; the server closes the
-// connection after its answer.
-HttpReply Http(int port, const std::string& method, const std::string& path) {
-  HttpReply r;
+// A connection to 127.0.0.1:`port`, or -1.
+int ConnectLoopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -49,8 +48,22 @@ HttpReply Http(int port, const std::string& method, const std::string& path) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
-    return r;
+    return -1;
   }
+  return fd;
+}
+
+// One HTTP/1.0 request to 127.0.0.1:`port`; the server closes the
+// connection after its answer. With `wait`, each read or write gives up
+// after that long (no answer).
+HttpReply Http(int port, const std::string& method, const std::string& path,
+               std::chrono::milliseconds wait = std::chrono::milliseconds(0)) {
+  HttpReply r;
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return r;
+  const timeval limit{static_cast<time_t>(wait.count() / 1000), static_cast<suseconds_t>(wait.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   const std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   if (::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
     ::close(fd);
@@ -311,6 +324,46 @@ TEST_F(MschedMetricsTest, ABadAddressIsAUsageErrorAndAPortInUseFailsToStart) {
   EXPECT_NE(r.err.find("Address already in use"), std::string::npos) << r.err;
   struct stat st{};
   EXPECT_NE(::stat(Socket().c_str(), &st), 0) << "the coordinator's socket is removed again";
+}
+
+// Issue 33, item 2: four local connections blinded /metrics. civetweb ran
+// 2 threads, each held up to 10 s by a connection that had not sent its
+// whole request: 2 half-sent requests delayed a scrape by 10 s, and 4
+// reopened whenever dropped made every scrape fail. Here 16 such
+// connections, half idle and half half-sent, are kept open (reopened as
+// soon as mschedd drops one) while 5 scrapes are timed: each is answered
+// within 2 s.
+TEST_F(MschedMetricsTest, HalfSentAndIdleConnectionsDoNotHoldUpAScrape) {
+  const int port = StartDaemon();
+  ASSERT_GT(port, 0);
+  std::atomic<bool> scraped{false};
+  std::thread stallers([&] {
+    std::vector<int> fds(16, -1);
+    // Ends when the scrapes have (each gives up after 3 s).
+    while (!scraped.load()) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        char c;
+        if (fds[i] >= 0 && ::recv(fds[i], &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN) continue;
+        if (fds[i] >= 0) ::close(fds[i]);  // dropped, or answered
+        fds[i] = ConnectLoopback(port);
+        const std::string half = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+        if (fds[i] >= 0 && i % 2 == 1) (void)!::write(fds[i], half.data(), half.size());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (int fd : fds) ::close(fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the stallers connect first
+  for (int i = 0; i < 5; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const HttpReply r = Http(port, "GET", "/metrics", std::chrono::milliseconds(3000));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.status, 200) << "scrape " << i << " got no answer in " << seconds << " s";
+    EXPECT_LT(seconds, 2.0) << "scrape " << i;
+  }
+  scraped.store(true);
+  stallers.join();
+  EXPECT_EQ(Http(port, "GET", "/metrics").status, 200) << "and it serves on";
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Writes the seeds that are not copied from files in the repository: one
 // encoded frame of each protocol message type (corpus/protocol), a stream of
-// all of them (corpus/frame_reader) and a trace (corpus/trace). Usage:
+// all of them (corpus/frame_reader) and two traces, exact and CUPTI-rounded
+// (corpus/trace). Usage:
 //   build-fuzz/tests/fuzz/fuzz_gen_seeds tests/fuzz/corpus
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -66,5 +68,24 @@ int main(int argc, char** argv) {
         msched::TraceHeaderLine("simulator", 1, "./app") + "\n" + msched::TraceAllocLine(0x1000, 0x10000) + "\n" +
             msched::TraceNoteLine("hello") + "\n" + msched::TraceLaunchLine(l) + "\n" +
             msched::TraceFreeLine(0x1000) + "\n");
+
+  // CUPTI's form: 64 KiB pages, a struct argument with two pointers into
+  // one allocation and a count, ranges that start below the pointers.
+  std::string cupti = msched::TraceHeaderLine("cupti", 65536, "python3") + "\n" +
+                      msched::TraceAllocLine(0x7f0000000000, 0x4000000) + "\n";
+  for (uint64_t n : {100000, 300000, 50000}) {
+    msched::TraceLaunch c;
+    c.seq = n;
+    c.kernel = "_Z4listPv";
+    c.layout = {{0, 24}};
+    std::vector<uint8_t> words(24);
+    const uint64_t fields[] = {0x7f0000010000, 0x7f0000200000, n};
+    std::memcpy(words.data(), fields, sizeof fields);
+    c.args = {words};
+    c.touched = {{{0x7f0000000000, 0x7f0000010000 + 4 * n}, msched::AccessMode::kRead},
+                 {{0x7f0000200000, 0x7f0000200000 + 8 * n}, msched::AccessMode::kWrite}};
+    cupti += msched::TraceLaunchLine(c) + "\n";
+  }
+  Write(dir + "/trace/cupti.jsonl", cupti);
   return 0;
 }

@@ -10,15 +10,22 @@
 //       traced run (at full size) touched.
 // The report (per-kernel template kind and held-out accuracy, in the form of
 // the MSched paper's Table 1) goes to stdout; messages to stderr.
-// Exit status: 0 done; 1 the program failed or nothing could be analysed
-// (what was recorded is still analysed and written); 2 usage; 128+N
+// A program of several CUDA processes leaves one trace per process (the
+// first at TRACE, the others at TRACE.<pid>); they are fitted together, once
+// every writer has finished (each holds a lock on its trace while it runs).
+// Exit status: 0 done; 1 the program failed, a process of it was still
+// writing its trace 10 s after the program ended, or nothing could be
+// analysed (what was recorded is still analysed and written); 2 usage; 128+N
 // stopped by signal N (SIGTERM, SIGINT or SIGHUP) while the program ran:
 // the program gets the signal too and is waited for, and nothing is
 // analysed.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +35,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "msched/bounded_input.h"
@@ -165,7 +173,9 @@ int Record(const Options& o) {
                {"MSCHED_MODE", "profile"},
                {"MSCHED_PROFILE_TRACE", o.trace},
                {"MSCHED_COORD", "off"}};
-  ::unlink(o.trace.c_str());  // a stale trace must not pass for this run's
+  // Stale traces must not pass for this run's.
+  ::unlink(o.trace.c_str());
+  for (const std::string& sibling : SiblingTraces(o.trace)) ::unlink(sibling.c_str());
   const StopSignalsPassedOn passed_on;
   Result<Subprocess> child = Subprocess::Spawn(o.program, spawn);
   if (!child.ok()) {
@@ -200,9 +210,35 @@ std::optional<Trace> Load(const std::string& path, bool recorded_now) {
   return std::move(read.trace);
 }
 
-int Analyse(const Options& o, bool program_failed) {
+// Waits until no process of the program holds a lock on any of `paths`
+// (each writer holds one until it exits), for at most `seconds`. Says which
+// are still being written then; false if any is.
+bool WaitForWriters(const std::vector<std::string>& paths, int seconds) {
+  bool all_done = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  for (const std::string& path : paths) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;  // Load says why
+    bool free = false;
+    while (!(free = ::flock(fd, LOCK_EX | LOCK_NB) == 0) && errno != EWOULDBLOCK) {
+      if (errno != EINTR) break;
+    }
+    while (!free && std::chrono::steady_clock::now() < deadline && g_stop_signal.load() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    }
+    ::close(fd);
+    if (!free) {
+      Say("a process of the program is still writing " + path + " (it outlived the program); its launches so far "
+          "are analysed, the rest are lost");
+      all_done = false;
+    }
+  }
+  return all_done;
+}
+
+int Analyse(const Options& o, std::vector<std::string> paths, bool program_failed) {
   std::vector<Trace> traces;
-  std::vector<std::string> paths = {o.trace};
   paths.insert(paths.end(), o.more_traces.begin(), o.more_traces.end());
   for (const std::string& path : paths) {
     std::optional<Trace> t = Load(path, !o.analyze_only);
@@ -266,7 +302,7 @@ int Main(int argc, char** argv) {
   if (o.out.empty()) {
     o.out = (o.analyze_only ? BaseName(o.trace) : BaseName(o.program[0])) + ".templates.json";
   }
-  if (o.analyze_only) return Analyse(o, false);
+  if (o.analyze_only) return Analyse(o, {o.trace}, false);
 
   const bool keep_trace = !o.trace.empty();
   std::string private_dir;
@@ -292,9 +328,19 @@ int Main(int argc, char** argv) {
   } else if (status >= 0) {
     const bool failed = status != 0;
     if (failed) Say(o.program[0] + " " + DescribeExit(status) + "; analysing what it recorded before it ended");
-    result = Analyse(o, failed);
+    std::vector<std::string> recorded = {o.trace};
+    for (std::string& sibling : SiblingTraces(o.trace)) recorded.push_back(std::move(sibling));
+    constexpr int kWriterWaitSeconds = 10;
+    const bool finished = WaitForWriters(recorded, kWriterWaitSeconds);
+    if (recorded.size() > 1) {
+      std::string list;
+      for (const std::string& path : recorded) list += (list.empty() ? "" : ", ") + path;
+      Say("recorded " + std::to_string(recorded.size()) + " processes of the program, fitted together: " + list);
+    }
+    result = Analyse(o, recorded, failed || !finished);
   }
   if (!keep_trace) {
+    for (const std::string& sibling : SiblingTraces(o.trace)) ::unlink(sibling.c_str());
     ::unlink(o.trace.c_str());
     ::rmdir(private_dir.c_str());
   }

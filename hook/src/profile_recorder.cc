@@ -1,6 +1,7 @@
 #include "profile_recorder.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,16 +60,33 @@ struct ProfileRecorder::State {
     HookScope scope;  // CUPTI may call the driver: straight through
     // A new file only, private to the user: an existing file or symlink (in
     // a shared /tmp, perhaps another user's) must never receive the trace.
-    fd = ::open(config.profile_trace.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    auto create = [](const std::string& path) {
+      return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    };
+    std::string path = config.profile_trace;
+    fd = create(path);
+    if (fd < 0 && errno == EEXIST) {
+      // Another process of the program (a launcher's workers, each with CUDA
+      // of its own) holds the trace: this one records beside it, at
+      // TRACE.<pid>, which msched-profile reads and fits with the others
+      // (TraceOfProcess in profile/trace.h).
+      path = TraceOfProcess(config.profile_trace, static_cast<uint64_t>(::getpid()));
+      fd = create(path);
+      if (fd >= 0) LogInfo("the profile trace '{}' is taken; this process records to '{}'", config.profile_trace, path);
+    }
     if (fd < 0 && errno == EEXIST) {
       LogError("the profile trace '{}' already exists; msched writes a trace only to a new file and never through a "
-               "symlink (remove it or name another path); nothing is recorded", config.profile_trace);
+               "symlink (remove it or name another path); nothing is recorded", path);
       return;
     }
     if (fd < 0) {
-      LogError("cannot create the profile trace '{}': {}", config.profile_trace, std::strerror(errno));
+      LogError("cannot create the profile trace '{}': {}", path, std::strerror(errno));
       return;
     }
+    // Held until the process ends: msched-profile waits for every writer's
+    // lock to go before it reads, so a process that outlives the program
+    // is not read half-written.
+    (void)::flock(fd, LOCK_SH);
     // The simulator reports exactly what each launch touched.
     const bool sim_accesses = RealDriver().msimLastLaunchAccesses != nullptr;
     std::string why;

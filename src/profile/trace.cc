@@ -1,6 +1,7 @@
 #include "profile/trace.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string_view>
 
@@ -199,6 +200,29 @@ Result<Trace> MergeTraces(std::vector<Trace> traces) {
     out.precision = std::max(out.precision, t.precision);
     out.notes.insert(out.notes.end(), t.notes.begin(), t.notes.end());
   }
+  return out;
+}
+
+std::string TraceOfProcess(const std::string& trace, uint64_t pid) { return trace + "." + std::to_string(pid); }
+
+std::vector<std::string> SiblingTraces(const std::string& trace) {
+  namespace fs = std::filesystem;
+  const fs::path path(trace);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const std::string prefix = path.filename().string() + ".";
+  std::vector<std::pair<uint64_t, std::string>> found;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code type_ec;
+    if (e.is_regular_file(type_ec)) found.emplace_back(std::stoull(pid), (dir / name).string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [pid, p] : found) out.push_back(std::move(p));
   return out;
 }
 

@@ -71,6 +71,13 @@ TraceReadResult ReadTrace(const std::string& path);
 // (exact simulator bytes cannot be mixed with CUPTI's rounded ranges).
 Result<Trace> MergeTraces(std::vector<Trace> traces);
 
+// Where process `pid` of a profiled program records when another process
+// already holds `trace`: "<trace>.<pid>".
+std::string TraceOfProcess(const std::string& trace, uint64_t pid);
+// The traces other processes of one profiled program wrote beside `trace`
+// ("<trace>.<pid>", existing files only), in pid order.
+std::vector<std::string> SiblingTraces(const std::string& trace);
+
 // One line of the trace (no newline).
 std::string TraceHeaderLine(const std::string& source, uint64_t precision, const std::string& program);
 std::string TraceAllocLine(uint64_t base, uint64_t size);

@@ -11,15 +11,18 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "profile/trace.h"
 #include "run_program.h"
 
 namespace {
 
 namespace testsupport = msched::testsupport;
 using json = nlohmann::json;
+using msched::SiblingTraces;
 
 struct Outcome : testsupport::ProgramRun {
   json hook, sim;  // statistics, when written
@@ -390,18 +393,28 @@ TEST(HookProcessTest, TheProfileTraceIsANewPrivateFileNeverAnExistingOneOrASymli
   for (const std::string& p : {victim, link, fresh}) ::unlink(p.c_str());
   std::ofstream(victim) << "precious\n";
   ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  // A taken path (another process's trace, or anything else) is never
+  // written: the process records beside it, to a new file of its own.
+  auto expect_private_trace = [](const std::string& path) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << path;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << "the trace (kernel arguments, addresses) is private: " << path;
+    EXPECT_NE(testsupport::Slurp(path).find("msched-trace"), std::string::npos) << path;
+  };
   for (const std::string& path : {link, victim}) {
     const Outcome r = RunHooked({PROBE_APP, "run"}, {{"MSCHED_MODE", "profile"}, {"MSCHED_PROFILE_TRACE", path}});
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(Count(r.err, "the profile trace '" + path + "' already exists"), 1u) << r.err;
     EXPECT_EQ(testsupport::Slurp(victim), "precious\n") << "written through " << path;
+    const std::vector<std::string> beside = SiblingTraces(path);
+    ASSERT_EQ(beside.size(), 1u) << r.err;
+    expect_private_trace(beside[0]);
+    ::unlink(beside[0].c_str());
   }
   const Outcome r = RunHooked({PROBE_APP, "run"}, {{"MSCHED_MODE", "profile"}, {"MSCHED_PROFILE_TRACE", fresh}});
   ASSERT_EQ(r.status, 0) << r.err;
-  struct stat st {};
-  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the trace (kernel arguments, addresses) is private";
-  EXPECT_NE(testsupport::Slurp(fresh).find("msched-trace"), std::string::npos);
+  expect_private_trace(fresh);
+  EXPECT_TRUE(SiblingTraces(fresh).empty());
   for (const std::string& p : {victim, link, fresh}) ::unlink(p.c_str());
 }
 

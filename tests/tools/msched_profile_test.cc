@@ -20,6 +20,7 @@
 #include "base/subprocess.h"
 #include "run_program.h"
 #include "msched/templates.h"
+#include "profile/trace.h"
 
 namespace {
 
@@ -233,6 +234,43 @@ TEST(MschedProfileTest, TheDefaultTraceLivesInAPrivateDirectory) {
 // the program it profiles running on, reparented to init. The program gets
 // the signal too, msched-profile waits for it and exits with 128 + the
 // signal, and its private trace directory goes with it.
+// The kernels a templates file names, fitted or found unpredictable.
+std::set<std::string> KernelsIn(const std::string& templates_path) {
+  const json j = json::parse(ts::Slurp(templates_path), nullptr, false);
+  std::set<std::string> names;
+  for (const char* list : {"kernels", "unpredictable"}) {
+    if (j.is_object() && j.contains(list)) {
+      for (const json& k : j[list]) names.insert(k.value("name", ""));
+    }
+  }
+  return names;
+}
+
+// A program of two CUDA processes, one still running when the program's own
+// process exits: both are recorded, waited for and fitted together.
+TEST(MschedProfileTest, EveryCudaProcessOfTheProgramIsRecordedAndFittedTogether) {
+  const std::string decode = std::string(MSIM_RUN) + " " + Workload("llm_decode.json") + " --set LAYERS=2";
+  const std::string mix = std::string(MSIM_RUN) + " " + Workload("profile_mix.json");
+  const std::string a = Temp("alone_a.json"), b = Temp("alone_b.json"), both = Temp("both.json");
+  ASSERT_EQ(Profile({"-o", a, "--", "sh", "-c", decode}).status, 0);
+  ASSERT_EQ(Profile({"-o", b, "--", "sh", "-c", mix}).status, 0);
+  const std::set<std::string> alone_a = KernelsIn(a), alone_b = KernelsIn(b);
+  ASSERT_FALSE(alone_a.empty());
+  ASSERT_FALSE(alone_b.empty());
+  // The decode runs in the background: the program's shell ends with the mix.
+  const std::string trace = Temp("both.trace");
+  ::unlink(trace.c_str());
+  const ts::ProgramRun r = Profile({"-o", both, "--trace", trace, "--", "sh", "-c", decode + " & " + mix});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("recorded 2 processes of the program"), std::string::npos) << r.err;
+  std::set<std::string> expected = alone_a;
+  expected.insert(alone_b.begin(), alone_b.end());
+  EXPECT_EQ(KernelsIn(both), expected) << r.err;
+  EXPECT_EQ(msched::SiblingTraces(trace).size(), 1u) << "the second process's trace is kept beside --trace";
+  for (const std::string& sibling : msched::SiblingTraces(trace)) ::unlink(sibling.c_str());
+  ::unlink(trace.c_str());
+}
+
 TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
   for (const int signal : {SIGTERM, SIGINT}) {
     SCOPED_TRACE(strsignal(signal));

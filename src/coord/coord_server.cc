@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 
 #include "coord/status_report.h"
 
@@ -16,6 +18,11 @@ namespace {
 
 constexpr int kTickMs = 100;  // watchdog and idle checks
 constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jobs still saying hello
+// Orders queued for a job whose socket takes no more. Consecutive Budgets
+// merge, so a job that does not read (stopped, suspended by Slurm) while its
+// neighbours' usage moves its grant holds one; the queue grows only with
+// Go and Stop, which a job off the rotation is not sent.
+constexpr size_t kMaxQueuedOrders = 256;
 
 // The version msched_build_info reports.
 #ifndef MSCHED_VERSION
@@ -39,6 +46,9 @@ struct CoordServer::Conn {
   FrameReader reader;
   uint64_t opened_ms = 0;
   uint64_t partial_since_ms = 0;  // when the frame now pending began (0: none)
+  std::string writing;              // the unwritten rest of the order being sent
+  std::deque<proto::Message> queued;  // orders after it, not yet begun
+  bool watching_writable = false;   // EPOLLOUT registered while anything waits
 };
 
 Result<std::unique_ptr<CoordServer>> CoordServer::Start(ServerOptions options) {
@@ -130,9 +140,13 @@ void CoordServer::Run() {
       if (fd == wake_fd_) return;
       if (fd == listen_fd_) {
         Accept();
-      } else {
-        OnReadable(fd);
+        continue;
       }
+      if (events[i].events & EPOLLOUT) {
+        auto it = conns_.find(fd);
+        if (it != conns_.end() && !Flush(*it->second)) ::shutdown(fd, SHUT_RDWR);  // EOF then removes it
+      }
+      if (events[i].events & ~static_cast<uint32_t>(EPOLLOUT)) OnReadable(fd);
     }
     Watchdog();
     ExpireConnections();
@@ -397,15 +411,62 @@ void CoordServer::Apply(const Commands& commands) {
       sent = &shm_.slot(s->second).orders_sent;
       sent->fetch_add(1, std::memory_order_release);
     }
-    if (!SendMessage(it->second, m).ok()) {
-      // Broken, or full (a job that does not read its orders), perhaps
-      // after part of a frame: no further message could be read from it.
-      // Shut down, EPOLLRDHUP/EOF removes it; the watchdog covers the gap.
+    auto conn = conns_.find(it->second);
+    if (conn == conns_.end() || !Deliver(*conn->second, std::move(m), sent)) {
+      // Broken, or more orders behind than a live job leaves unread: no
+      // further message could be read from it. Shut down, EPOLLRDHUP/EOF
+      // removes it; the watchdog covers the gap.
       if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
       ::shutdown(it->second, SHUT_RDWR);
       Log("cannot write to job " + std::to_string(cmd.job) + "; dropping its connection");
     }
   }
+}
+
+bool CoordServer::Deliver(Conn& c, proto::Message m, std::atomic<uint64_t>* sent) {
+  if (!c.writing.empty() || !c.queued.empty()) {
+    // Behind earlier orders. A Budget after a Budget replaces it: the job
+    // acts on its latest grant, and on the latest ask answered (they only
+    // rise); the order it replaces is no longer on its way.
+    auto* budget = std::get_if<proto::Budget>(&m);
+    auto* last = c.queued.empty() ? nullptr : std::get_if<proto::Budget>(&c.queued.back());
+    if (budget != nullptr && last != nullptr) {
+      last->budget = budget->budget;
+      last->answers = std::max(last->answers, budget->answers);
+      if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
+      return true;
+    }
+    if (c.queued.size() >= kMaxQueuedOrders) return false;
+    c.queued.push_back(std::move(m));
+    return Flush(c);
+  }
+  c.writing = proto::Encode(m);
+  return Flush(c);
+}
+
+bool CoordServer::Flush(Conn& c) {
+  for (;;) {
+    if (c.writing.empty()) {
+      if (c.queued.empty()) break;
+      c.writing = proto::Encode(c.queued.front());
+      c.queued.pop_front();
+    }
+    const ssize_t n = ::send(c.fd, c.writing.data(), c.writing.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n <= 0) return false;
+    c.writing.erase(0, static_cast<size_t>(n));
+  }
+  // Told when the socket takes more, while anything waits.
+  const bool waiting = !c.writing.empty() || !c.queued.empty();
+  if (waiting != c.watching_writable) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | (waiting ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    ev.data.fd = c.fd;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+    c.watching_writable = waiting;
+  }
+  return true;
 }
 
 void CoordServer::SyncSlots() {

@@ -34,6 +34,7 @@
 // in-process.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -86,6 +87,13 @@ class CoordServer {
               std::unique_ptr<CoordTrace> trace);
   void Accept();
   void OnReadable(int fd);
+  // Writes what the socket takes of `c`'s waiting orders; false when the
+  // connection is broken.
+  bool Flush(Conn& c);
+  // Sends an order to a job, or queues it behind those its socket has not
+  // taken yet (a job that does not read: stopped, suspended, under a
+  // debugger); false when the connection is broken or too far behind.
+  bool Deliver(Conn& c, proto::Message m, std::atomic<uint64_t>* sent);
   void Close(int fd, const std::string& why);
   void Handle(Conn& c, proto::Message m);
   void HandleHello(Conn& c, const proto::Hello& hello);

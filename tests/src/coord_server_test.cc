@@ -545,6 +545,53 @@ TEST_F(CoordServerTest, AJobThatStopsAnsweringIsPassedOver) {
   ::close(b);
 }
 
+// A job that reads nothing (stopped by SIGSTOP, suspended by Slurm, held in
+// a debugger) while its neighbour's usage moves its grant stays the same
+// job: its orders wait, consecutive grants merge into the latest, and once
+// it reads it finds every order in turn, the last grant the one in force.
+TEST_F(CoordServerTest, AJobThatReadsNothingKeepsItsPlaceAndFindsItsLatestGrant) {
+  const int stopped = Join(6 * kGiB, "stopped");
+  Expect<proto::Welcome>(stopped);
+  const int busy = Join(4 * kGiB, "busy");
+  Expect<proto::Welcome>(busy);
+  // Some 20,000 grants for `stopped` (about 0.5 MiB of frames; a socket
+  // takes some 200 KiB): `busy` frees and allocates again, each report
+  // asking for an answer so that every one is handled before the next.
+  constexpr int kReports = 20000;
+  for (int i = 1; i <= kReports; ++i) {
+    const uint64_t allocated = (i % 2 ? 4 : 8) * kGiB;
+    ASSERT_TRUE(SendMessage(busy, proto::Usage{allocated, static_cast<uint64_t>(i), {}, static_cast<uint64_t>(i)}).ok());
+    for (;;) {  // its own orders: a Go, Budgets, and the answer to this ask
+      const Result<proto::Message> m = ReceiveMessage(busy, 5000);
+      ASSERT_TRUE(m.ok()) << m.status().ToString() << " at report " << i;
+      const auto* b = std::get_if<proto::Budget>(&*m);
+      if (b != nullptr && b->answers == static_cast<uint64_t>(i)) break;
+    }
+  }
+  EXPECT_EQ(log().find("dropping its connection"), std::string::npos) << log();
+  const nlohmann::json status = Status();
+  ASSERT_EQ(status["jobs"].size(), 2u) << status.dump();
+  // It reads at last: orders in turn, the last grant that of `busy` at 8 GiB.
+  uint64_t last_budget = 0;
+  int orders = 0;
+  for (;;) {
+    const Result<proto::Message> m = ReceiveMessage(stopped, 200);
+    if (!m.ok()) break;
+    ++orders;
+    if (const auto* b = std::get_if<proto::Budget>(&*m)) last_budget = b->budget;
+  }
+  EXPECT_GT(orders, 0);
+  EXPECT_LT(orders, kReports) << "grants that waited merged";
+  const nlohmann::json after = Status();
+  uint64_t granted = 0;
+  for (const nlohmann::json& j : after["jobs"]) {
+    if (j.value("name", "") == "stopped") granted = j.value("budget_bytes", uint64_t{0});
+  }
+  EXPECT_EQ(last_budget, granted) << after.dump();
+  ::close(stopped);
+  ::close(busy);
+}
+
 TEST_F(CoordServerTest, AnIdleJobHoldingMostOfTheGpuDoesNotKeepASmallOneWaiting) {
   Stop();
   Start(/*answer_timeout_ms=*/300);

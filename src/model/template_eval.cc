@@ -41,7 +41,7 @@ uint64_t Prediction::TotalBytes() const {
 bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& dims, uint64_t* out) {
   // 64-bit arithmetic with overflow checks: anything past kMaxIntermediate
   // fails anyway, so no wider type is needed (a 128-bit product and quotient
-  // were most of a region's cost).
+  // cost more than the rest of a region's evaluation).
   int64_t acc = e.coef;
   if (e.coef != 0) {
     for (const Factor& f : e.factors) {

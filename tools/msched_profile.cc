@@ -220,12 +220,11 @@ bool WaitForWriters(const std::vector<std::string>& paths, int seconds) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;  // Load says why
     bool free = false;
-    while (!(free = ::flock(fd, LOCK_EX | LOCK_NB) == 0) && errno != EWOULDBLOCK) {
-      if (errno != EINTR) break;
-    }
-    while (!free && std::chrono::steady_clock::now() < deadline && g_stop_signal.load() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (;;) {
       free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+      if (free || (errno != EWOULDBLOCK && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() >= deadline || g_stop_signal.load() != 0) break;
+      if (errno == EWOULDBLOCK) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ::close(fd);
     if (!free) {

@@ -424,23 +424,20 @@ void CoordServer::Apply(const Commands& commands) {
 }
 
 bool CoordServer::Deliver(Conn& c, proto::Message m, std::atomic<uint64_t>* sent) {
-  if (!c.writing.empty() || !c.queued.empty()) {
-    // Behind earlier orders. A Budget after a Budget replaces it: the job
-    // acts on its latest grant, and on the latest ask answered (they only
-    // rise); the order it replaces is no longer on its way.
-    auto* budget = std::get_if<proto::Budget>(&m);
-    auto* last = c.queued.empty() ? nullptr : std::get_if<proto::Budget>(&c.queued.back());
-    if (budget != nullptr && last != nullptr) {
-      last->budget = budget->budget;
-      last->answers = std::max(last->answers, budget->answers);
-      if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
-      return true;
-    }
-    if (c.queued.size() >= kMaxQueuedOrders) return false;
-    c.queued.push_back(std::move(m));
-    return Flush(c);
+  // Orders wait in `queued` only while the socket takes no more. A Budget
+  // behind a Budget replaces it: the job acts on its latest grant, and on
+  // the latest ask answered (they only rise); the order it replaces is no
+  // longer on its way.
+  auto* budget = std::get_if<proto::Budget>(&m);
+  auto* last = c.queued.empty() ? nullptr : std::get_if<proto::Budget>(&c.queued.back());
+  if (budget != nullptr && last != nullptr) {
+    last->budget = budget->budget;
+    last->answers = std::max(last->answers, budget->answers);
+    if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
+    return true;
   }
-  c.writing = proto::Encode(m);
+  if (c.queued.size() >= kMaxQueuedOrders) return false;
+  c.queued.push_back(std::move(m));
   return Flush(c);
 }
 

@@ -144,12 +144,12 @@ std::vector<const Observation*> Sample(const std::vector<const Observation*>& ob
 // from that tensor's pointer for every slot (PyTorch's TensorListMetadata,
 // cuDNN's and cuBLASLt's parameter structs), and the slots share an element
 // size, while a profile at one size leaves many words that fit as well.
-using Shape = std::tuple<uint16_t, int, int64_t, int64_t>;  // param, distance, coef, div
-std::optional<Shape> ShapeOf(const Region& region, const LinearExpr& rule) {
+using CountShape = std::tuple<uint16_t, int, int64_t, int64_t>;  // param, distance, coef, div
+std::optional<CountShape> CountShapeOf(const Region& region, const LinearExpr& rule) {
   if (rule.factors.size() != 1 || rule.factors[0].kind != Factor::Kind::kArg) return std::nullopt;
   const ArgRef& word = rule.factors[0].arg;
   if (word.param != region.base.param) return std::nullopt;
-  return Shape{word.param, static_cast<int>(word.offset) - static_cast<int>(region.base.offset), rule.coef, rule.div};
+  return CountShape{word.param, static_cast<int>(word.offset) - static_cast<int>(region.base.offset), rule.coef, rule.div};
 }
 
 // Sets each region's rule: among its equally good rules, the one of the
@@ -160,13 +160,13 @@ std::optional<Shape> ShapeOf(const Region& region, const LinearExpr& rule) {
 // so that a small tensor, which every small word fits, says little, and a
 // large one, which one count fits, decides.
 void ChooseByConsensus(std::vector<Region>& regions, const std::vector<std::vector<LinearExpr>>& choices) {
-  std::map<Shape, double> votes;
+  std::map<CountShape, double> votes;
   for (size_t r = 0; r < regions.size(); ++r) {
-    std::set<Shape> shapes;
+    std::set<CountShape> shapes;
     for (const LinearExpr& rule : choices[r]) {
-      if (auto s = ShapeOf(regions[r], rule)) shapes.insert(*s);
+      if (auto s = CountShapeOf(regions[r], rule)) shapes.insert(*s);
     }
-    for (const Shape& s : shapes) votes[s] += 1.0 / static_cast<double>(shapes.size());
+    for (const CountShape& s : shapes) votes[s] += 1.0 / static_cast<double>(shapes.size());
   }
   for (size_t r = 0; r < regions.size(); ++r) {
     if (choices[r].empty()) continue;
@@ -174,7 +174,7 @@ void ChooseByConsensus(std::vector<Region>& regions, const std::vector<std::vect
                                                 [](const LinearExpr& a, const LinearExpr& b) { return a.coef < b.coef; });
     double most = 0;
     for (const LinearExpr& rule : choices[r]) {
-      const auto s = ShapeOf(regions[r], rule);
+      const auto s = CountShapeOf(regions[r], rule);
       const double v = s ? votes[*s] : 0;
       if (v > most) most = v, pick = &rule;
     }

@@ -163,7 +163,7 @@ struct Shape {
 };
 
 // Classifies one launch's ranges for one base. False: an irregular pattern.
-bool ShapeOf(std::vector<TouchedRange> ranges, uint64_t base, uint64_t precision, Shape* out) {
+bool ShapeOf(std::vector<TouchedRange> ranges, uint64_t base, Shape* out) {
   if (ranges.empty()) return true;
   std::sort(ranges.begin(), ranges.end(),
             [](const TouchedRange& x, const TouchedRange& y) { return x.range.begin < y.range.begin; });
@@ -176,8 +176,7 @@ bool ShapeOf(std::vector<TouchedRange> ranges, uint64_t base, uint64_t precision
   const uint64_t stride = regular ? ranges[1].range.begin - ranges[0].range.begin : 0;
   for (size_t i = 1; i < ranges.size() && regular; ++i) {
     const uint64_t gap = ranges[i].range.begin - ranges[i - 1].range.begin;
-    regular = ranges[i].range.size() + precision > first && first + precision > ranges[i].range.size() &&
-              gap + precision > stride && stride + precision > gap && stride > first;
+    regular = ranges[i].range.size() == first && gap == stride && stride > first;
   }
   if (regular) {
     out->kind = Shape::kStrided;
@@ -189,7 +188,7 @@ bool ShapeOf(std::vector<TouchedRange> ranges, uint64_t base, uint64_t precision
   // Not strided: acceptable only as one contiguous run (abutting pieces).
   uint64_t end = ranges[0].range.end;
   for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].range.begin > end + precision - 1) return false;
+    if (ranges[i].range.begin > end) return false;
     end = std::max(end, ranges[i].range.end);
   }
   out->kind = Shape::kContiguous;
@@ -197,17 +196,8 @@ bool ShapeOf(std::vector<TouchedRange> ranges, uint64_t base, uint64_t precision
   return true;
 }
 
-// The target for a quantity observed as `v` whose true value may be up to
-// `below` smaller or `above` larger.
-Target Around(uint64_t v, uint64_t below, uint64_t above) {
-  return {static_cast<int64_t>(v) - static_cast<int64_t>(below) - 1, static_cast<int64_t>(v + above)};
-}
-
-// At a trace precision P > 1 both ends of every range are rounded out to P,
-// so an extent reads up to 2(P-1) too large, and the gap between two pieces'
-// starts up to P-1 off either way.
-Target ObservedExtent(uint64_t v, uint64_t precision) { return Around(v, 2 * (precision - 1), 0); }
-Target ObservedGap(uint64_t v, uint64_t precision) { return Around(v, precision - 1, precision - 1); }
+// The target for a quantity observed exactly as `v`.
+Target Exactly(uint64_t v) { return {static_cast<int64_t>(v) - 1, static_cast<int64_t>(v)}; }
 
 }  // namespace
 
@@ -409,6 +399,8 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
       return fit;
     }
   }
+  // Exact ranges (the simulator) from here on; CUPTI's rounded ones are
+  // fitted by rounded_fit.h.
   if (precision > 1) return FitRoundedKernel(obs, precision, std::move(fit));
   std::vector<FactorValues> fixed_sizes;
   const std::vector<FactorValues> candidates = CandidateFactors(obs, &fixed_sizes, /*keep_constant=*/false);
@@ -425,7 +417,7 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
       auto it = obs[i]->by_base.find(base);
       const std::optional<uint64_t> v = obs[i]->args.Read(base);
       if (it == obs[i]->by_base.end() || !v) continue;
-      if (!ShapeOf(it->second, *v, precision, &shapes[i])) {
+      if (!ShapeOf(it->second, *v, &shapes[i])) {
         fit.reason = "irregular accesses through " + name + " (a data-dependent gather)";
         return fit;
       }
@@ -436,12 +428,11 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
     std::optional<int64_t> offset;
     for (const Shape& sh : shapes) {
       if (sh.kind == Shape::kEmpty) continue;
-      const int64_t o = precision > 1 && sh.offset < static_cast<int64_t>(precision) ? 0 : sh.offset;
-      if (offset && *offset != o) {
+      if (offset && *offset != sh.offset) {
         fit.reason = "the region through " + name + " starts at a varying offset from it";
         return fit;
       }
-      offset = o;
+      offset = sh.offset;
     }
     Region region;
     region.base = base;
@@ -453,9 +444,9 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
       if (sh.kind == Shape::kEmpty) {
         extent[i] = count[i] = Target{-1, 0};
       } else {
-        extent[i] = ObservedExtent(sh.extent, precision);
-        count[i] = Target{static_cast<int64_t>(sh.count ? sh.count : 1) - 1, static_cast<int64_t>(sh.count ? sh.count : 1)};
-        if (sh.kind == Shape::kStrided) stride[i] = ObservedGap(sh.stride, precision);
+        extent[i] = Exactly(sh.extent);
+        count[i] = Exactly(sh.count ? sh.count : 1);
+        if (sh.kind == Shape::kStrided) stride[i] = Exactly(sh.stride);
       }
     }
     std::optional<LinearExpr> e = FitExpression(extent, candidates, fixed_sizes);

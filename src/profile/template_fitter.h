@@ -9,9 +9,10 @@
 //     dimensions) / div + add: T2 (linear);
 //   - regularly spaced pieces: T3 (strided), whose count, stride and piece
 //     length are each fitted like a T2 extent;
-// preferring the simplest rule that explains every call exactly (to the
-// trace's precision). A kernel with a range no argument explains, or an
-// irregular pattern, is unpredictable, with the reason.
+// preferring the simplest rule that explains every call exactly. A kernel
+// with a range no argument explains, or an irregular pattern, is
+// unpredictable, with the reason. A trace whose ranges are rounded (CUPTI's)
+// is fitted by the rules of rounded_fit.h instead.
 // Pure functions; thread-safe. Used by msched-profile.
 #pragma once
 

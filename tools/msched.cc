@@ -1,7 +1,9 @@
 // msched: the command line.
 //   msched run [OPTIONS] -- CMD [ARGS...]   run a job under libmsched (starting a coordinator if none runs)
 //   msched status [--json]                  the coordinator's jobs
-//   msched pause JOB | resume JOB           stop a job and evict its memory / bring it back
+//   msched pause|resume [--no-wait] [--timeout D] JOB
+//                                           stop a job and evict its memory / bring it back,
+//                                           returning once it is done (or --no-wait: once asked)
 //   msched priority JOB N                   change a job's priority (-100..100)
 //   msched bench [SCENARIO...] [OPTIONS]     the benchmark suite (see msched bench --help)
 //   msched help                             this text and every MSCHED_* variable
@@ -44,14 +46,18 @@ namespace {
 
 using nlohmann::json;
 
+// How long pause and resume wait for the job by default.
+constexpr uint64_t kDefaultControlWait = 60'000'000'000;
+
 constexpr char kUsage[] =
     "usage: msched run [--gpu N] [--mem SIZE] [--class short|long] [--priority N] [--name NAME] [--mode MODE]\n"
     "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] [--] CMD [ARGS...]\n"
     "       msched status [--json]\n"
-    "       msched pause JOB | msched resume JOB | msched priority JOB N\n"
+    "       msched pause|resume [--no-wait] [--timeout DURATION] JOB | msched priority JOB N\n"
     "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
     "       msched help\n"
-    "JOB is a job's id, as msched status shows it, or its name.\n"
+    "JOB is a job's id, as msched status shows it, or its name. pause returns once the job's launches are held\n"
+    "and its memory is on the host, resume once it runs again (at most --timeout, default 60s; --no-wait: at once).\n"
     "Every command takes --gpu N, the coordinator of the machine's GPU N (gpu<N>.sock in MSCHED_SOCKET_DIR or\n"
     "the default directory), or --socket PATH; with neither, MSCHED_SOCKET, else GPU 0's.\n"
     "msched run --gpu N runs the job on GPU N alone (CUDA_VISIBLE_DEVICES=N, CUDA_DEVICE_ORDER=PCI_BUS_ID);\n"
@@ -130,7 +136,65 @@ Result<uint64_t> JobNamed(const std::string& socket, const std::string& name) {
                                         : std::to_string(found.size()) + " jobs are named '" + name + "'; give its id");
 }
 
-int SendControl(const std::string& socket, proto::ControlOp op, const std::string& spec, int priority) {
+// The job's entry in the coordinator's status, or null when it cannot be read.
+json JobStatus(const std::string& socket, uint64_t id) {
+  Result<proto::ControlReply> r = Ask(socket, proto::Control{});
+  if (!r.ok()) return nullptr;
+  const json j = json::parse(r->text, nullptr, false);
+  if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array()) return nullptr;
+  for (const json& job : j["jobs"]) {
+    if (job.is_object() && job.value("id", uint64_t{0}) == id) return job;
+  }
+  return nullptr;
+}
+
+// After the coordinator accepted a pause or a resume of job `id`: waits,
+// reading its status, until the job has done it. A pause is done once the
+// job answered its stop (its launches are held, its evictions complete);
+// a resume once the job is on the GPU again, or queued for admission. 0
+// when done; 1 when the job did not answer a pause within `timeout` (its
+// memory may still be on the GPU). A resumed job that waits for its turn
+// behind others is resumed: said, and 0.
+int AwaitControl(const std::string& socket, proto::ControlOp op, uint64_t id, uint64_t timeout_ns) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  const std::string job = "job " + std::to_string(id);
+  json last;
+  for (;;) {
+    const json j = JobStatus(socket, id);
+    if (j.is_object()) last = j;
+    const std::string state = last.is_object() ? last.value("state", std::string()) : std::string();
+    if (state == "finished") {
+      std::cout << job << " finished\n";
+      return 0;
+    }
+    if (op == proto::ControlOp::kPause && state == "paused" && !last.value("pausing", false)) {
+      std::cout << job << " paused: its launches are held and its memory is on the host ("
+                << FormatBytes(last.value("resident_bytes", uint64_t{0})) << " on the GPU)\n";
+      return 0;
+    }
+    if (op == proto::ControlOp::kResume && (last.value("on_gpu", false) || state == "waiting")) {
+      std::cout << job << (state == "waiting" ? " resumed, queued for admission\n" : " resumed: it runs\n");
+      return 0;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  char waited[32];
+  std::snprintf(waited, sizeof waited, "%.3g s", static_cast<double>(timeout_ns) / 1e9);
+  if (op == proto::ControlOp::kPause) {
+    std::cerr << "msched: " << job << " is paused, but has not answered in " << waited
+              << ": its launches are held once it does; its memory may still be on the GPU\n";
+    return 1;
+  }
+  std::cout << job << " resumed; not on the GPU after " << waited << ": it waits for its turn ("
+            << (last.is_object() ? last.value("wait_reason", std::string()) : std::string()) << ")\n";
+  return 0;
+}
+
+// Asks the coordinator for `op` on the job `spec` names; with `wait_ns` > 0,
+// waits at most that long for the job to have done it (AwaitControl).
+int SendControl(const std::string& socket, proto::ControlOp op, const std::string& spec, int priority,
+                uint64_t wait_ns = 0) {
   const Result<std::optional<uint64_t>> id = ParseJobSpec(spec);
   if (!id.ok()) {
     std::cerr << "msched: " << id.status().message() << "\n";
@@ -150,8 +214,8 @@ int SendControl(const std::string& socket, proto::ControlOp op, const std::strin
     std::cerr << "msched: " << (r.ok() ? r->text : r.status().message()) << "\n";
     return 1;
   }
-  std::cout << r->text << "\n";
-  return 0;
+  if (wait_ns == 0) std::cout << r->text << "\n";
+  return wait_ns == 0 ? 0 : AwaitControl(socket, op, *job, wait_ns);
 }
 
 // Starts mschedd detached (its own session, reparented to init), logging
@@ -397,8 +461,27 @@ int Main(int argc, char** argv) {
     if (n > 1 || (n == 1 && std::string(rest[0]) != "--json")) return Usage();
     return ShowStatus(socket, n == 1);
   }
-  if ((cmd == "pause" || cmd == "resume") && n == 1) {
-    return SendControl(socket, cmd == "pause" ? proto::ControlOp::kPause : proto::ControlOp::kResume, rest[0], 0);
+  if (cmd == "pause" || cmd == "resume") {
+    uint64_t wait_ns = kDefaultControlWait;
+    std::vector<std::string> jobs;
+    for (int i = 0; i < n; ++i) {
+      const std::string a = rest[i];
+      if (a == "--no-wait") {
+        wait_ns = 0;
+      } else if (a == "--timeout" && i + 1 < n) {
+        const Result<uint64_t> d = ParseDurationNs(rest[++i]);
+        if (!d.ok() || *d == 0) {
+          std::cerr << "msched: --timeout '" << rest[i] << "' is not a positive duration (such as 30s or 2min)\n";
+          return 2;
+        }
+        if (wait_ns != 0) wait_ns = *d;
+      } else {
+        jobs.push_back(a);
+      }
+    }
+    if (jobs.size() != 1) return Usage();
+    return SendControl(socket, cmd == "pause" ? proto::ControlOp::kPause : proto::ControlOp::kResume, jobs[0], 0,
+                       wait_ns);
   }
   if (cmd == "priority" && n == 2) {
     int p = 0;

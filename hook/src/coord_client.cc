@@ -638,13 +638,18 @@ void CoordClient::OnStop(const proto::Stop& stop) {
     if (!used.empty()) last_working_set_ = std::move(used);
     reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : TotalBytes(last_working_set_);
     // Evict what the next slice needs last: its own working set comes back
-    // first. The transfers overlap the incoming job's loads.
+    // first. The transfers overlap the incoming job's loads. Asked for all
+    // it holds, it gives back every allocation, whatever placed it there;
+    // a pause returns once that is on the host.
     mm.SetFuture({last_working_set_});
-    const MoveOutcome out = MoveMemory(
-        rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Evict(stop.evict_bytes, ops); });
+    const bool all = stop.evict_bytes >= mm.resident_bytes() && stop.evict_bytes > 0;
+    const bool wait = stop.reason == proto::StopReason::kPause;
+    const MoveOutcome out = MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
+      return all ? rt_.job().EvictAll(ops, wait) : rt_.job().Evict(stop.evict_bytes, ops);
+    });
     JobTrace* trace = JobTrace::Active();
     if (trace != nullptr && out.evicted > 0) trace->SwapOut(reply.now_ns, out.evicted);
-    reply.resident = mm.resident_bytes();
+    reply.resident = DeviceResidentBytes(rt_);
     reply.loaded = loaded_bytes_;
     reply.load_ns = load_ns_;
     loaded_bytes_ = load_ns_ = 0;

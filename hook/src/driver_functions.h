@@ -30,7 +30,8 @@ namespace msched::hook {
   X(msimAdvanceTo)              \
   X(msimSetIdleAlarm)           \
   X(msimLastLaunchAccesses)     \
-  X(msimStatsJson)
+  X(msimStatsJson)              \
+  X(msimResidentBytes)
 
 struct DriverFunctions {
 #define MSCHED_DRIVER_FUNCTION(sym, base, ver, pfn) pfn sym = nullptr;

@@ -127,13 +127,18 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
     case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
-  const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
+  std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
+  // Unpredicted, its data faults in; what its pointers reach is still the
+  // job's to account for, keep within its budget and take back at a stop.
+  const bool faulting = source == PredictionSource::kNone && args.layout() != nullptr;
+  if (faulting) rule = PointerExtent::kToAllocationEnd;
   if (source == PredictionSource::kNone || pred.failed_regions() > 0) ForgoReadMostly(rt);
   if (rule || !pred.regions().empty()) {
     MutexLock lock(&rt.mu());
     ClipToAllocations(rt.allocs(), 0, &pred);
     if (rule) PredictFromPointers(args, rt.allocs(), *rule, &pred);
-    PrepareResidency(rt, pred.regions(), s.stream);
+    PrepareResidency(rt, pred.regions(), s.stream,
+                     faulting ? JobMemory::Load::kLeaveToFaults : JobMemory::Load::kPrefetch);
   }
   if (timed) {
     c.hook_latency_ns->Record(static_cast<uint64_t>(

@@ -1,6 +1,7 @@
 #include "residency.h"
 
 #include "cuda_device_ops.h"
+#include "driver_functions.h"
 #include "job_trace.h"
 #include "log.h"
 
@@ -52,16 +53,19 @@ void Count(Runtime& rt, const MoveOutcome& out) {
 
 }  // namespace
 
-void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream) {
+void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream,
+                      JobMemory::Load load) {
   if (regions.empty() || rt.capturing.load(std::memory_order_relaxed) > 0) return;
-  uint64_t predicted = 0;
-  for (const PredictedRegion& r : regions) predicted += r.range.size();
-  rt.counters().bytes_predicted->Add(predicted);
+  if (load == JobMemory::Load::kPrefetch) {
+    uint64_t predicted = 0;
+    for (const PredictedRegion& r : regions) predicted += r.range.size();
+    rt.counters().bytes_predicted->Add(predicted);
+  }
   rt.LearnDeviceMemory();
   if (rt.job().budget().Total() == 0) return;  // no context yet to ask: nothing can be planned
   rt.streams_since_sync.insert(stream);
   CurrentContextOps ops;
-  const MoveOutcome out = rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops);
+  const MoveOutcome out = rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops, load);
   Count(rt, out);
   JobTrace* trace = JobTrace::Active();
   if (trace != nullptr && (out.loaded > 0 || out.evicted > 0)) trace->Prefetch(out.loaded, out.evicted);
@@ -72,6 +76,12 @@ void ForgoReadMostly(Runtime& rt) {
   MutexLock lock(&rt.mu());
   if (rt.read_mostly_forgone.exchange(true)) return;
   MoveMemory(rt, [&](DeviceOps& ops) MSCHED_REQUIRES(rt.mu()) { return rt.job().ForgoReadMostly(ops); });
+}
+
+uint64_t DeviceResidentBytes(Runtime& rt) {
+  uint64_t bytes = 0;
+  if (auto query = RealDriver().msimResidentBytes; query != nullptr && query(&bytes) == CUDA_SUCCESS) return bytes;
+  return rt.job().manager().resident_bytes();
 }
 
 MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) {

@@ -17,8 +17,19 @@
 
 namespace msched::hook {
 
-void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream)
-    MSCHED_REQUIRES(rt.mu());
+// `load` kLeaveToFaults: the launch faults its regions in (MSCHED_UNKNOWN=
+// fault); they are counted as the job's, and room is made for them within
+// the budget.
+void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream,
+                      JobMemory::Load load = JobMemory::Load::kPrefetch) MSCHED_REQUIRES(rt.mu());
+
+// The bytes of the job's managed memory on the device: on the simulator its
+// driver's own count (msimResidentBytes); on a GPU, which has no residency
+// query, the memory manager's count, which includes what launches faulted
+// in within their predicted regions, misses what kernels touched beyond
+// them, and still counts what the driver evicted on its own until msched
+// evicts it.
+uint64_t DeviceResidentBytes(Runtime& rt) MSCHED_REQUIRES(rt.mu());
 
 // Carries out `move` (one of JobMemory's moves, given the operations to act
 // through) on the calling thread's context and counts what it did; nothing

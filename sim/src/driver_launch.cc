@@ -1,6 +1,7 @@
 // Driver API: the launch family (cuLaunchKernel, cuLaunchKernelEx,
 // cooperative, per-thread variants; kernelParams and `extra` forms), and the
 // scheduling of device-side operations shared with copies and graphs.
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 
@@ -292,6 +293,20 @@ MSIM_EXPORT CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, siz
 MSIM_EXPORT CUresult msimRegisterHostKernel(const char* impl, msimHostKernel fn) {
   if (impl == nullptr || *impl == '\0' || fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   msim::RegisterHostKernel(impl, fn);
+  return CUDA_SUCCESS;
+}
+
+MSIM_EXPORT CUresult msimResidentBytes(uint64_t* bytes) {
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Process* p = Process::Current();
+  if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  std::lock_guard<std::mutex> lock(p->mu);
+  msim::DeviceLock dl(p->dev);
+  uint64_t total = 0;
+  for (const auto& [base, a] : p->allocs) {
+    for (uint32_t idx : a.chunks) total += std::popcount(p->dev->chunk(idx).resident_mask) * msim::kUnit;
+  }
+  *bytes = total;
   return CUDA_SUCCESS;
 }
 

@@ -37,6 +37,7 @@ struct Job {
   bool active = false;       // running and in the group that holds the GPU now
   bool was_admitted = false; // paused before admission returns to the queue on resume
   bool unresponsive = false; // left an answer owed: out of the rotation until it is heard from
+  uint32_t stops_owed = 0;   // stops sent that it has not answered yet (they are answered in order)
   bool idle = false;         // gave its turn up for want of work: out of the rotation until it has work again
   uint64_t submitted_ns = 0;
   uint64_t admitted_ns = 0;
@@ -47,6 +48,8 @@ struct Job {
   uint64_t swaps_in = 0;     // times it was brought back with its working set
   uint64_t idle_yields = 0;  // turns it gave up for want of work
 
+  // Paused, and the stop that gives its memory back not answered yet.
+  bool Pausing() const { return state == JobState::kPaused && stops_owed > 0; }
   // The memory admission counts: what it declared, or what it allocated if more.
   uint64_t Footprint() const { return std::max(declared, allocated); }
   // The HBM it needs to run without faulting: its measured working set, or

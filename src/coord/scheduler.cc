@@ -8,10 +8,12 @@ namespace {
 constexpr size_t kFinishedKept = 256;             // finished jobs kept for msched status
 constexpr uint64_t kMinLoadForBandwidth = 16 << 20;  // smaller loads say little about the link
 
-Command StopCommand(uint64_t job, uint64_t evict, proto::StopReason reason) {
+// A stop for `job`, which then owes one more answer.
+Command StopCommand(Job& job, uint64_t evict, proto::StopReason reason) {
+  ++job.stops_owed;
   Command c;
   c.kind = Command::Kind::kStop;
-  c.job = job;
+  c.job = job.id;
   c.stop.evict_bytes = evict;
   c.stop.reason = reason;
   return c;
@@ -189,6 +191,7 @@ Commands Scheduler::Stopped(uint64_t id, const proto::Stopped& s) {
   now_ = std::max(now_, s.now_ns);
   if (Job* j = Heard(id)) {
     j->resident = s.resident;
+    if (j->stops_owed > 0) --j->stops_owed;
     if (s.working_set > 0) j->working_set = s.working_set;
     if (s.loaded >= kMinLoadForBandwidth && s.load_ns > 0) {
       link_bytes_per_ns_ = 0.7 * link_bytes_per_ns_ + 0.3 * static_cast<double>(s.loaded) / s.load_ns;
@@ -211,6 +214,7 @@ Commands Scheduler::Exited(uint64_t id, uint64_t now) {
   j->state = JobState::kFinished;
   j->finished_ns = now_;
   j->active = false;
+  j->stops_owed = 0;
   j->resident = 0;
   reported_.erase(id);
   unanswered_.erase(id);
@@ -236,7 +240,7 @@ Commands Scheduler::Unresponsive(uint64_t id) {
     j->active = false;
     j->off_gpu_ns = now_;
     reported_.erase(id);
-    out.push_back(StopCommand(id, 0, proto::StopReason::kSlice));
+    out.push_back(StopCommand(*j, 0, proto::StopReason::kSlice));
     Reschedule(AllActiveReported() || Active().empty(), &out);
   }
   return out;
@@ -254,7 +258,7 @@ Result<Commands> Scheduler::Pause(uint64_t id) {
   reported_.erase(id);
   next_.erase(std::remove(next_.begin(), next_.end(), id), next_.end());
   if (running) {
-    out.push_back(StopCommand(id, proto::kNever, proto::StopReason::kPause));
+    out.push_back(StopCommand(*j, proto::kNever, proto::StopReason::kPause));
     pending_.insert(id);
   } else {
     Reschedule(AllActiveReported(), &out);
@@ -373,13 +377,13 @@ void Scheduler::BeginSwitch(const Group& next, bool preempt, Commands* out) {
     Job& j = jobs_.at(id);
     j.active = false;
     j.off_gpu_ns = SwitchTime();
-    out->push_back(StopCommand(id, evict[id], preempt ? proto::StopReason::kPreempt : proto::StopReason::kSlice));
+    out->push_back(StopCommand(j, evict[id], preempt ? proto::StopReason::kPreempt : proto::StopReason::kSlice));
     pending_.insert(id);
     evict.erase(id);
     switched = true;
   }
   for (const auto& [id, bytes] : evict) {  // victims that are not running now
-    out->push_back(StopCommand(id, bytes, proto::StopReason::kEvictOnly));
+    out->push_back(StopCommand(jobs_.at(id), bytes, proto::StopReason::kEvictOnly));
     pending_.insert(id);
   }
   if (switched) ++switches_;

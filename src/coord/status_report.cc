@@ -89,6 +89,7 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
                     {"run_state", RunStateOf(j)},
                     {"wait_reason", WaitReasonName(WaitReasonOf(j, s.jobs()))},
                     {"on_gpu", j.active},
+                    {"pausing", j.Pausing()},
                     {"class", JobClassName(j.job_class)},
                     {"priority", j.priority},
                     {"declared_bytes", j.declared},

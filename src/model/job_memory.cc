@@ -29,12 +29,33 @@ void JobMemory::AddPinned(int64_t delta) {
 }
 
 MoveOutcome JobMemory::MakeResident(const std::vector<PredictedRegion>& regions, uint64_t seq, StreamHandle stream,
-                                    DeviceOps& ops) {
+                                    DeviceOps& ops, Load load) {
   if (regions.empty() || budget_.Total() == 0) return {};
   MemoryActions actions;
   manager_.PlanAccess(regions, seq, &actions);
+  if (load == Load::kLeaveToFaults) {
+    actions.load.clear();
+    actions.load_bytes = 0;
+  }
   MoveOutcome out = Carry(actions, stream, ops, /*wait=*/false);
   out.unserved = actions.unserved_bytes;
+  return out;
+}
+
+MoveOutcome JobMemory::EvictAll(DeviceOps& ops, bool wait) {
+  MemoryActions all;
+  manager_.PlanEvictAll(&all);
+  const uint64_t known = all.evict_bytes;
+  MoveOutcome out = Carry(all, /*stream=*/0, ops, /*wait=*/false);
+  MemoryActions duplicates;
+  manager_.DropReadMostly(&duplicates);
+  const MoveOutcome again = Carry(duplicates, /*stream=*/0, ops, wait);
+  if (out.status.ok()) out.status = again.status;
+  if (wait && duplicates.empty()) {
+    if (Status s = ops.SynchronizeTransfers(); out.status.ok()) out.status = s;
+  }
+  // The passes name whole allocations: count what was known to be there.
+  out.evicted = out.status.ok() ? known : std::min(known, out.evicted);
   return out;
 }
 

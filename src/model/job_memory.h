@@ -6,7 +6,9 @@
 // touch, Reload for the working set a returning slice needs, Evict and
 // FitBudget for what a stop or a smaller grant gives back. Every move goes
 // through DeviceOps (the driver in the hook, a fake in tests) and one
-// executor, and only bytes that really moved are counted.
+// executor, and only bytes that really moved are counted. What launches
+// touch counts as held from then on, whether msched loaded it or the launch
+// faults it in, and the next launch planned evicts down to the budget.
 // Externally synchronized (the hook holds its Runtime lock). Used by hook/.
 #pragma once
 
@@ -62,8 +64,12 @@ class JobMemory {
   // resident within the budget: evictions ordered after what `stream` has
   // queued when a victim may still be in use, loads in access order, and
   // `stream` made to wait for them. Nothing moves while the budget is unknown.
+  // With `load` kLeaveToFaults the regions are not loaded: the launch faults
+  // them in, and only the evictions that keep that within the budget are
+  // made (MSCHED_UNKNOWN=fault).
+  enum class Load : uint8_t { kPrefetch, kLeaveToFaults };
   MoveOutcome MakeResident(const std::vector<PredictedRegion>& regions, uint64_t seq, StreamHandle stream,
-                           DeviceOps& ops);
+                           DeviceOps& ops, Load load = Load::kPrefetch);
   // Brings `ranges` (the last slice's working set) back in order and waits
   // for them. Other jobs ran meanwhile and the driver may have evicted any of
   // it, so all of it is asked for (a prefetch of resident pages moves nothing).
@@ -71,6 +77,12 @@ class JobMemory {
   // Gives back `bytes` (UINT64_MAX: everything), what is needed furthest in
   // the future first; does not wait (the transfers overlap what comes next).
   MoveOutcome Evict(uint64_t bytes, DeviceOps& ops);
+  // Gives back everything the job may hold on the device, predicted or not:
+  // every managed allocation in one pass (read-mostly duplicates dropped,
+  // then their advice taken off and what the driver kept moved out too), and
+  // waits for the transfers when `wait`. `evicted` counts what the manager
+  // knew to be resident.
+  MoveOutcome EvictAll(DeviceOps& ops, bool wait);
   // Evicts down to the budget after it shrank.
   MoveOutcome FitBudget(DeviceOps& ops);
   // Takes all read-mostly advice back for good (MemoryManager::ForgoReadMostly).

@@ -170,17 +170,19 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
     ChunkRef ref;
     if (!Lookup(id, &ref)) continue;
     Chunk& c = ref.chunk();
-    if (unserved.count(id)) {
-      out->unserved_bytes += UnitBytes(*ref.alloc, ref.index, c.need & ~c.resident);
-      continue;
-    }
     const uint32_t missing = c.need & ~c.resident;
     if (missing == 0) continue;
     const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, missing);
+    // Loaded or not, the launch brings what it touches to the device: left
+    // out, it faults in (over the budget until the next plan sheds it).
     resident_bytes_ += bytes;
+    c.resident |= missing;
+    if (unserved.count(id)) {
+      out->unserved_bytes += bytes;
+      continue;
+    }
     out->load_bytes += bytes;
     UnitRanges(*ref.alloc, ref.index, missing, &load);
-    c.resident |= missing;
   }
   std::sort(evict.begin(), evict.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
   for (const ByteRange& r : MergeWithinAllocations(evict)) out->evict.push_back(r);
@@ -260,7 +262,7 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
     });
   }
   if (launch) NoteLaunch(signature, seq);
-  if (!missing) return;
+  if (!missing && resident_bytes_ <= budget_) return;
   PlannerInput in;
   in.capacity = budget_;
   in.resident = ResidentVictimOrder();
@@ -334,6 +336,29 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
   // Loading is not using: the next working set counts what launches touch.
   working_set_.clear();
   in_working_set_.clear();
+}
+
+void MemoryManager::PlanEvictAll(MemoryActions* out) {
+  out->evict_bytes += resident_bytes_;
+  for (auto& [base, a] : allocs_) {
+    for (size_t i = 0; i < a.chunks.size(); ++i) {
+      Chunk& c = a.chunks[i];
+      if (c.last_touch > completed_) out->evict_after = std::max(out->evict_after, c.last_touch);
+      c.resident = 0;
+    }
+    out->evict.push_back({a.base, a.base + a.size});
+  }
+  resident_bytes_ = 0;
+}
+
+void MemoryManager::DropReadMostly(MemoryActions* out) {
+  for (auto& [base, a] : allocs_) {
+    if (!a.read_mostly) continue;
+    a.read_mostly = false;
+    a.reads_since_write = 0;
+    out->read_mostly_off.push_back({a.base, a.base + a.size});
+    out->evict.push_back({a.base, a.base + a.size});
+  }
 }
 
 void MemoryManager::ForgetResidency() {

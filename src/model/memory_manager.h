@@ -15,8 +15,10 @@
 // still serves when the loop misses the chunk's uses, or a use within the
 // loop fell out of its history). Chunks with no prediction go first, least
 // recently used first.
-// Residency is an estimate: memory faulted in by unpredicted kernels or
-// evicted by the driver on its own is not seen.
+// Residency is an estimate: what a launch's regions touch counts as resident
+// from that launch on, loaded or left to fault; memory that kernels touch
+// beyond their predicted regions is not seen, and memory the driver evicts
+// on its own is still counted until the manager evicts it.
 // Externally synchronized. Used by the hook and the coordinator client.
 #pragma once
 
@@ -47,7 +49,7 @@ struct MemoryActions {
   uint64_t evict_after = 0;
   uint64_t evict_bytes = 0;
   uint64_t load_bytes = 0;
-  uint64_t unserved_bytes = 0;  // predicted but left to fault: over budget alone
+  uint64_t unserved_bytes = 0;  // predicted but left to fault: over budget alone (counted resident)
   // Allocations to advise read-mostly (read by several launches since they
   // were last written) or no longer (about to be written): applied first.
   std::vector<ByteRange> read_mostly_on, read_mostly_off;
@@ -93,6 +95,17 @@ class MemoryManager {
   // budget allows, evicting what is needed later; records it as resident.
   // Loading does not count as use in the next TakeWorkingSet.
   void PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions* out);
+  // Plans evicting every managed allocation whole, resident as far as the
+  // manager knows or not: memory that kernels faulted in beyond what was
+  // predicted is the job's too, and a prefetch of pages with nothing
+  // resident costs only the call. Records nothing as resident.
+  void PlanEvictAll(MemoryActions* out);
+  // Takes read-mostly advice off every allocation that has it and plans
+  // evicting them again: a driver keeps a device duplicate when asked to
+  // move read-mostly memory to the host, and collapses the copies, to
+  // either side, when the advice goes. The advice is given again once the
+  // allocation qualifies anew.
+  void DropReadMostly(MemoryActions* out);
   // Everything may have been evicted behind the manager's back (other jobs
   // ran): treat nothing as resident, without moving anything.
   void ForgetResidency();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fake_device_ops.h"
 #include "model/predictor.h"
 
@@ -55,6 +57,57 @@ TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
   EXPECT_EQ(out.evicted, 4 * kMiB);
   EXPECT_EQ(out.loaded, 4 * kMiB);
   EXPECT_TRUE(out.status.ok());
+}
+
+TEST(JobMemoryTest, LeftToFaultsNothingIsLoadedButRoomIsMadeWithinTheBudget) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(4 * kMiB);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  FakeDeviceOps ops;
+  MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops, JobMemory::Load::kLeaveToFaults);
+  EXPECT_EQ(out.loaded, 0u);
+  for (const std::string& call : ops.calls) EXPECT_EQ(call.rfind("in ", 0), std::string::npos) << call;
+  EXPECT_EQ(jm.manager().resident_bytes(), 4 * kMiB) << "what the launch faults in is the job's";
+  ops.calls.clear();
+  out = jm.MakeResident(Read(4, 8), 2, 7, ops, JobMemory::Load::kLeaveToFaults);
+  EXPECT_EQ(out.evicted, 4 * kMiB) << "room for the next faults, so they stay within the budget";
+  EXPECT_EQ(out.loaded, 0u);
+  EXPECT_EQ(jm.manager().resident_bytes(), 4 * kMiB);
+}
+
+TEST(JobMemoryTest, AJobThatFaultsBeyondItsGrantIsBackWithinItAtItsNextPlannedLaunch) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetDevice(64 * kMiB);
+  jm.SetGranted(8 * kMiB);
+  jm.manager().AddAllocation(0, 32 * kMiB);
+  FakeDeviceOps ops;
+  // One kernel needs 16 MiB: 8 load, 8 fault in over the grant.
+  const MoveOutcome big = jm.MakeResident(Read(0, 16), 1, 7, ops);
+  EXPECT_EQ(big.unserved, 8 * kMiB);
+  EXPECT_EQ(jm.manager().resident_bytes(), 16 * kMiB);
+  const MoveOutcome next = jm.MakeResident(Read(0, 2), 2, 7, ops);
+  EXPECT_EQ(next.evicted, 8 * kMiB);
+  EXPECT_LE(jm.manager().resident_bytes(), jm.budget().Total());
+}
+
+TEST(JobMemoryTest, EvictAllTakesBackEveryAllocationAndDropsReadMostlyDuplicates) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(64 * kMiB);
+  jm.manager().AddAllocation(0, 8 * kMiB);
+  jm.manager().AddAllocation(16 * kMiB, 8 * kMiB);  // never planned: its kernels faulted it in
+  FakeDeviceOps ops;
+  for (uint64_t seq = 1; seq <= 5; ++seq) (void)jm.MakeResident(Read(0, 4), seq, 7, ops);  // read-mostly by now
+  ASSERT_NE(std::find(ops.calls.begin(), ops.calls.end(), "read-mostly 0"), ops.calls.end());
+  ops.calls.clear();
+  jm.manager().MarkCompleted(5);  // a stop drains the queue first
+  const MoveOutcome out = jm.EvictAll(ops, /*wait=*/true);
+  EXPECT_TRUE(out.status.ok());
+  EXPECT_EQ(out.evicted, 4 * kMiB) << "what it knew to be there";
+  // Every allocation to the host first (a read duplicate is dropped there),
+  // then the advice off and the read-mostly one again (what the driver
+  // kept), then the wait.
+  EXPECT_EQ(ops.calls, (std::vector<std::string>{"out 0", "out 16", "not read-mostly 0", "out 0", "sync"}));
+  EXPECT_EQ(jm.manager().resident_bytes(), 0u);
 }
 
 TEST(JobMemoryTest, OnlyBytesThatMovedAreCounted) {

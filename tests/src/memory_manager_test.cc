@@ -271,6 +271,29 @@ TEST_F(MemoryManagerTest, NeverEvictsTheLaunchsOwnChunksAndReportsTheExcess) {
   EXPECT_EQ(act.load[0].begin, a_);  // access order: the first chunks first
 }
 
+TEST_F(MemoryManagerTest, WhatALaunchFaultsInCountsAsHeldAndTheNextPlanShedsTheExcess) {
+  mm_.set_budget(4 * kMiB);
+  Access({{a_, a_ + 8 * kMiB}});
+  EXPECT_EQ(mm_.resident_bytes(), 8 * kMiB) << "the unserved half faults in: the job holds it";
+  // The next launch needs 2 MiB already there: the plan still gives back what
+  // the faults put over the budget, and never the launch's own chunk.
+  const MemoryActions act = Access({{a_, a_ + 2 * kMiB}});
+  EXPECT_EQ(act.evict_bytes, 4 * kMiB);
+  EXPECT_LE(mm_.resident_bytes(), 4 * kMiB);
+  for (const ByteRange& r : act.evict) EXPECT_GE(r.begin, a_ + 2 * kMiB) << "the launch's own chunk stays";
+}
+
+TEST_F(MemoryManagerTest, EvictAllNamesEveryAllocationWholeWhateverItKnowsResident) {
+  Access({{a_, a_ + 2 * kMiB}});
+  MemoryActions act;
+  mm_.PlanEvictAll(&act);
+  EXPECT_EQ(act.evict_bytes, 2 * kMiB) << "what it knew";
+  EXPECT_EQ(act.evict, (std::vector<ByteRange>{{a_, a_ + 8 * kMiB}, {b_, b_ + 8 * kMiB}, {c_, c_ + 8 * kMiB}}))
+      << "every allocation, though only one was ever planned";
+  EXPECT_EQ(mm_.resident_bytes(), 0u);
+  EXPECT_EQ(Access({{a_, a_ + 2 * kMiB}}).load_bytes, 2 * kMiB) << "loaded again when next needed";
+}
+
 TEST_F(MemoryManagerTest, IgnoresUnmanagedMemoryAndForgetsFreedAllocations) {
   EXPECT_TRUE(Access({{0x40000000, 0x40000000 + kMiB}}).empty());
   Access({{a_, a_ + 8 * kMiB}});

@@ -94,6 +94,10 @@ CUresult msimRegisterHostKernel(const char* impl, msimHostKernel fn);
  * at most `capacity` bytes are written. */
 CUresult msimStatsJson(char* out, size_t capacity, size_t* size);
 
+/* The bytes of this process's managed memory resident in HBM now, as the
+ * modelled driver counts them (whatever placed them: prefetches, faults). */
+CUresult msimResidentBytes(uint64_t* bytes);
+
 /* How many times this process has called driver entry point `name` so far,
  * all ABI versions and per-thread variants together ("cuMemAlloc" counts
  * cuMemAlloc_v2 too), counted as MSIM_FAIL counts them: a test reads it

@@ -1,0 +1,104 @@
+// Every byte a job holds on the device is msched's, predicted or not: jobs
+// without templates (their kernels predicted from their pointers, or left to
+// fault with MSCHED_UNKNOWN=fault) give all of it back when paused or
+// stopped, and take back what they used when they return. Checked on the
+// simulated GPU's own counts (MSIM_STATS): what a neighbour had to evict,
+// and how often each job faulted, against the same job alone.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator_process.h"
+
+namespace {
+
+namespace ts = msched::testsupport;
+using nlohmann::json;
+using ts::kMiB;
+
+// The simulated driver's counters for one process (MSIM_STATS).
+json SimStats(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, false);
+}
+uint64_t EvictedByTheDriver(const json& s) { return s["bytes"]["d2h"]["eviction"].get<uint64_t>(); }
+
+class MemoryOwnershipTest : public ts::CoordinatorProcessTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  // A vector-add job without templates, its kernels handled as MSCHED_UNKNOWN says.
+  size_t StartUntemplated(uint64_t foot, int tasks) {
+    const size_t i = jobs_.size();
+    return StartJob(foot, tasks,
+                    {{"MSCHED_TEMPLATES", dir_ + "/none"}, {"MSCHED_UNKNOWN", GetParam()}, {"MSIM_STATS", Stats(i)}});
+  }
+  std::string Stats(size_t i) const { return dir_ + "/job" + std::to_string(i) + ".sim.json"; }
+
+  // The same job run alone under msched, without a coordinator: its faults
+  // are those its first touches cost.
+  uint64_t FaultsAlone(uint64_t foot, int tasks) {
+    const std::string stats = dir_ + "/alone.sim.json";
+    const ts::ProgramRun r = ts::RunProgram(
+        {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=" + std::to_string(foot), "--set",
+         "TASKS=" + std::to_string(tasks)},
+        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"LD_PRELOAD", LIBMSCHED}, {"MSIM_DEVICE", device_ + "alone"},
+         {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSCHED_COORD", "off"}, {"MSCHED_TEMPLATES", dir_ + "/none"},
+         {"MSCHED_UNKNOWN", GetParam()}, {"MSIM_STATS", stats}});
+    ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
+    EXPECT_EQ(r.status, 0) << r.err;
+    return SimStats(stats)["faults"].get<uint64_t>();
+  }
+};
+
+// A 40 MiB job is paused on a 64 MiB GPU: `msched pause` returns once its
+// memory is on the host, and a plain job of the same size started then
+// evicts nothing of it. Resumed, the paused job finishes with the checksum
+// of its run alone.
+TEST_P(MemoryOwnershipTest, APausedJobHoldsNothingAndResumesIntact) {
+  StartDaemon();
+  const uint64_t foot = 40 * kMiB;
+  StartUntemplated(foot, 1500);
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["on_gpu"] == true; }));
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("its memory is on the host"), std::string::npos) << r.out;
+  EXPECT_EQ(Job("job0")["resident_bytes"], 0) << "as the simulated driver counts it";
+  const size_t plain = StartUntemplated(foot, 20);
+  ASSERT_EQ(jobs_[plain].Wait(), 0) << Err(plain);
+  EXPECT_EQ(EvictedByTheDriver(SimStats(Stats(plain))), 0u) << "nothing of the paused job was left to evict";
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resumed"), std::string::npos) << r.out;
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+}
+
+// Two 40 MiB jobs take turns on a 64 MiB GPU in short slices: each stop
+// gives its memory back in one pass and each turn starts by loading what
+// the job used, so neither faults more than its first touches cost.
+TEST_P(MemoryOwnershipTest, TwoJobsTakingTurnsFaultOnlyOnFirstTouch) {
+  StartDaemon({"--slice", "5ms", "--max-slice", "20ms"});
+  const uint64_t foot = 40 * kMiB;
+  const int tasks = 400;
+  StartUntemplated(foot, tasks);
+  StartUntemplated(foot, tasks);
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  ASSERT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  const json status = Status();
+  ASSERT_TRUE(status.is_object());
+  EXPECT_GE(status["coordinator"]["switches"].get<uint64_t>(), 4u) << "they took turns";
+  const uint64_t first_touch = FaultsAlone(foot, tasks);
+  const std::string alone = AloneChecksum(foot, tasks);
+  for (size_t i = 0; i < 2; ++i) {
+    const json s = SimStats(Stats(i));
+    EXPECT_LE(s["faults"].get<uint64_t>(), first_touch) << "job " << i;
+    EXPECT_EQ(EvictedByTheDriver(s), 0u) << "job " << i << ": msched moved everything";
+    EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), alone) << "job " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Unknown, MemoryOwnershipTest, ::testing::Values("pointers", "fault"));
+
+}  // namespace

@@ -623,6 +623,7 @@ void CoordClient::OnGo(const proto::Go& go) {
 }
 
 void CoordClient::OnStop(const proto::Stop& stop) {
+  const uint64_t taken = DeviceNow();
   running_.store(false);  // closes the gate; then the calls already past it end
   WaitForPasses();
   rt_.counters().coord_stops->Add();
@@ -649,12 +650,14 @@ void CoordClient::OnStop(const proto::Stop& stop) {
     });
     JobTrace* trace = JobTrace::Active();
     if (trace != nullptr && out.evicted > 0) trace->SwapOut(reply.now_ns, out.evicted);
+    if (wait) reply.now_ns = DeviceNow();  // the pause took effect once its transfers completed
     reply.resident = DeviceResidentBytes(rt_);
     reply.loaded = loaded_bytes_;
     reply.load_ns = load_ns_;
     loaded_bytes_ = load_ns_ = 0;
   }
   reply.counters = Counters();
+  rt_.counters().coord_stop_ns->Add(DeviceNow() - taken);
   Send(reply);
   MutexLock lock(&mu_);
   if (idleness_ == Idleness::kAsked) idleness_ = Idleness::kYielded;

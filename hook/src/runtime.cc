@@ -96,6 +96,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.internal_failures = stats_.GetCounter("errors.internal");
   c_.coord_wait_ns = stats_.GetCounter("coordinator.wait_ns");
   c_.coord_stops = stats_.GetCounter("coordinator.stops");
+  c_.coord_stop_ns = stats_.GetCounter("coordinator.stop_ns");
   c_.coord_loaded_bytes = stats_.GetCounter("coordinator.loaded_bytes");
   c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
 

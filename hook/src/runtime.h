@@ -73,6 +73,7 @@ struct HookCounters {
   Counter* internal_failures;
   Counter* coord_wait_ns;     // device time spent waiting for the coordinator
   Counter* coord_stops;
+  Counter* coord_stop_ns;  // device time from taking a stop to answering it (drain, evictions, a pause's wait)
   Counter* coord_loaded_bytes;
   Histogram* hook_latency_ns;
 };

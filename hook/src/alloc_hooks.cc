@@ -37,9 +37,7 @@ constexpr size_t kPitchAlignment = 512;
 // Records an allocation msched knows about. A pool block's memory is its
 // chunk's, which the memory manager already tracks (CudaPoolOps).
 void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) MSCHED_REQUIRES(rt.mu()) {
-  if (rt.allocs().Find(base) != nullptr) (void)rt.allocs().Erase(base);  // a stale entry (freed behind our back)
-  if (!rt.allocs().Insert(base, size, kind).ok()) return;
-  if (kind == AllocKind::kManaged) rt.memory().AddAllocation(base, size);
+  if (!rt.job().RecordAllocation(base, size, kind).ok()) return;
   HookCounters& c = rt.counters();
   c.alloc_count->Add();
   c.alloc_bytes->Add(size);
@@ -48,9 +46,7 @@ void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) MSCHED_R
 
 // Forgets the allocation at `base`, if msched knows it.
 void Forget(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu()) {
-  Result<Allocation> a = rt.allocs().Erase(base);
-  if (!a.ok()) return;
-  if (a->kind == AllocKind::kManaged) rt.memory().RemoveAllocation(base);
+  if (!rt.job().ForgetAllocation(base).ok()) return;
   if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Free(base);
 }
 

@@ -597,17 +597,17 @@ void CoordClient::OnGo(const proto::Go& go) {
   {
     MutexLock lock(&rt_.mu());
     if (go.budget > 0) rt_.job().SetGranted(go.budget);
-    rt_.memory().SetFuture({});
-    if (go.load && !last_working_set_.empty()) {
-      // The working set comes back in access order before the first kernel;
-      // the kernels would wait for it anyway, so waiting here costs nothing
-      // and measures the link for the coordinator.
-      const uint64_t t0 = DeviceNow();
-      const MoveOutcome out = MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().Reload(last_working_set_, ops); });
+    // The working set comes back in access order before the first kernel;
+    // the kernels would wait for it anyway, so waiting here costs nothing
+    // and measures the link for the coordinator.
+    const uint64_t t0 = DeviceNow();
+    const MoveOutcome out = MoveMemory(
+        rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().StartSlice(go.load, ops); });
+    if (out.loaded > 0) {
       loaded_bytes_ = out.loaded;
       load_ns_ = DeviceNow() - t0;
       JobTrace* trace = JobTrace::Active();
-      if (trace != nullptr && out.loaded > 0) trace->SwapIn(t0, load_ns_, out.loaded);
+      if (trace != nullptr) trace->SwapIn(t0, load_ns_, out.loaded);
       rt_.counters().coord_loaded_bytes->Add(out.loaded);
     }
   }
@@ -633,24 +633,18 @@ void CoordClient::OnStop(const proto::Stop& stop) {
   reply.now_ns = DeviceNow();
   {
     MutexLock lock(&rt_.mu());
-    MemoryManager& mm = rt_.memory();
-    mm.MarkCompleted(rt_.seq());
-    std::vector<ByteRange> used = mm.TakeWorkingSet();
-    if (!used.empty()) last_working_set_ = std::move(used);
-    reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : TotalBytes(last_working_set_);
-    // Evict what the next slice needs last: its own working set comes back
-    // first. The transfers overlap the incoming job's loads. Asked for all
-    // it holds, it gives back every allocation, whatever placed it there;
-    // a pause returns once that is on the host.
-    mm.SetFuture({last_working_set_});
-    const bool all = stop.evict_bytes >= mm.resident_bytes() && stop.evict_bytes > 0;
+    // The evictions overlap the incoming job's loads; a pause answers once
+    // they are complete (the memory is on the host).
     const bool wait = stop.reason == proto::StopReason::kPause;
-    const MoveOutcome out = MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
-      return all ? rt_.job().EvictAll(ops, wait) : rt_.job().Evict(stop.evict_bytes, ops);
+    JobMemory::SliceEnd end;
+    MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
+      end = rt_.job().EndSlice(rt_.seq(), stop.evict_bytes, wait, ops);
+      return end.moved;
     });
+    reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : end.working_set;
     JobTrace* trace = JobTrace::Active();
-    if (trace != nullptr && out.evicted > 0) trace->SwapOut(reply.now_ns, out.evicted);
-    if (wait) reply.now_ns = DeviceNow();  // the pause took effect once its transfers completed
+    if (trace != nullptr && end.moved.evicted > 0) trace->SwapOut(reply.now_ns, end.moved.evicted);
+    if (wait) reply.now_ns = DeviceNow();
     reply.resident = DeviceResidentBytes(rt_);
     reply.loaded = loaded_bytes_;
     reply.load_ns = load_ns_;

@@ -276,7 +276,6 @@ class CoordClient {
   std::atomic<uint64_t> last_active_ns_{0};
   std::atomic<uint64_t> last_active_end_{0};
 
-  std::vector<ByteRange> last_working_set_ MSCHED_GUARDED_BY(rt_.mu());
   uint64_t loaded_bytes_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
   uint64_t load_ns_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
   std::atomic<uint64_t> allocated_{0};

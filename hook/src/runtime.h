@@ -112,7 +112,7 @@ class Runtime {
   // The accessors below hand out references: the caller holds mu() for as
   // long as it uses them.
   Mutex& mu() MSCHED_RETURN_CAPABILITY(mu_) { return mu_; }
-  AllocationMap& allocs() MSCHED_REQUIRES(mu_) { return allocs_; }
+  const AllocationMap& allocs() MSCHED_REQUIRES(mu_) { return job_.allocations(); }
   JobMemory& job() MSCHED_REQUIRES(mu_) { return job_; }
   MemoryManager& memory() MSCHED_REQUIRES(mu_) { return job_.manager(); }
   KernelCache& kernels() MSCHED_REQUIRES(mu_) { return kernels_; }
@@ -160,7 +160,6 @@ class Runtime {
   ManagedPool pool_ MSCHED_GUARDED_BY(pool_mu_);
   FenceEvents fence_events_ MSCHED_GUARDED_BY(pool_mu_);
   Mutex mu_;
-  AllocationMap allocs_ MSCHED_GUARDED_BY(mu_);
   JobMemory job_ MSCHED_GUARDED_BY(mu_);
   KernelCache kernels_ MSCHED_GUARDED_BY(mu_);
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "model/action_executor.h"
 
 namespace msched {
 
@@ -59,11 +58,39 @@ MoveOutcome JobMemory::EvictAll(DeviceOps& ops, bool wait) {
   return out;
 }
 
-MoveOutcome JobMemory::Reload(const std::vector<ByteRange>& ranges, DeviceOps& ops) {
-  if (ranges.empty()) return {};
+Status JobMemory::RecordAllocation(uint64_t base, uint64_t size, AllocKind kind) {
+  if (allocations_.Find(base) != nullptr) (void)ForgetAllocation(base);
+  Result<uint64_t> id = allocations_.Insert(base, size, kind);
+  if (!id.ok()) return id.status();
+  if (kind == AllocKind::kManaged) manager_.AddAllocation(base, size);
+  return Status::Ok();
+}
+
+Result<Allocation> JobMemory::ForgetAllocation(uint64_t base) {
+  Result<Allocation> a = allocations_.Erase(base);
+  if (a.ok() && a->kind == AllocKind::kManaged) manager_.RemoveAllocation(base);
+  return a;
+}
+
+JobMemory::SliceEnd JobMemory::EndSlice(uint64_t completed, uint64_t evict_bytes, bool wait, DeviceOps& ops) {
+  manager_.MarkCompleted(completed);
+  std::vector<ByteRange> used = manager_.TakeWorkingSet();
+  if (!used.empty()) last_working_set_ = std::move(used);
+  // Evict what the next slice needs last: its own working set comes back first.
+  manager_.SetFuture({last_working_set_});
+  SliceEnd end;
+  end.working_set = TotalBytes(last_working_set_);
+  const bool all = evict_bytes > 0 && evict_bytes >= manager_.resident_bytes();
+  end.moved = all ? EvictAll(ops, wait) : Evict(evict_bytes, ops);
+  return end;
+}
+
+MoveOutcome JobMemory::StartSlice(bool load, DeviceOps& ops) {
+  manager_.SetFuture({});
+  if (!load || last_working_set_.empty()) return {};
   manager_.ForgetResidency();
   MemoryActions actions;
-  manager_.PlanLoad(ranges, &actions);
+  manager_.PlanLoad(last_working_set_, &actions);
   return Carry(actions, /*stream=*/0, ops, /*wait=*/true);
 }
 
@@ -89,13 +116,53 @@ MoveOutcome JobMemory::Carry(const MemoryActions& actions, StreamHandle stream, 
   MoveOutcome out;
   if (actions.empty()) return out;
   MovedBytes moved;
-  out.status = ExecuteActions(actions, stream, ops, manager_, &moved);
+  out.status = Execute(actions, stream, ops, &moved);
   if (wait) {
     if (Status s = ops.SynchronizeTransfers(); out.status.ok()) out.status = s;
   }
   out.loaded = moved.loaded;
   out.evicted = moved.evicted;
   return out;
+}
+
+Status JobMemory::Execute(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MovedBytes* moved) {
+  if (actions.empty()) return Status::Ok();
+  Status first_error;
+  MemoryActions failed;
+  auto note = [&](const Status& s) {
+    if (!s.ok() && first_error.ok()) first_error = s;
+    return s.ok();
+  };
+  // Advice first: a write must not land on a read duplicate, and loads made
+  // after the advice keep their host copies. Failed advice only costs the
+  // copies back it would have saved.
+  for (const ByteRange& r : actions.read_mostly_off) note(ops.SetReadMostly(r, false));
+  for (const ByteRange& r : actions.read_mostly_on) note(ops.SetReadMostly(r, true));
+  // Each plan that moves memory marks its place in the launch stream, so
+  // that a later plan's evictions can wait for exactly the kernels that
+  // used their victims rather than for everything queued by then.
+  if (actions.op != 0 && !(actions.load.empty() && actions.evict.empty())) note(ops.MarkQueued(stream, actions.op));
+  // This plan's evictions and loads touch different chunks and may overlap;
+  // earlier plans' evictions must not overtake its loads.
+  if (!actions.load.empty()) note(ops.LoadsAfterEvictions());
+  if (actions.evict_after != 0 && !note(ops.EvictionsAfter(stream, actions.evict_after))) {
+    // Evicting now could take memory from queued kernels: skip the evictions.
+    failed.evict = actions.evict;
+  } else {
+    for (const ByteRange& r : actions.evict) {
+      if (!note(ops.Prefetch(r, /*to_device=*/false))) failed.evict.push_back(r);
+    }
+  }
+  for (const ByteRange& r : actions.load) {
+    if (!note(ops.Prefetch(r, /*to_device=*/true))) failed.load.push_back(r);
+  }
+  if (!actions.load.empty()) note(ops.StreamAfterTransfers(stream));
+  if (!failed.empty()) manager_.Invalidate(failed);
+  if (moved != nullptr) {
+    moved->evicted = TotalBytes(actions.evict) - TotalBytes(failed.evict);
+    moved->loaded = TotalBytes(actions.load) - TotalBytes(failed.load);
+  }
+  return first_error;
 }
 
 }  // namespace msched

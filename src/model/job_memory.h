@@ -1,20 +1,26 @@
-// JobMemory: the job side's memory policy, free of any driver. It is the one
-// owner of the job's HBM budget (what was configured, what the device
-// reports, what the coordinator granted, and what msched cannot move, each
-// an explicit field) and of the memory manager that plans within it, and the
-// one way the job's memory moves: MakeResident for what an operation will
-// touch, Reload for the working set a returning slice needs, Evict and
-// FitBudget for what a stop or a smaller grant gives back. Every move goes
-// through DeviceOps (the driver in the hook, a fake in tests) and one
-// executor, and only bytes that really moved are counted. What launches
-// touch counts as held from then on, whether msched loaded it or the launch
-// faults it in, and the next launch planned evicts down to the budget.
+// JobMemory: the job side's memory policy, free of any driver, and the one
+// owner of the job's memory:
+//  - its allocations: the map of what pointers can point into and the
+//    memory manager's table of managed memory, kept in step by the one
+//    place every allocation change goes through;
+//  - its HBM budget (what was configured, what the device reports, what the
+//    coordinator granted, and what msched cannot move, each an explicit
+//    field) and the memory manager that plans within it;
+//  - every move of its memory: MakeResident for what an operation will
+//    touch, EndSlice and StartSlice for a turn's end and start (its working
+//    set taken, given back, brought back), FitBudget for a smaller grant.
+// Every move goes through DeviceOps (the driver in the hook, a fake in
+// tests) and one executor (Execute), and only bytes that really moved are
+// counted. What launches touch counts as held from then on, whether msched
+// loaded it or the launch faults it in, and the next launch planned evicts
+// down to the budget.
 // Externally synchronized (the hook holds its Runtime lock). Used by hook/.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "model/alloc_map.h"
 #include "model/device_ops.h"
 #include "model/memory_manager.h"
 #include "msched/config.h"
@@ -34,6 +40,12 @@ struct JobBudget {
   uint64_t Total() const { return granted ? granted : configured ? configured : device; }
   // What the memory manager may fill.
   uint64_t Managed() const { return Total() > pinned ? Total() - pinned : 0; }
+};
+
+// The bytes whose transfers were queued without error.
+struct MovedBytes {
+  uint64_t loaded = 0;
+  uint64_t evicted = 0;
 };
 
 // What one move did.
@@ -60,6 +72,19 @@ class JobMemory {
   MemoryManager& manager() { return manager_; }
   const MemoryManager& manager() const { return manager_; }
 
+  // The job's allocations, whatever their kind.
+  const AllocationMap& allocations() const { return allocations_; }
+  // Records an allocation (replacing a stale entry at `base`, one freed
+  // behind msched's back); managed ones join the memory manager's table.
+  // Fails as AllocationMap::Insert does (empty, wrapping, overlapping).
+  Status RecordAllocation(uint64_t base, uint64_t size, AllocKind kind);
+  // Forgets the allocation at `base`; NotFound if msched knows none there.
+  Result<Allocation> ForgetAllocation(uint64_t base);
+  // A managed pool's chunk: managed memory the job holds whose blocks, not
+  // the chunk, are the program's allocations.
+  void RecordPoolChunk(uint64_t base, uint64_t size) { manager_.AddAllocation(base, size); }
+  void ForgetPoolChunk(uint64_t base) { manager_.RemoveAllocation(base); }
+
   // Makes `regions`, which operation number `seq` on `stream` will touch,
   // resident within the budget: evictions ordered after what `stream` has
   // queued when a victim may still be in use, loads in access order, and
@@ -70,30 +95,50 @@ class JobMemory {
   enum class Load : uint8_t { kPrefetch, kLeaveToFaults };
   MoveOutcome MakeResident(const std::vector<PredictedRegion>& regions, uint64_t seq, StreamHandle stream,
                            DeviceOps& ops, Load load = Load::kPrefetch);
-  // Brings `ranges` (the last slice's working set) back in order and waits
-  // for them. Other jobs ran meanwhile and the driver may have evicted any of
-  // it, so all of it is asked for (a prefetch of resident pages moves nothing).
-  MoveOutcome Reload(const std::vector<ByteRange>& ranges, DeviceOps& ops);
-  // Gives back `bytes` (UINT64_MAX: everything), what is needed furthest in
-  // the future first; does not wait (the transfers overlap what comes next).
-  MoveOutcome Evict(uint64_t bytes, DeviceOps& ops);
-  // Gives back everything the job may hold on the device, predicted or not:
-  // every managed allocation in one pass (read-mostly duplicates dropped,
-  // then their advice taken off and what the driver kept moved out too), and
-  // waits for the transfers when `wait`. `evicted` counts what the manager
-  // knew to be resident.
-  MoveOutcome EvictAll(DeviceOps& ops, bool wait);
+  // The job's turn ends, every operation numbered up to `completed` having
+  // run: takes the slice's working set (what its operations touched, kept
+  // for its next turn) and gives back `evict_bytes`, what the next slice
+  // needs last first. Asked for at least what it counts as held, it gives
+  // back everything it may hold on the device, predicted or not: every
+  // managed allocation in one pass (read-mostly duplicates dropped, then
+  // their advice taken off and what the driver kept moved out too; `evicted`
+  // counts what the manager knew to be there). With `wait` (a pause) it
+  // returns once the transfers are complete; otherwise they overlap what
+  // comes next.
+  struct SliceEnd {
+    MoveOutcome moved;
+    uint64_t working_set = 0;  // bytes of the working set kept for the next turn
+  };
+  SliceEnd EndSlice(uint64_t completed, uint64_t evict_bytes, bool wait, DeviceOps& ops);
+  // The job's turn starts: the future beyond its own operations is unknown
+  // again, and with `load` the last slice's working set comes back in access
+  // order, waited for. Other jobs ran meanwhile and the driver may have
+  // evicted any of it, so all of it is asked for (a prefetch of resident
+  // pages moves nothing).
+  MoveOutcome StartSlice(bool load, DeviceOps& ops);
   // Evicts down to the budget after it shrank.
   MoveOutcome FitBudget(DeviceOps& ops);
   // Takes all read-mostly advice back for good (MemoryManager::ForgoReadMostly).
   MoveOutcome ForgoReadMostly(DeviceOps& ops);
 
+  // Carries out a plan of the manager's: read-mostly advice, then evictions
+  // (ordered after the last queued operation that used a victim, when it
+  // may not have run yet) and loads in access order (after earlier plans'
+  // evictions; beside this plan's), then `stream` waits for the loads. A
+  // transfer that fails is undone in the manager's view, and the first
+  // error is returned; the operation itself goes on (missing data faults in).
+  Status Execute(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MovedBytes* moved = nullptr);
+
  private:
   void ApplyBudget() { manager_.set_budget(budget_.Managed()); }
   MoveOutcome Carry(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, bool wait);
+  MoveOutcome Evict(uint64_t bytes, DeviceOps& ops);
+  MoveOutcome EvictAll(DeviceOps& ops, bool wait);
 
   JobBudget budget_;
   MemoryManager manager_{0};
+  AllocationMap allocations_;
+  std::vector<ByteRange> last_working_set_;  // the last slice's, in first-use order
 };
 
 }  // namespace msched

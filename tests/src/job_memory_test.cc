@@ -35,7 +35,7 @@ TEST(JobMemoryTest, TheBudgetIsTheGrantElseTheConfiguredSizeElseTheDevicesLessWh
 
 TEST(JobMemoryTest, NothingMovesWhileTheBudgetIsUnknown) {
   JobMemory jm(EvictionPolicy::kOpt);
-  jm.manager().AddAllocation(0, 8 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
   const MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
   EXPECT_TRUE(ops.calls.empty());
@@ -45,7 +45,7 @@ TEST(JobMemoryTest, NothingMovesWhileTheBudgetIsUnknown) {
 TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);
-  jm.manager().AddAllocation(0, 8 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
   MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
   EXPECT_EQ(out.loaded, 4 * kMiB);
@@ -62,7 +62,7 @@ TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
 TEST(JobMemoryTest, LeftToFaultsNothingIsLoadedButRoomIsMadeWithinTheBudget) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);
-  jm.manager().AddAllocation(0, 8 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
   MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops, JobMemory::Load::kLeaveToFaults);
   EXPECT_EQ(out.loaded, 0u);
@@ -79,7 +79,7 @@ TEST(JobMemoryTest, AJobThatFaultsBeyondItsGrantIsBackWithinItAtItsNextPlannedLa
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetDevice(64 * kMiB);
   jm.SetGranted(8 * kMiB);
-  jm.manager().AddAllocation(0, 32 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 32 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
   // One kernel needs 16 MiB: 8 load, 8 fault in over the grant.
   const MoveOutcome big = jm.MakeResident(Read(0, 16), 1, 7, ops);
@@ -90,19 +90,21 @@ TEST(JobMemoryTest, AJobThatFaultsBeyondItsGrantIsBackWithinItAtItsNextPlannedLa
   EXPECT_LE(jm.manager().resident_bytes(), jm.budget().Total());
 }
 
-TEST(JobMemoryTest, EvictAllTakesBackEveryAllocationAndDropsReadMostlyDuplicates) {
+TEST(JobMemoryTest, APauseTakesBackEveryAllocationAndDropsReadMostlyDuplicates) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(64 * kMiB);
-  jm.manager().AddAllocation(0, 8 * kMiB);
-  jm.manager().AddAllocation(16 * kMiB, 8 * kMiB);  // never planned: its kernels faulted it in
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
+  jm.RecordPoolChunk(16 * kMiB, 8 * kMiB);  // never planned: its kernels faulted it in
   FakeDeviceOps ops;
   for (uint64_t seq = 1; seq <= 5; ++seq) (void)jm.MakeResident(Read(0, 4), seq, 7, ops);  // read-mostly by now
   ASSERT_NE(std::find(ops.calls.begin(), ops.calls.end(), "read-mostly 0"), ops.calls.end());
   ops.calls.clear();
-  jm.manager().MarkCompleted(5);  // a stop drains the queue first
-  const MoveOutcome out = jm.EvictAll(ops, /*wait=*/true);
+  // A pause: the queue drained (operations up to 5 ran), everything asked for.
+  const JobMemory::SliceEnd end = jm.EndSlice(5, UINT64_MAX, /*wait=*/true, ops);
+  const MoveOutcome& out = end.moved;
   EXPECT_TRUE(out.status.ok());
   EXPECT_EQ(out.evicted, 4 * kMiB) << "what it knew to be there";
+  EXPECT_EQ(end.working_set, 4 * kMiB);
   // Every allocation to the host first (a read duplicate is dropped there),
   // then the advice off and the read-mostly one again (what the driver
   // kept), then the wait.
@@ -113,7 +115,7 @@ TEST(JobMemoryTest, EvictAllTakesBackEveryAllocationAndDropsReadMostlyDuplicates
 TEST(JobMemoryTest, OnlyBytesThatMovedAreCounted) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(8 * kMiB);
-  jm.manager().AddAllocation(0, 8 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
   ops.fail_at = 3;  // the load (after the mark and "loads after evictions")
   const MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
@@ -127,30 +129,57 @@ TEST(JobMemoryTest, OnlyBytesThatMovedAreCounted) {
 TEST(JobMemoryTest, AReturningSliceReloadsItsWholeWorkingSetAndWaitsForIt) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(8 * kMiB);
-  jm.manager().AddAllocation(0, 8 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
+  EXPECT_EQ(jm.StartSlice(/*load=*/true, ops).loaded, 0u) << "no slice has ended yet: nothing to bring back";
   (void)jm.MakeResident(Read(0, 4), 1, 7, ops);
+  EXPECT_EQ(jm.EndSlice(1, 0, /*wait=*/false, ops).working_set, 4 * kMiB) << "a stop that evicts nothing";
   ops.calls.clear();
   // Believed resident, but other jobs ran: it is asked for all the same.
-  const MoveOutcome out = jm.Reload({{0, 4 * kMiB}}, ops);
+  const MoveOutcome out = jm.StartSlice(/*load=*/true, ops);
   EXPECT_EQ(out.loaded, 4 * kMiB);
   EXPECT_EQ(ops.calls, (std::vector<std::string>{"loads after evictions", "in 0", "wait 0", "sync"}));
+  ops.calls.clear();
+  EXPECT_EQ(jm.StartSlice(/*load=*/false, ops).loaded, 0u);
+  EXPECT_TRUE(ops.calls.empty()) << "a turn that keeps its memory loads nothing";
 }
 
-TEST(JobMemoryTest, AStopEvictsAndASmallerGrantEvictsDownToIt) {
+TEST(JobMemoryTest, AStopEvictsWhatTheNextSliceNeedsLastAndASmallerGrantEvictsDownToIt) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(8 * kMiB);
-  jm.manager().AddAllocation(0, 8 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
   (void)jm.MakeResident(Read(0, 8), 1, 7, ops);
   ASSERT_EQ(jm.manager().resident_bytes(), 8 * kMiB);
-  EXPECT_EQ(jm.Evict(2 * kMiB, ops).evicted, 2 * kMiB);
+  EXPECT_EQ(jm.EndSlice(1, 2 * kMiB, /*wait=*/false, ops).moved.evicted, 2 * kMiB);
   EXPECT_EQ(jm.manager().resident_bytes(), 6 * kMiB);
   jm.SetGranted(4 * kMiB);
   EXPECT_EQ(jm.FitBudget(ops).evicted, 2 * kMiB);
   EXPECT_EQ(jm.manager().resident_bytes(), 4 * kMiB);
   EXPECT_EQ(jm.FitBudget(ops).evicted, 0u) << "within budget: nothing to do";
-  EXPECT_EQ(jm.Evict(UINT64_MAX, ops).evicted, 4 * kMiB) << "a pause gives back everything";
+  EXPECT_EQ(jm.EndSlice(1, UINT64_MAX, /*wait=*/false, ops).moved.evicted, 4 * kMiB) << "a pause gives back everything";
+}
+
+TEST(JobMemoryTest, AllocationsKeepTheMapAndTheManagersTableInStep) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
+  ASSERT_TRUE(jm.RecordAllocation(16 * kMiB, 4 * kMiB, AllocKind::kDevice).ok());
+  EXPECT_EQ(jm.allocations().count(), 2u);
+  EXPECT_EQ(jm.manager().managed_bytes(), 8 * kMiB) << "only managed memory is the manager's";
+  EXPECT_FALSE(jm.RecordAllocation(4 * kMiB, 8 * kMiB, AllocKind::kManaged).ok()) << "overlaps";
+  EXPECT_EQ(jm.manager().managed_bytes(), 8 * kMiB) << "a refused allocation changes neither";
+  // An allocation freed behind msched's back and made again at the same place.
+  ASSERT_TRUE(jm.RecordAllocation(0, 2 * kMiB, AllocKind::kManaged).ok());
+  EXPECT_EQ(jm.manager().managed_bytes(), 2 * kMiB);
+  ASSERT_TRUE(jm.ForgetAllocation(0).ok());
+  EXPECT_EQ(jm.manager().managed_bytes(), 0u);
+  EXPECT_EQ(jm.allocations().count(), 1u);
+  EXPECT_EQ(jm.ForgetAllocation(0).status().code(), StatusCode::kNotFound);
+  jm.RecordPoolChunk(32 * kMiB, 2 * kMiB);
+  EXPECT_EQ(jm.manager().managed_bytes(), 2 * kMiB) << "a pool chunk is managed memory";
+  EXPECT_EQ(jm.allocations().count(), 1u) << "but its blocks, not it, are the program's allocations";
+  jm.ForgetPoolChunk(32 * kMiB);
+  EXPECT_EQ(jm.manager().managed_bytes(), 0u);
 }
 
 TEST(PredictionChoiceTest, EachModeAndPolicyPicksItsSource) {

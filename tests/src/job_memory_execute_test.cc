@@ -1,4 +1,5 @@
-#include "model/action_executor.h"
+// JobMemory::Execute, the one executor of the memory manager's plans.
+#include "model/job_memory.h"
 
 #include <gtest/gtest.h>
 
@@ -12,24 +13,28 @@ namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 
-TEST(ActionExecutorTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
-  MemoryManager mm(4 * kMiB);
+TEST(JobMemoryExecuteTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(4 * kMiB);
+  MemoryManager& mm = jm.manager();
   mm.AddAllocation(0, 8 * kMiB);
   MemoryActions warm;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
   MemoryActions act;
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
-  ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
+  ASSERT_TRUE(jm.Execute(act, 7, ops).ok());
   EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 7 2", "loads after evictions", "after 7 1", "out 0", "in 4",
                                                  "wait 7"}))
       << "the plan marks its place in the queue; the eviction waits for launch 1, which used its victim";
 }
 
-TEST(ActionExecutorTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueue) {
+TEST(JobMemoryExecuteTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueue) {
   // Launch 1 uses a, launches 2 and 3 use b; the manager then must evict a
   // for c (a is needed furthest ahead: launch 5 uses b again).
-  MemoryManager mm(8 * kMiB);
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(8 * kMiB);
+  MemoryManager& mm = jm.manager();
   const ByteRange a{0, 4 * kMiB}, b{4 * kMiB, 8 * kMiB}, c{8 * kMiB, 12 * kMiB};
   for (const ByteRange& r : {a, b, c}) mm.AddAllocation(r.begin, r.size());
   MemoryActions act;
@@ -43,54 +48,60 @@ TEST(ActionExecutorTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueue)
   EXPECT_EQ(evict_a.evict_after, 1u) << "a's last use was launch 1; launches 2 and 3 need not have run";
   EXPECT_EQ(evict_a.op, 4u);
   FakeDeviceOps ops;
-  ASSERT_TRUE(ExecuteActions(evict_a, 5, ops, mm).ok());
+  ASSERT_TRUE(jm.Execute(evict_a, 5, ops).ok());
   EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 5 4", "loads after evictions", "after 5 1", "out 0", "in 8",
                                                  "wait 5"}));
 }
 
-TEST(ActionExecutorTest, AdviceComesBeforeAnyTransfer) {
-  MemoryManager mm(4 * kMiB);
+TEST(JobMemoryExecuteTest, AdviceComesBeforeAnyTransfer) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(4 * kMiB);
   MemoryActions act;
   act.read_mostly_off.push_back({2 * kMiB, 4 * kMiB});
   act.read_mostly_on.push_back({8 * kMiB, 16 * kMiB});
   act.evict.push_back({0, 2 * kMiB});
   act.load.push_back({4 * kMiB, 6 * kMiB});
   FakeDeviceOps ops;
-  ASSERT_TRUE(ExecuteActions(act, 7, ops, mm).ok());
+  ASSERT_TRUE(jm.Execute(act, 7, ops).ok());
   EXPECT_EQ(ops.calls, (std::vector<std::string>{"not read-mostly 2", "read-mostly 8", "loads after evictions", "out 0",
                                                  "in 4", "wait 7"}));
 }
 
-TEST(ActionExecutorTest, CommonPathCallsNothing) {
-  MemoryManager mm(4 * kMiB);
+TEST(JobMemoryExecuteTest, CommonPathCallsNothing) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(4 * kMiB);
   FakeDeviceOps ops;
-  EXPECT_TRUE(ExecuteActions(MemoryActions{}, 1, ops, mm).ok());
+  EXPECT_TRUE(jm.Execute(MemoryActions{}, 1, ops).ok());
   EXPECT_TRUE(ops.calls.empty());
 }
 
-TEST(ActionExecutorTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
-  MemoryManager mm(8 * kMiB);
+TEST(JobMemoryExecuteTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(8 * kMiB);
+  MemoryManager& mm = jm.manager();
   mm.AddAllocation(0, 4 * kMiB);
   MemoryActions act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &act);
   FakeDeviceOps ops;
   ops.fail_at = 3;  // the load (after the mark and "loads after evictions")
-  EXPECT_FALSE(ExecuteActions(act, 1, ops, mm).ok());
+  EXPECT_FALSE(jm.Execute(act, 1, ops).ok());
   EXPECT_EQ(mm.resident_bytes(), 0u);
   MemoryActions again;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 2, &again);
   EXPECT_EQ(again.load_bytes, 4 * kMiB);
 }
 
-TEST(ActionExecutorTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
-  MemoryManager mm(4 * kMiB);
+TEST(JobMemoryExecuteTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
+  JobMemory jm(EvictionPolicy::kOpt);
+  jm.SetConfigured(4 * kMiB);
+  MemoryManager& mm = jm.manager();
   mm.AddAllocation(0, 8 * kMiB);
   MemoryActions warm, act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
   ops.fail_at = 3;  // EvictionsAfter fails
-  EXPECT_FALSE(ExecuteActions(act, 3, ops, mm).ok());
+  EXPECT_FALSE(jm.Execute(act, 3, ops).ok());
   EXPECT_EQ(ops.calls[3], "in 4") << "the eviction was skipped, the load still attempted";
   EXPECT_EQ(mm.resident_bytes(), 8 * kMiB) << "the victim is still known to be resident";
 }

@@ -30,6 +30,16 @@ void WriteStatsAtExit() {
     out << p->StatsJson();
   }
   if (p->dev) {
+    // What the process held is freed at its end on the virtual clock, like
+    // any call's effect: once every other process has reached that moment.
+    // Freed when this process gets there in real time, the memory went back
+    // at a moment that varied from run to run, and runs of several jobs
+    // under demand paging evicted different bytes (a peer behind on the
+    // clock saw HBM free that, in virtual time, was not yet).
+    const uint64_t end = p->now();
+    p->dev->EnterCall(end);
+    p->dev->WaitForTurn(end);
+    p->dev->LeaveCall(end);
     DeviceLock dl(p->dev);
     p->PublishClock();
     p->dev->ReleaseSlot(p->dev->slot());

@@ -26,22 +26,29 @@ struct Job {
 // The device time each job ended at, in job order. Together: all start at
 // once on a shared device with managed memory. Otherwise one at a time, the
 // device clock carrying on from job to job. Each process is ranked by its
-// index (MSIM_RANK).
-inline std::vector<uint64_t> RunJobs(const std::vector<Job>& jobs, bool together, const std::string& tag) {
+// index (MSIM_RANK). `hbm_bytes` > 0 sizes the device (else the profile's).
+// Timing only unless `compute`: then inputs are written and results
+// computed on the host, as in the benchmark's quick form, which takes real
+// time of its own between calls.
+inline std::vector<uint64_t> RunJobs(const std::vector<Job>& jobs, bool together, const std::string& tag,
+                                     uint64_t hbm_bytes = 0, bool compute = false) {
   const std::string device = "runjobs" + std::to_string(getpid()) + tag;
   std::vector<uint64_t> ends(jobs.size(), 0);
   auto run = [&](const std::vector<size_t>& batch) {
     std::vector<std::pair<size_t, msched::Subprocess>> procs;
     for (size_t i : batch) {
       const std::string out = testing::TempDir() + device + "_" + std::to_string(i) + ".json";
-      std::vector<std::string> argv = {MSIM_RUN, std::string(WORKLOADS_DIR) + "/" + jobs[i].workload,
-                                       "--no-checksum", "--set", "INIT=0", "--set", "WARMUP=0", "--json", out};
+      std::vector<std::string> argv = {MSIM_RUN, std::string(WORKLOADS_DIR) + "/" + jobs[i].workload, "--set",
+                                       "WARMUP=0", "--json", out};
+      if (!compute) argv.insert(argv.end(), {"--no-checksum", "--set", "INIT=0"});
       if (together) argv.push_back("--managed");
       for (const std::string& v : jobs[i].vars) argv.insert(argv.end(), {"--set", v});
       msched::SpawnOptions opts;
-      opts.env = {{"MSIM_DEVICE", device}, {"MSIM_HOST_KERNELS", "off"}, {"MSIM_PROFILE", "rtx5080-pcie5"},
-                  {"MSIM_RANK", std::to_string(i)}};
-      opts.unset_env = {"MSIM_HBM_BYTES", "LD_PRELOAD"};
+      opts.env = {{"MSIM_DEVICE", device}, {"MSIM_HOST_KERNELS", compute ? "on" : "off"},
+                  {"MSIM_PROFILE", "rtx5080-pcie5"}, {"MSIM_RANK", std::to_string(i)}};
+      opts.unset_env = {"LD_PRELOAD"};
+      if (hbm_bytes > 0) opts.env["MSIM_HBM_BYTES"] = std::to_string(hbm_bytes);
+      else opts.unset_env.push_back("MSIM_HBM_BYTES");
       if (batch.size() > 1) opts.env["MSIM_START_BARRIER"] = std::to_string(batch.size());
       else opts.unset_env.push_back("MSIM_START_BARRIER");
       opts.stdout_path = "/dev/null";

@@ -1,8 +1,12 @@
 // Copies and sets. Their ranges come straight from the arguments: a memset
 // writes its destination and a device-to-device copy reads its source and
 // writes its destination on the GPU, so those ranges are made resident
-// first, like a kernel's. Host<->device copies are handled by the driver's
-// copy engines whatever the residency and are passed through.
+// first, like a kernel's. A host-to-device copy into msched's managed
+// memory has its destination made resident first too: the copy then lands
+// in device memory, and the kernels that read it find it there, instead of
+// landing in host pages that a kernel's prefetch moves again (the input
+// crossed the link twice). Device-to-host copies read wherever the data
+// is, and are passed through.
 #include <initializer_list>
 
 #include "coord_client.h"
@@ -61,7 +65,28 @@ CUresult SetHook(Entry e, CUdeviceptr dst, size_t n, CUstream stream, Call&& cal
   return call(c.real);
 }
 
-// Host<->device copies: passed through once the job's turn allows.
+// True when `p` lies in managed memory msched knows.
+bool Managed(Runtime& rt, CUdeviceptr p) {
+  MutexLock lock(&rt.mu());
+  const Allocation* a = rt.allocs().Find(p);
+  return a != nullptr && a->kind == AllocKind::kManaged;
+}
+
+// Host-to-device copies: the destination made resident when it is msched's.
+template <typename Fn, typename Call>
+CUresult HostToDeviceHook(Entry e, CUdeviceptr dst, size_t bytes, CUstream stream, Call&& call) {
+  auto c = Enter<Fn>(e);
+  if (!c.real) return NoRealFunction(e);
+  if (!c.act || bytes == 0) return call(c.real);
+  HookScope scope;
+  const GatePass pass = PassGate(*c.rt);
+  Safely(*c.rt, Info(e).symbol, [&] {
+    if (Managed(*c.rt, dst)) BeforeDeviceOp(*c.rt, {Region(dst, bytes, AccessMode::kWrite)}, EffectiveStream(e, stream));
+  });
+  return call(c.real);
+}
+
+// Device-to-host copies: passed through once the job's turn allows.
 template <typename Fn, typename Call>
 CUresult PassHook(Entry e, Call&& call) {
   auto c = Enter<Fn>(e);
@@ -87,13 +112,13 @@ CUresult Hook_cuMemcpyDtoDAsync(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src,
   return CopyHook<PFN_cuMemcpyDtoDAsync_v3020>(e, dst, src, n, s, false, [&](auto real) { return real(dst, src, n, s); });
 }
 CUresult Hook_cuMemcpyHtoD(Entry e, CUdeviceptr_v2 dst, const void* src, size_t n) {
-  return PassHook<PFN_cuMemcpyHtoD_v3020>(e, [&](auto real) { return real(dst, src, n); });
+  return HostToDeviceHook<PFN_cuMemcpyHtoD_v3020>(e, dst, n, nullptr, [&](auto real) { return real(dst, src, n); });
 }
 CUresult Hook_cuMemcpyDtoH(Entry e, void* dst, CUdeviceptr_v2 src, size_t n) {
   return PassHook<PFN_cuMemcpyDtoH_v3020>(e, [&](auto real) { return real(dst, src, n); });
 }
 CUresult Hook_cuMemcpyHtoDAsync(Entry e, CUdeviceptr_v2 dst, const void* src, size_t n, CUstream s) {
-  return PassHook<PFN_cuMemcpyHtoDAsync_v3020>(e, [&](auto real) { return real(dst, src, n, s); });
+  return HostToDeviceHook<PFN_cuMemcpyHtoDAsync_v3020>(e, dst, n, s, [&](auto real) { return real(dst, src, n, s); });
 }
 CUresult Hook_cuMemcpyDtoHAsync(Entry e, void* dst, CUdeviceptr_v2 src, size_t n, CUstream s) {
   return PassHook<PFN_cuMemcpyDtoHAsync_v3020>(e, [&](auto real) { return real(dst, src, n, s); });

@@ -141,7 +141,7 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
 }
 
 // Walks `graph` and predicts its kernel nodes; null when the driver cannot
-// describe it (then its launches go unpredicted, as before msched knew it).
+// describe it (then its launches go unpredicted, like those of a graph msched never saw).
 std::shared_ptr<GraphRecord> Walk(Runtime& rt, CUgraph graph) {
   const DriverFunctions& d = RealDriver();
   if (d.cuGraphGetNodes == nullptr || d.cuGraphNodeGetType == nullptr || d.cuGraphNodeGetDependencies == nullptr) {

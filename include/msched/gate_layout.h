@@ -12,7 +12,8 @@
 namespace msched {
 
 inline constexpr uint32_t kShmMagic = 0x4d534853;  // "SHSM"
-// 4: messages_handled (was asks_handled), orders_sent, pid; 3: asks_handled; 2: no budget word (Go and Budget messages carry it)
+// 4: messages_handled (every message; 3's asks_handled counted asks), orders_sent, pid; 3: asks_handled;
+// 2: no budget word (Go and Budget messages carry it)
 inline constexpr uint32_t kShmVersion = 4;
 inline constexpr uint32_t kShmSlots = 256;
 

@@ -152,10 +152,10 @@ class SharedDevice {
   static constexpr uint64_t kMaxWaitMs = 5000;
   // A peer outside any call whose last activity was over kIdleMs before
   // `now_ns` (CLOCK_MONOTONIC). A peer may stamp its activity after `now_ns`
-  // was read: such a stamp is recent, not 2^64 ns old (the unsigned
-  // difference once let a process pass a peer between two of its launches,
-  // so that the order of their kernels on the device followed the host's
-  // timing).
+  // was read: such a stamp is recent, not 2^64 ns old (an unsigned
+  // difference would let a process pass a peer between two of its launches,
+  // so that the order of their kernels on the device would follow the
+  // host's timing).
   static bool IdleAt(uint64_t now_ns, uint64_t last_active_ns, uint32_t in_call) {
     return in_call == 0 && now_ns > last_active_ns && now_ns - last_active_ns > kIdleMs * 1000000;
   }

@@ -49,7 +49,7 @@ __global__ void Update(uint32_t* p, size_t n, uint32_t pass, int rounds) {
 
 __global__ void Empty() {}
 
-// FNV-1a over 64-bit words: a byte-wise hash of 6 GiB took longer than the GPU work.
+// FNV-1a over 64-bit words: a byte-wise hash of 6 GiB takes longer than the GPU work.
 uint64_t Fnv(const std::vector<uint32_t>& words, uint64_t h) {
   for (size_t i = 0; i + 1 < words.size(); i += 2) h = (h ^ (uint64_t{words[i + 1]} << 32 | words[i])) * 1099511628211ull;
   if (words.size() % 2) h = (h ^ words.back()) * 1099511628211ull;

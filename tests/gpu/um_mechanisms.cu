@@ -335,7 +335,8 @@ int main(int argc, char** argv) {
   }
 
   // --- writing read-mostly data: collapse by GPU faults, or unset the advice first ---
-  // 1 GiB written in place took 90 s on an H100 (2026-11-22), so this runs at 64 MiB.
+  // Collapsing by faults takes over a second per 64 MiB on an H100 (bench/results/gpu-2026-11-22-h100-80gb-hbm3.md:
+  // 1.66 s), so this runs at 64 MiB, not 1 GiB.
   {
     CUdeviceptr p;
     const size_t n = 64 * kMiB;

@@ -337,16 +337,16 @@ size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-// Issue 16: statistics that cannot be written (a full disk) were lost without
-// a word; the failed write is reported at the default log level.
+// Statistics that cannot be written (a full disk) are not lost without a
+// word: the failed write is reported at the default log level.
 TEST(HookProcessTest, StatisticsThatCannotBeWrittenAreReported) {
   const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_STATS", "/dev/full"}});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(Count(r.err, "cannot write statistics to '/dev/full' (MSCHED_STATS): No space left on device"), 1u) << r.err;
 }
 
-// Issue 16: an unusable MSCHED_LOG fell back to stderr silently, and a missing
-// parent directory was created. Now the fallback says why, once, and creates nothing.
+// An unusable MSCHED_LOG falls back to stderr, saying why, once, and a
+// missing parent directory is not created.
 TEST(HookProcessTest, AnUnusableLogFileIsReportedOnStderrAndNoDirectoryIsCreated) {
   const std::string dir = testing::TempDir() + "nolog_" + std::to_string(getpid());
   const std::string log = dir + "/sub/msched.log";
@@ -359,8 +359,9 @@ TEST(HookProcessTest, AnUnusableLogFileIsReportedOnStderrAndNoDirectoryIsCreated
   EXPECT_NE(::access(dir.c_str(), F_OK), 0) << "the missing directory was created";
 }
 
-// Issue 16: misspelt variables and unreadable templates files were warnings,
-// hidden at the default level; /dev/zero as a templates file was read forever.
+// Misspelt variables and unreadable templates files are errors, shown at the
+// default level (warnings would be hidden); /dev/zero as a templates file is
+// not read forever.
 TEST(HookProcessTest, MisspeltVariablesAndUnreadableTemplatesAreErrorsAtTheDefaultLevel) {
   const std::string missing = "/nonexistent/t.templates.json";
   const Outcome r = RunHooked(
@@ -374,9 +375,9 @@ TEST(HookProcessTest, MisspeltVariablesAndUnreadableTemplatesAreErrorsAtTheDefau
   EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 16u) << "the readable templates still loaded";
 }
 
-// Issue 16: MSCHED_REAL_LIBCUDA naming libmsched itself made every call
-// recurse into the hook (100% CPU, never finishing). It is refused: hooked
-// calls fail as with no driver, promptly.
+// MSCHED_REAL_LIBCUDA naming libmsched itself would make every call recurse
+// into the hook (100% CPU, never finishing). It is refused: hooked calls fail
+// as with no driver, promptly.
 TEST(HookProcessTest, RealLibcudaNamingLibmschedItselfIsRefused) {
   const Outcome r = RunHooked({"timeout", "60", MSIM_RUN, Workload("integrity.json")},
                               {{"MSCHED_MODE", "msched"}, {"MSCHED_REAL_LIBCUDA", LIBMSCHED}});
@@ -385,8 +386,9 @@ TEST(HookProcessTest, RealLibcudaNamingLibmschedItselfIsRefused) {
   EXPECT_NE(r.err.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << r.err;
 }
 
-// Issue 16: the profile trace was opened with O_TRUNC and no O_EXCL or
-// O_NOFOLLOW, mode 0644: a file or symlink planted at the path received it.
+// The profile trace is created new (O_EXCL, O_NOFOLLOW) and private: opened
+// with O_TRUNC alone, mode 0644, it would go to a file or symlink planted at
+// the path.
 TEST(HookProcessTest, TheProfileTraceIsANewPrivateFileNeverAnExistingOneOrASymlink) {
   const std::string base = testing::TempDir() + "ptrace_" + std::to_string(getpid());
   const std::string victim = base + ".victim", link = base + ".link", fresh = base + ".fresh";

@@ -413,7 +413,7 @@ TEST_F(SimDriverTest, EventsMeasureVirtualTime) {
   CU_ASSERT(cuEventDestroy(e1));
 }
 
-// Issue 12: the idle alarm is a timer in virtual time for a job that gives
+// The idle alarm is a timer in virtual time for a job that gives
 // its turn on the GPU up when it has been idle: it fires where the idleness
 // runs out, on the thread that moves the clock, once per idle period,
 // counting queued work as activity, and never from within itself.

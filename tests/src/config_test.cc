@@ -134,8 +134,8 @@ TEST(ConfigTest, EachBadValueIsOneErrorAndKeepsTheDefault) {
   EXPECT_EQ(p.config.unknown, UnknownPolicy::kAlloc);  // the good one still applies
 }
 
-// Issue 33, item 9: a name over 63 bytes (64 ASCII bytes, 40 two-byte
-// characters) was refused ("expected any text"). Any text is taken whole;
+// A name over 63 bytes (64 ASCII bytes, 40 two-byte characters) is a valid
+// setting, not "expected any text". Any text is taken whole;
 // the hook cuts it to 63 bytes on a character boundary when it sends it
 // (proto::SanitizeName, tested in protocol_test.cc).
 TEST(ConfigTest, AJobNameOfAnyLengthIsAccepted) {

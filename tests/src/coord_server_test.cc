@@ -264,10 +264,10 @@ TEST_F(CoordServerTest, WhenAJobDiesItsMemoryGoesToTheNext) {
 }
 
 TEST_F(CoordServerTest, AJobToldToGoFindsItsGateAlreadyOpen) {
-  // Issue 11: the coordinator sent Go before it opened the job's gate, so a
-  // job acting on its Go at once could find the gate closed (and the hook
-  // then waits a recheck period before it launches). A timeline makes each
-  // gate update slower, so the race, if any, is lost often.
+  // The coordinator opens the job's gate before it sends Go: a job acting on
+  // its Go at once must not find the gate closed (the hook would then wait a
+  // recheck period before it launches). A timeline makes each gate update
+  // slower, so the race, if any, is lost often.
   Stop();
   ServerOptions o;
   o.trace_path = dir_ + "/timeline.json";
@@ -480,7 +480,7 @@ TEST_F(CoordServerTest, OnlyTheOwnerOrRootMayControlAJob) {
   ::close(fd);
 }
 
-// Issue 12: the welcome carries the idle yield (mschedd --idle-yield); a
+// The welcome carries the idle yield (mschedd --idle-yield); a
 // job idle while another waits gives its turn up, the waiting one's Go is
 // dated when it went idle, and `msched status` says why each waits.
 TEST_F(CoordServerTest, AnIdleJobGivesItsTurnToTheWaitingOneAndRejoinsWhenItHasWork) {
@@ -803,10 +803,10 @@ TEST_F(CoordServerTest, AnythingButAStaleSocketIsNeverReplaced) {
   Start();
 }
 
-// Issue 33, item 4: a directory others may write (0777, not sticky) was
-// accepted when root owned it, by a root mschedd and by every job, though
-// anyone could put a socket of their own in the coordinator's place there.
-// Whoever owns it, both ends refuse it; a sticky one, as /tmp, is accepted.
+// A directory others may write (0777, not sticky) lets anyone put a socket
+// of their own in the coordinator's place, even when root owns it. Whoever
+// owns it, both ends (a root mschedd included, and every job) refuse it; a
+// sticky one, as /tmp, is accepted.
 TEST_F(CoordServerTest, AnUnsafeSocketDirectoryIsRefusedWhoeverOwnsIt) {
   const std::string open_dir = dir_ + "/open";
   ::mkdir(open_dir.c_str(), 0777);

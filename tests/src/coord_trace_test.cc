@@ -65,7 +65,7 @@ class CoordTraceTest : public ::testing::Test {
   std::unique_ptr<CoordTrace> trace_;
 };
 
-// Issue 12: a job that gave its turn up for want of work shows as idle until
+// A job that gave its turn up for want of work shows as idle until
 // it has work again, then as waiting for its turn.
 TEST_F(CoordTraceTest, AJobThatGaveItsTurnUpIsIdleUntilItHasWorkAgain) {
   Submit(1, 101, 10 * kGiB, 0);

@@ -62,8 +62,8 @@ TEST(VisibleGpuIndicesTest, ListsTheIndicesBeforeAnythingElse) {
   EXPECT_FALSE(VisibleGpuIndices(nullptr, unknown).ok());
 }
 
-// Issue 33, item 10: on a node of two GPUs, CUDA_VISIBLE_DEVICES=0,...,11
-// started twelve coordinators. The driver ends the list at the first index
+// On a node of two GPUs, CUDA_VISIBLE_DEVICES=0,...,11 names two GPUs, not
+// twelve (one coordinator each): the driver ends the list at the first index
 // the machine has no GPU for.
 TEST(VisibleGpuIndicesTest, TheListEndsAtTheFirstGpuTheMachineLacks) {
   EXPECT_EQ(*VisibleGpuIndices("0,1,2,3,4,5,6,7,8,9,10,11", 2), (std::vector<int>{0, 1}));

@@ -64,7 +64,7 @@ TEST(ProtocolTest, EveryMessageRoundTrips) {
   EXPECT_EQ(st.counters.prefetched, 7u);
   EXPECT_EQ(std::get<Usage>(*Decode(Encode(Samples()[1]))).counters.prefetched, 7u);
   EXPECT_EQ(std::get<Goodbye>(*Decode(Encode(Samples()[4]))).counters.faults, 9u);
-  // Issue 12: the welcome tells the job its idle yield; a job reports going
+  // The welcome tells the job its idle yield; a job reports going
   // idle, and having work again.
   EXPECT_EQ(std::get<Welcome>(*Decode(Encode(Samples()[5]))).idle_yield_ns, 50'000'000u);
   const Idle gone = std::get<Idle>(*Decode(Encode(Samples()[12])));

@@ -401,7 +401,7 @@ TEST(SchedulerTest, AnUnresponsiveJobOwingAStopDoesNotHoldUpTheSwitch) {
   EXPECT_EQ(Find(c, Kind::kGo, 2)->go.slice_end_ns, proto::kNever) << "job 1 is out of the rotation";
 }
 
-// Issue 12: an urgent job submitted while a long one holds 70% of HBM gets
+// An urgent job submitted while a long one holds 70% of HBM gets
 // the GPU at once; the long job is stopped with one bulk eviction of just
 // what the urgent one lacks room for, and once the urgent job is gone it
 // comes back with its working set reloaded.
@@ -439,7 +439,7 @@ TEST(SchedulerTest, AnUrgentJobGetsTheGpuAtOnceAndTheLongJobComesBackWithItsWork
   EXPECT_EQ(s.Find(1)->swaps_in, 1u);
 }
 
-// Issue 12: jobs that arrive over time are admitted in arrival order as the
+// Jobs that arrive over time are admitted in arrival order as the
 // memory of those that finish frees (no oversubscription here).
 TEST(SchedulerTest, JobsArrivingOverTimeAreAdmittedInOrderAsMemoryFrees) {
   Scheduler s(Options(1.0));
@@ -468,7 +468,7 @@ TEST(SchedulerTest, JobsArrivingOverTimeAreAdmittedInOrderAsMemoryFrees) {
   EXPECT_EQ(s.Find(5)->submitted_ns, 40u);
 }
 
-// ---- Idle yield (issue 12) ---------------------------------------------------
+// ---- Idle yield --------------------------------------------------------------
 
 // Jobs 1 and 2 of 10 GiB on 16: job 1 runs, job 2 waits for its turn, which
 // began at 100 when job 2 arrived.

@@ -1,4 +1,4 @@
-// The status document (coord/status_report.cc), issue 12: each job's user,
+// The status document (coord/status_report.cc): each job's user,
 // the state `msched status` shows, why it waits and for how long, as the
 // scheduler's state says; and what a guest may not see.
 #include "coord/status_report.h"

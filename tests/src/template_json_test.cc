@@ -165,8 +165,8 @@ TEST(TemplateJsonTest, MissingFileIsOneProblem) {
   EXPECT_EQ(r.problems[0].file, "/nonexistent/dir/t.json");
 }
 
-// Issue 16: a value nested 100,000 deep (200 KB) overflowed the stack while
-// the problem message was formatted; it is now refused before parsing.
+// A value nested 100,000 deep (200 KB) is refused before parsing: formatting
+// the problem message for it would overflow the stack.
 TEST(TemplateJsonTest, DeeplyNestedValuesAreOneProblemNotACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string text = R"({"format":"msched-templates","version":1,"kernels":[{"name":"k","params":[[0,8]],)"
@@ -182,7 +182,8 @@ TEST(TemplateJsonTest, DeeplyNestedValuesAreOneProblemNotACrash) {
   ::unlink(path.c_str());
 }
 
-// Issue 16: MSCHED_TEMPLATES=/dev/zero read forever, a FIFO blocked forever.
+// Only regular files are read: MSCHED_TEMPLATES=/dev/zero would be read
+// forever, and a FIFO would block forever.
 TEST(TemplateJsonTest, OnlyRegularFilesAreRead) {
   const std::string fifo = testing::TempDir() + "fifo_" + std::to_string(getpid()) + ".templates.json";
   ::unlink(fifo.c_str());

@@ -59,7 +59,7 @@ TEST(TemplateStoreTest, ProblemsAreReportedAndTheRestLoads) {
   EXPECT_EQ(store.size(), 1u);
 }
 
-// Issue 16: every path MSCHED_TEMPLATES lists, and every file found below a
+// Every path MSCHED_TEMPLATES lists, and every file found below a
 // listed directory, is read only if it is a regular file: devices and FIFOs
 // are reported (when named) or passed over (when found), never read or waited on.
 TEST(TemplateStoreTest, DevicesAndFifosAreNeverReadFromPathsOrDirectories) {

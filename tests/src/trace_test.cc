@@ -101,8 +101,8 @@ TEST(TraceTest, AMissingFileIsAnIoError) {
   EXPECT_EQ(ReadTrace("/nonexistent/trace.jsonl").status.code(), StatusCode::kIoError);
 }
 
-// Issue 16: a trace path that is a device or a directory is refused at once
-// (it was read forever, or read as empty), naming the path.
+// A trace path that is a device or a directory is refused at once, naming
+// the path, rather than read forever or read as empty.
 TEST(TraceTest, OnlyRegularFilesAreRead) {
   for (const std::string path : {"/dev/zero", "/dev/urandom", "/tmp"}) {
     const Status s = ReadTrace(path).status;
@@ -111,7 +111,7 @@ TEST(TraceTest, OnlyRegularFilesAreRead) {
   }
 }
 
-// Issue 16: a record nested 100,000 deep is skipped as a problem without
+// A record nested 100,000 deep is skipped as a problem without
 // being parsed or quoted; the records around it still load.
 TEST_F(TraceFileTest, ADeeplyNestedRecordIsSkippedUnparsed) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');

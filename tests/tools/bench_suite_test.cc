@@ -244,10 +244,10 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
                                            "msched,exclusive", "--out", batch},
                                           {});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  // Again: micro (which once moved 262 GB where it fits alone), D (which
-  // once thrashed in one run and not in another) and urgent (preempted at
-  // 25 ms in some runs, 150 ms in others); and E, one job larger than the
-  // GPU, beside demand paging.
+  // Again: micro, D and urgent, whose runs differ first when events reach
+  // the coordinator in another order (bytes moved where every job fits
+  // alone, a run that thrashes, a preemption at another moment); and E, one
+  // job larger than the GPU, beside demand paging.
   const ts::ProgramRun r2 = ts::RunProgram(
       {MSCHED_CLI, "bench", "micro", "D", "E", "urgent", "--policies", "msched,um", "--out", again}, {});
   ASSERT_EQ(r2.status, 0) << r2.out << r2.err;
@@ -259,9 +259,7 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
     if (auto it = second.find(key); it != second.end()) {
       // Runs repeat (docs/simulator.md, "Determinism"): the same bytes
       // moved and switches, and times within 10 us, a few driver calls'
-      // cost (equal in the runs seen; one call, 0.5 us, was the last
-      // difference found and removed, and micro at 150% once differed by
-      // 6.7 ms).
+      // cost (the runs measured give equal times).
       ++repeated;
       for (const char* column : {"h2d_bytes", "switches"}) {
         EXPECT_EQ(row.at(column), it->second.at(column)) << key << ": two runs differ in " << column;

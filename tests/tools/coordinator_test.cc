@@ -319,9 +319,9 @@ TEST_F(CoordinatorProcessTest, JobNamesThatAreNotPrintableUtf8AreMendedOnceAndNe
   EXPECT_TRUE(Job("bad?name").is_object()) << s.dump();
 }
 
-// Issue 33, item 9: a name over 63 bytes was refused as a setting, so the
-// job showed as its program. It is cut to 63 bytes, never inside a
-// character: 40 'é' (80 bytes) show as 31 (62 bytes).
+// A name over 63 bytes is a valid setting, so the job shows under it, not
+// as its program. It is cut to 63 bytes, never inside a character: 40 'é'
+// (80 bytes) show as 31 (62 bytes).
 TEST_F(CoordinatorProcessTest, LongJobNamesAreCutOnACharacterBoundary) {
   StartDaemon();
   std::string accents;
@@ -362,7 +362,7 @@ TEST_F(CoordinatorProcessTest, MschedRunStartsACoordinatorWhenNoneRuns) {
   ::kill(std::stoi(pid), SIGTERM);
 }
 
-// Issue 16: mschedd --log on a full disk lost every line silently. The first
+// mschedd --log on a full disk must not lose every line silently. The first
 // failed write is reported on stderr, and the log goes on there.
 TEST(CoordinatorTest, ALogThatCannotBeWrittenMovesToStderr) {
   const std::string sock = ::testing::TempDir() + "coordlog_" + std::to_string(getpid()) + ".sock";

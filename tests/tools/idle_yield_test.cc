@@ -1,4 +1,4 @@
-// Issue 12, "an idle job yields": a job that holds its turn on the GPU while
+// An idle job yields: a job that holds its turn on the GPU while
 // another waits, and launches nothing for mschedd's --idle-yield, gives the
 // turn up, so that the waiting job runs in the gap. Two jobs whose working
 // sets do not fit together on a 64 MiB simulated GPU share it under mschedd:

@@ -209,9 +209,10 @@ TEST(MschedProfileTest, BadCommandLinesAndMissingPiecesAreExplained) {
   EXPECT_NE(r.err.find("MSCHED_LIB='/nonexistent/libmsched.so' is not a readable file"), std::string::npos) << r.err;
 }
 
-// Issue 16: the default trace was /tmp/msched-profile-<pid>.jsonl, a name
-// another user could plant a file or symlink at. It now lives in a private
-// directory (mkdtemp, 0700) under $TMPDIR, removed afterwards.
+// The default trace lives in a private directory (mkdtemp, 0700) under
+// $TMPDIR, removed afterwards: a fixed name such as
+// /tmp/msched-profile-<pid>.jsonl is one another user could plant a file or
+// symlink at.
 TEST(MschedProfileTest, TheDefaultTraceLivesInAPrivateDirectory) {
   const std::string tmp = Temp("tmpdir");
   std::filesystem::remove_all(tmp);
@@ -230,10 +231,10 @@ TEST(MschedProfileTest, TheDefaultTraceLivesInAPrivateDirectory) {
   EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the trace and its directory are removed afterwards";
 }
 
-// Issue 33, item 8: SIGTERM or SIGINT ended msched-profile at once and left
-// the program it profiles running on, reparented to init. The program gets
-// the signal too, msched-profile waits for it and exits with 128 + the
-// signal, and its private trace directory goes with it.
+// SIGTERM or SIGINT must not end msched-profile at once and leave the
+// program it profiles running on, reparented to init. The program gets the
+// signal too, msched-profile waits for it and exits with 128 + the signal,
+// and its private trace directory goes with it.
 // The kernels a templates file names, fitted or found unpredictable.
 std::set<std::string> KernelsIn(const std::string& templates_path) {
   const json j = json::parse(ts::Slurp(templates_path), nullptr, false);

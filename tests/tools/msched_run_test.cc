@@ -65,8 +65,8 @@ TEST(MschedRunTest, EveryOptionShapeBecomesTheJobsVariables) {
   EXPECT_NE(r.out.find("|/tmp/c.sock\n"), std::string::npos) << r.out;
 }
 
-// Issue 33, item 9: `msched run --name` with a name over 63 bytes exited 2
-// ("expected any text"). The job gets the whole name; libmsched cuts it to
+// `msched run --name` with a name over 63 bytes runs the job (no exit 2,
+// "expected any text"). The job gets the whole name; libmsched cuts it to
 // 63 bytes on a character boundary when it joins a coordinator
 // (coordinator_test.cc checks the name the coordinator shows).
 TEST(MschedRunTest, ANameOfAnyLengthReachesTheJobWhole) {
@@ -146,7 +146,7 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
       {{"status", "--json", "--gpu", "x"}, "--gpu 'x' is not a GPU index"},
       {{"--gpu", "1", "status", "--socket", "/tmp/a.sock"}, "--gpu and --socket both say which coordinator"},
       {{"run", "--gpu", "1", "--socket", "/tmp/a.sock", "--", "true"}, "--gpu and --socket both say which coordinator"},
-      // Issue 33: "-1" was read as job 18446744073709551615 and sent.
+      // Not a job id: "-1" must not be read as job 18446744073709551615 and sent.
       {{"pause", "-1"}, "'-1' is not a job: give a job id (1, 2, ...) or a job's name"},
       {{"resume", "+2"}, "'+2' is not a job"},
       {{"priority", "-7", "5"}, "'-7' is not a job"},

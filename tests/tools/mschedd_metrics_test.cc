@@ -326,10 +326,10 @@ TEST_F(MschedMetricsTest, ABadAddressIsAUsageErrorAndAPortInUseFailsToStart) {
   EXPECT_NE(::stat(Socket().c_str(), &st), 0) << "the coordinator's socket is removed again";
 }
 
-// Issue 33, item 2: four local connections blinded /metrics. civetweb ran
-// 2 threads, each held up to 10 s by a connection that had not sent its
-// whole request: 2 half-sent requests delayed a scrape by 10 s, and 4
-// reopened whenever dropped made every scrape fail. Here 16 such
+// A few local connections must not blind /metrics. Were civetweb to run 2
+// threads, each held up to 10 s by a connection that has not sent its whole
+// request, 2 half-sent requests would delay a scrape by 10 s, and 4 reopened
+// whenever dropped would make every scrape fail. Here 16 such
 // connections, half idle and half half-sent, are kept open (reopened as
 // soon as mschedd drops one) while 5 scrapes are timed: each is answered
 // within 2 s.

@@ -179,10 +179,10 @@ TEST_F(MultiGpuTest, CudaVisibleDevicesPicksTheCoordinator) {
       << ts::Slurp(outputs_[0] + ".err");
 }
 
-// Issue 33, item 10: on this node of two GPUs, CUDA_VISIBLE_DEVICES=0,...,11
-// made msched run start twelve coordinators, ten of them for GPUs that do
-// not exist, left running idle. The driver's list ends at the first index
-// with no GPU: only GPUs 0 and 1 get one.
+// On this node of two GPUs, CUDA_VISIBLE_DEVICES=0,...,11 must not make
+// msched run start twelve coordinators, ten of them for GPUs that do not
+// exist, left running idle. The driver's list ends at the first index with
+// no GPU: only GPUs 0 and 1 get one.
 TEST_F(MultiGpuTest, MschedRunStartsCoordinatorsOnlyForGpusThatExist) {
   std::map<std::string, std::string> env = Env();
   env["CUDA_VISIBLE_DEVICES"] = "0,1,2,3,4,5,6,7,8,9,10,11";

@@ -12,9 +12,9 @@
 #     cannot use;
 #   - one job of each user, 5 shards (40 MiB) each, whose memory together
 #     exceeds the GPU (run side by side without msched, one runs out of
-#     memory), were admitted side by side and both complete with exit code
+#     memory), are admitted side by side and both complete with exit code
 #     0, the checksums they compute alone and no out-of-memory error;
-#   - while they ran, msched status named them slurm-<job id>, with their
+#   - while they run, msched status names them slurm-<job id>, with their
 #     users' uids and the 40 MiB from their request; a user sees the other
 #     user's job without its name;
 #   - a running job its user scancels is killed, and leaves the

@@ -107,7 +107,7 @@ TEST(StatusTableTest, WithoutALimitEveryColumnShowsInFull) {
   EXPECT_NE(out.find("2 jobs (1 running, 1 waiting)"), std::string::npos) << out;
 }
 
-// Issue 12: who each job belongs to, whether it runs, waits, is swapped out
+// Who each job belongs to, whether it runs, waits, is swapped out
 // or paused, why it waits, since when, and how many slices it has run.
 TEST(StatusTableTest, EachRowSaysWhoseJobItIsAndWhyItWaits) {
   json idle = Job(3, "loader", "swapped out");

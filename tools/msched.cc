@@ -262,7 +262,8 @@ Status StartCoordinator(const std::string& socket) {
 // PyTorch's expandable segments map memory through VMM (cuMemCreate,
 // cuMemMap), which msched cannot make managed: it passes through as device
 // memory msched can neither prefetch nor evict. Its native allocator with
-// fixed segments ran best under msched on an H100 (docs/real-gpu.md), so
+// fixed segments is the one whose memory msched can manage and keep within
+// the budget (docs/real-gpu.md), so
 // `msched run` asks for it unless the user chose (`msched help` says so;
 // a line on every run would land in the output of every job, PyTorch or
 // not), and warns when the user's choice bypasses msched.

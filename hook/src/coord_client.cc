@@ -30,8 +30,9 @@ constexpr auto kHandledWait = std::chrono::seconds(2);
 constexpr auto kHandledRecheckEvery = std::chrono::microseconds(200);
 
 // The bound on holding a job's place (kHandledWait), renewed whenever the
-// counts that settle it move: a coordinator that never answers is waited
-// for as before, a slow one does not cut a hold short.
+// counts that settle it move: a coordinator that never answers is then
+// waited for without holding the job's place; a slow one does not cut a
+// hold short.
 class HoldDeadline {
  public:
   bool Open(uint64_t progress) {
@@ -556,10 +557,11 @@ void CoordClient::WaitTurn(Runtime& rt) {
     // and its orders take effect now; were the job to block first, the
     // others would run on past this moment by as much as the host's timing
     // allowed, and simulated runs would not repeat (the urgent scenario
-    // preempted at 25 ms in some runs and at 150 ms in others; micro's
-    // co-running jobs queued their kernels in another order). It blocks
+    // would preempt at 25 ms in some runs and at 150 ms in others; micro's
+    // co-running jobs would queue their kernels in another order). It blocks
     // only when nothing is coming until another job moves. Bounded: a
-    // coordinator that stops answering is waited for as before.
+    // coordinator that stops answering is then waited for without holding
+    // the job's place.
     if (!blocked && Unsettled() && hold.Open(Progress())) {
       HoldAWhile();
       continue;

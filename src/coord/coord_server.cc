@@ -388,7 +388,7 @@ void CoordServer::Apply(const Commands& commands) {
   if (trace_) trace_->Sent(scheduler_, commands);
   // The gates first: a job acts on its Go at once and launches only while
   // its gate is open too; one it found still closed would cost it a recheck
-  // period (issue 11).
+  // period.
   SyncSlots();
   for (const Command& cmd : commands) {
     auto it = fd_of_job_.find(cmd.job);

@@ -350,8 +350,8 @@ void Scheduler::RescheduleGroups(bool slice_over, Commands* out) {
     // next group), not only their own load (nothing, for jobs that started
     // on an empty GPU). Jobs show their footprints as they allocate, so the
     // slice grows with them until it ends: fixed from the first allocations,
-    // it was a tenth of what the groups' final sizes called for, and batch
-    // jobs that fit in two groups were switched three times instead of once.
+    // it would be a tenth of what the groups' final sizes call for, and batch
+    // jobs that fit in two groups would be switched three times instead of once.
     // When a short job waits, the turn amortises only the switch's loads,
     // so it comes soon; batch jobs alone would lose to running one at a time
     // unless the running group's own eviction is amortised too.

@@ -112,7 +112,8 @@ class MemoryManager {
   // Takes read-mostly advice off every allocation (listed in `out`) and
   // never gives it again: a launch msched cannot predict may write anywhere,
   // and a GPU write to duplicated data collapses it fault by fault (64 MiB
-  // took 1.06 s on an H100, against 11 ms once the advice was off).
+  // takes 1.66 s on an H100, against 12 ms once the advice is off:
+  // docs/real-gpu.md).
   void ForgoReadMostly(MemoryActions* out);
   // The transfers of `actions` failed: forget what they claimed.
   void Invalidate(const MemoryActions& actions);

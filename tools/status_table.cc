@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "msched/config.h"
+#include "msched/no_destructor.h"
 
 namespace msched {
 namespace {
@@ -114,7 +115,7 @@ std::string WhyOf(const json& j) {
 // In display order. A guest sees other users' jobs without name or pid
 // (empty and 0 in the document): shown as "-".
 const std::vector<Column>& AllColumns() {
-  static const std::vector<Column>* columns = new std::vector<Column>{
+  static const NoDestructor<std::vector<Column>> columns(std::vector<Column>{
       {"JOB", true, [](const json& j) { return std::to_string(U64(j, "id")); }},
       {"NAME", false, [](const json& j) { return Text(j, "name", "").empty() ? "-" : Text(j, "name", ""); }},
       {"USER", false, [](const json& j) { return Text(j, "user", std::to_string(U64(j, "uid"))); }},
@@ -131,7 +132,7 @@ const std::vector<Column>& AllColumns() {
       {"RESIDENT", true, [](const json& j) { return Size(j, "resident_bytes"); }},
       {"BUDGET", true, [](const json& j) { return Size(j, "budget_bytes"); }},
       {"SWAPS", true, [](const json& j) { return std::to_string(U64(j, "swaps_in")); }},
-  };
+  });
   return *columns;
 }
 

@@ -15,6 +15,7 @@
 #include "machine_gpu_of_context.h"
 #include "residency.h"
 #include "coord/unix_socket.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 namespace {
@@ -66,8 +67,8 @@ std::atomic<CoordClient*> CoordClient::active_{nullptr};
 CoordClient* CoordClient::Get(Runtime& rt) {
   const Config& config = rt.config();
   if (config.coord == CoordMode::kOff || !rt.converting() || config.mode == Mode::kProfile) return nullptr;
-  static CoordClient* client = new CoordClient(rt, config);  // never destroyed: its thread outlives main
-  return client;
+  static NoDestructor<CoordClient> client(rt, config);  // its thread outlives main
+  return client.get();
 }
 
 Status CoordClient::Register(Runtime& rt, uint64_t bytes) {

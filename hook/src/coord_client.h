@@ -51,6 +51,7 @@
 #include "coord/coord_shm.h"
 #include "hook_guard.h"
 #include "log.h"
+#include "msched/no_destructor.h"
 #include "msched/protocol.h"
 #include "runtime.h"
 
@@ -120,24 +121,13 @@ class CoordClient {
   void Synchronized(uint64_t passes_before);
 
  private:
+  friend class NoDestructor<CoordClient>;  // Get's one client
   CoordClient(Runtime& rt, const Config& config) : rt_(rt), config_(config) {}
 
   // Marks the thread carrying out an order: the simulator's idle alarm,
   // which a Go's move of the clock may fire, does nothing there.
-  class ExecutingOrder {
-   public:
-    ExecutingOrder() { ++depth(); }
-    ~ExecutingOrder() { --depth(); }
-    ExecutingOrder(const ExecutingOrder&) = delete;
-    ExecutingOrder& operator=(const ExecutingOrder&) = delete;
-    static bool Active() { return depth() > 0; }
+  using ExecutingOrder = ThreadMark<struct CarryingOutAnOrder>;
 
-   private:
-    static int& depth() {
-      static thread_local int d = 0;
-      return d;
-    }
-  };
 
   enum class Idleness : uint8_t {
     kBusy,     // holds its turn or waits for one

@@ -8,6 +8,7 @@
 
 #include "driver_functions.h"
 #include "log.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 namespace {
@@ -62,7 +63,7 @@ struct CudaDeviceOps::PerContext {
 
 Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
   const DriverFunctions& real = RealDriver();
-  static std::map<CUcontext, PerContext>* contexts = new std::map<CUcontext, PerContext>;
+  static NoDestructor<std::map<CUcontext, PerContext>> contexts;
   if (!real.cuCtxGetCurrent || !real.cuCtxGetDevice || !real.cuStreamCreate || !real.cuEventCreate) {
     return Status::Unavailable("the driver lacks cuCtxGetCurrent/cuStreamCreate/cuEventCreate");
   }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "msched/no_destructor.h"
+
 namespace msched::hook {
 namespace {
 
@@ -105,8 +107,8 @@ CuptiFaults* CuptiFaults::Start(std::string* why) {
     *why = "CUPTI refused to enable unified-memory activity records";
     return nullptr;
   }
-  static CuptiFaults* instance = new CuptiFaults();
-  return instance;
+  static NoDestructor<CuptiFaults> instance;
+  return instance.get();
 }
 
 uint64_t CuptiFaults::Now() {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "real_driver.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 namespace {
@@ -23,7 +24,7 @@ struct Table {
 };
 
 Table& T() {
-  static Table* t = new Table();  // never destroyed: wrappers may run during exit
+  static NoDestructor<Table> t;  // wrappers may run during exit
   return *t;
 }
 

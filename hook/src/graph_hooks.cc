@@ -39,6 +39,7 @@
 #include "model/graph_plan.h"
 #include "model/predictor.h"
 #include "residency.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 namespace {
@@ -57,7 +58,7 @@ struct GraphRecord {
 class GraphRegistry {
  public:
   static GraphRegistry& Get() {
-    static GraphRegistry* r = new GraphRegistry();  // never destroyed: hooks may run during exit
+    static NoDestructor<GraphRegistry> r;  // hooks may run during exit
     return *r;
   }
 

@@ -2,12 +2,14 @@
 
 #include <cstdlib>
 
+#include "msched/no_destructor.h"
+
 extern char** environ;
 
 namespace msched::hook {
 
 const ConfigParse& HookConfigParse() {
-  static const ConfigParse* parse = new ConfigParse(ParseConfig([](const char* name) { return std::getenv(name); }, environ));
+  static NoDestructor<ConfigParse> parse(ParseConfig([](const char* name) { return std::getenv(name); }, environ));
   return *parse;
 }
 

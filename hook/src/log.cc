@@ -12,6 +12,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include "hook_config.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 namespace {
@@ -60,13 +61,13 @@ std::shared_ptr<spdlog::logger> Make() {
 }  // namespace
 
 spdlog::logger& Logger() {
-  static auto* logger = new std::shared_ptr<spdlog::logger>(Make());
+  static NoDestructor<std::shared_ptr<spdlog::logger>> logger(Make());
   return **logger;
 }
 
 void LogOnce(const std::string& key, spdlog::level::level_enum level, const std::string& message) {
-  static std::mutex* mu = new std::mutex;
-  static auto* seen = new std::set<std::string>;
+  static NoDestructor<std::mutex> mu;
+  static NoDestructor<std::set<std::string>> seen;
   {
     std::lock_guard<std::mutex> lock(*mu);
     if (!seen->insert(key).second) return;

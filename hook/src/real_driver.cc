@@ -6,6 +6,7 @@
 
 #include "hook_config.h"
 #include "log.h"
+#include "msched/no_destructor.h"
 
 // Read by the dlsym entry stub (dlsym_entry.S): a tail call through it keeps
 // the caller's return address, which glibc uses to resolve RTLD_NEXT.
@@ -38,7 +39,7 @@ struct Driver {
 };
 
 Driver& D() {
-  static Driver* d = new Driver();
+  static NoDestructor<Driver> d;
   return *d;
 }
 

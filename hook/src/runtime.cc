@@ -15,6 +15,7 @@
 #include "hook_config.h"
 #include "job_trace.h"
 #include "log.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 namespace {
@@ -47,7 +48,7 @@ void WriteStatsAtExit() {
 }  // namespace
 
 Runtime& Runtime::Get() {
-  static Runtime* rt = new Runtime();  // never destroyed
+  static NoDestructor<Runtime> rt;
   return *rt;
 }
 

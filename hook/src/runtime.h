@@ -24,6 +24,7 @@
 #include "model/job_memory.h"
 #include "model/managed_pool.h"
 #include "msched/config.h"
+#include "msched/no_destructor.h"
 #include "base/mutex.h"
 #include "base/stats.h"
 #include "base/thread_annotations.h"
@@ -149,6 +150,7 @@ class Runtime {
   FenceEvents& fence_events() MSCHED_REQUIRES(pool_mu_) { return fence_events_; }
 
  private:
+  friend class NoDestructor<Runtime>;  // Get's one runtime
   Runtime();
   void LoadTemplates();
 
@@ -165,14 +167,16 @@ class Runtime {
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
 };
 
-// Marks this thread as inside a hook, so that a driver that calls back into
-// hooked names (or msched's own driver calls) pass straight through.
-class HookScope {
+// Marks the calling thread as inside a span of msched's own, for as long as
+// a marker lives (markers nest): Active() says whether any of kind `Tag` is
+// alive on this thread. One counter per thread and kind.
+template <typename Tag>
+class ThreadMark {
  public:
-  HookScope() { ++depth(); }
-  ~HookScope() { --depth(); }
-  HookScope(const HookScope&) = delete;
-  HookScope& operator=(const HookScope&) = delete;
+  ThreadMark() { ++depth(); }
+  ~ThreadMark() { --depth(); }
+  ThreadMark(const ThreadMark&) = delete;
+  ThreadMark& operator=(const ThreadMark&) = delete;
   static bool Active() { return depth() > 0; }
 
  private:
@@ -181,5 +185,9 @@ class HookScope {
     return d;
   }
 };
+
+// Inside a hook: a driver that calls back into hooked names (or msched's
+// own driver calls) passes straight through.
+using HookScope = ThreadMark<struct InsideAHook>;
 
 }  // namespace msched::hook

@@ -8,6 +8,7 @@
 #include "coord_client.h"
 #include "hook_guard.h"
 #include "hooks.h"
+#include "residency.h"
 
 namespace msched::hook {
 
@@ -73,8 +74,7 @@ CUresult Hook_cuStreamSynchronize(Entry e, CUstream stream) {
   const CUresult r = c.real(stream);
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuStreamSynchronize", [&] {
-      const CUstream effective = stream == nullptr && Info(e).flavour != 0 ? CU_STREAM_PER_THREAD : stream;
-      AfterSync(*c.rt, effective, false);
+      AfterSync(*c.rt, EffectiveStream(e, stream), false);
       witness.Done();
     });
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proc_table.h"
+#include "msched/no_destructor.h"
 
 namespace msim {
 namespace {
@@ -108,7 +109,7 @@ struct Injector {
 };
 
 Injector& TheInjector() {
-  static Injector* injector = new Injector();  // never destroyed: calls may come during exit
+  static msched::NoDestructor<Injector> injector;  // calls may come during exit
   return *injector;
 }
 

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "msched/no_destructor.h"
+
 namespace msim {
 namespace {
 
@@ -154,11 +156,11 @@ std::unique_ptr<KernelDecl> ParseKernel(const json& j, size_t index) {
 }
 
 std::mutex& RegistryMutex() {
-  static std::mutex* mu = new std::mutex;
+  static msched::NoDestructor<std::mutex> mu;
   return *mu;
 }
 std::map<std::string, msimHostKernel>& Registry() {
-  static auto* r = new std::map<std::string, msimHostKernel>;
+  static msched::NoDestructor<std::map<std::string, msimHostKernel>> r;
   return *r;
 }
 

@@ -253,6 +253,7 @@ Result<Commands> Scheduler::Pause(uint64_t id) {
   Commands out;
   const bool running = j->state == JobState::kRunning;
   j->state = JobState::kPaused;
+  j->budget = 0;  // released: its next turn, after a resume, brings a new one
   if (j->active) j->off_gpu_ns = now_;
   j->active = false;
   reported_.erase(id);

@@ -272,6 +272,7 @@ TEST(SchedulerTest, PauseEvictsEverythingAndTheOthersGetTheMemory) {
   EXPECT_EQ(s.Find(1)->budget, 16 * kGiB);
   EXPECT_EQ(s.Find(2)->state, JobState::kPaused);
   EXPECT_EQ(s.Find(2)->resident, 0u);
+  EXPECT_EQ(s.Find(2)->budget, 0u) << "a paused job's budget is released";
 
   ASSERT_TRUE(s.Resume(2).ok());
   EXPECT_NE(s.slice_end_ns(), proto::kNever) << "back to taking turns";

@@ -34,10 +34,15 @@
 // coordinator goes away the job carries on alone with its own budget, and
 // the reader thread reconnects to a new coordinator when one appears,
 // backing off while coordinators drop it before welcoming it.
+// The class is defined across files by concern: the connection, the gate
+// and usage reports (coord_client.cc), the orders and the wait for a turn
+// (coord_orders.cc), idle yield (idle_yield.cc), and the simulator's
+// lockstep (coord_lockstep.{h,cc}).
 // Thread-safe.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -122,6 +127,8 @@ class CoordClient {
 
  private:
   friend class NoDestructor<CoordClient>;  // Get's one client
+  // How often a waiting job looks again when nothing wakes it.
+  static constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
   CoordClient(Runtime& rt, const Config& config) : rt_(rt), config_(config) {}
 
   // Marks the thread carrying out an order: the simulator's idle alarm,

@@ -33,6 +33,14 @@ inline Job NewJob(uint64_t id, uint64_t mem, int priority = 0, JobClass c = JobC
   return j;
 }
 
+// The command of `kind` for `job` among `cs`, or nullptr.
+inline const Command* Find(const Commands& cs, Command::Kind kind, uint64_t job) {
+  for (const Command& c : cs) {
+    if (c.kind == kind && c.job == job) return &c;
+  }
+  return nullptr;
+}
+
 inline proto::Stopped StoppedAt(uint64_t now, uint64_t resident, uint64_t ws) {
   proto::Stopped s;
   s.now_ns = now;

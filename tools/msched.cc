@@ -36,6 +36,7 @@
 #include "msched/config.h"
 #include "msched/protocol.h"
 #include "base/machine_gpu.h"
+#include "base/libmsched_path.h"
 #include "base/subprocess.h"
 #include "status_table.h"
 #include "tool_paths.h"

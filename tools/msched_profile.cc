@@ -40,6 +40,7 @@
 
 #include "msched/bounded_input.h"
 #include "profile/profile_report.h"
+#include "base/libmsched_path.h"
 #include "base/subprocess.h"
 #include "tool_paths.h"
 #include "profile/trace.h"

@@ -1,22 +1,13 @@
-// Where msched's programs find their companions, in a build tree or an
-// install: libmsched.so (MSCHED_LIB overrides), and how a child process is
-// told to preload it. Thread-compatible. Used by tools/ only.
+// What msched's programs share about their surroundings: the coordinator
+// socket a job would find, and how a child's exit is described. Finding
+// libmsched.so is base/libmsched_path.h (the benchmark suite needs it too).
+// Thread-compatible. Used by tools/ only.
 #pragma once
 
 #include <string>
 
-#include "msched/status.h"
 
 namespace msched {
-
-// MSCHED_LIB if set (it must exist), else libmsched.so beside this program,
-// in ../hook (build tree) or, in an install, in <libdir>/msched reached from
-// <bindir> (../lib/msched with the default layout; any prefix).
-Result<std::string> FindLibmsched();
-
-// The LD_PRELOAD value that loads `lib` first and keeps what the caller's
-// environment already preloads.
-std::string PreloadWith(const std::string& lib);
 
 // The socket of the coordinator for the machine's GPU `gpu`, as a job with
 // this environment finds it (CoordinatorSocket: MSCHED_SOCKET,

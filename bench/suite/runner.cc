@@ -19,8 +19,8 @@
 #include "msched/trace_layout.h"
 #include "suite/belady.h"
 #include "suite/json_file.h"
+#include "base/libmsched_path.h"
 #include "base/subprocess.h"
-#include "tool_paths.h"
 
 namespace msched::bench {
 

@@ -7,8 +7,8 @@
 //
 // Header-only on purpose: the simulator (sim/) must not link any msched
 // library, yet has to apply the same rules, so both sides include this file
-// and nothing else of msched. For the same reason errors come back as text
-// (the simulator has no msched::Status); core callers wrap them in a Status.
+// and no compiled part of msched. Errors come back as text (the simulated
+// driver does not use msched::Status); callers wrap them in a Status.
 //
 // Example:
 //   std::string text, error;

@@ -1,7 +1,8 @@
 // File: msched/status.h
 // Status and Result<T>: how msched code reports errors. No msched interface
 // throws; functions that can fail return one of these, and callers must look.
-// Value types, thread-compatible. Included by every layer.
+// Value types, thread-compatible. Included by every layer. Header-only, so
+// that the simulator's msim-run, which links nothing of msched, can use it.
 //
 // Example:
 //   Result<uint64_t> bytes = ParseBytes("8GiB");
@@ -29,7 +30,21 @@ enum class StatusCode : uint8_t {
   kIoError,           // a file or socket operation failed
 };
 
-const char* StatusCodeName(StatusCode code);
+inline const char* StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "OK";
+    case StatusCode::kInvalidArgument: return "InvalidArgument";
+    case StatusCode::kNotFound: return "NotFound";
+    case StatusCode::kOutOfRange: return "OutOfRange";
+    case StatusCode::kCorruption: return "Corruption";
+    case StatusCode::kUnavailable: return "Unavailable";
+    case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kResourceExhausted: return "ResourceExhausted";
+    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kIoError: return "IoError";
+  }
+  return "Unknown";
+}
 
 class [[nodiscard]] Status {
  public:
@@ -50,7 +65,10 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   // "InvalidArgument: MSCHED_MODE: ..." ; "OK" when ok().
-  std::string ToString() const;
+  std::string ToString() const {
+    if (ok()) return "OK";
+    return std::string(StatusCodeName(code_)) + ": " + message_;
+  }
 
  private:
   Status(StatusCode code, std::string msg) : code_(code), message_(std::move(msg)) {}

@@ -23,7 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload.h"
+#include "workload_parse.h"
+#include "workload_run.h"
 
 namespace {
 
@@ -73,12 +74,12 @@ int main(int argc, char** argv) {
     }
   }
   if (path.empty()) return Usage("no workload given");
-  msim::Workload w;
-  std::string error;
-  if (!msim::LoadWorkload(path, overrides, &w, &error)) {
-    std::fprintf(stderr, "msim-run: %s\n", error.c_str());
+  msched::Result<msim::Workload> loaded = msim::LoadWorkload(path, overrides);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "msim-run: %s\n", loaded.status().message().c_str());
     return 2;
   }
+  const msim::Workload& w = *loaded;
   const msim::RunResult r = msim::RunWorkload(w, options);
   nlohmann::json j = {{"workload", w.name},
                       {"launches", r.launches},

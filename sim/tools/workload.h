@@ -1,14 +1,17 @@
 // A workload file: one process's driver-API program as data: buffers of
 // every allocation kind, modules, streams, and steps (writes, launches,
 // copies, prefetches, loops, synchronisation), with the buffers whose final
-// contents are checksummed. Parsed into an immutable Workload; Run executes
-// it through the driver API. Used by msim-run only (sim/tools).
+// contents are checksummed. This header holds the parsed form, an immutable
+// Workload: workload_parse.h reads a file into one, workload_run.h executes
+// one through the driver API. Value types; thread-compatible. Used by
+// msim-run only (sim/tools).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "expr.h"
@@ -86,36 +89,20 @@ struct Workload {
   std::vector<std::string> checksum;
 };
 
-// Parses the workload at `path` (module paths are relative to it), with
-// `overrides` replacing variables. False with *error on any problem.
-bool LoadWorkload(const std::string& path, const std::map<std::string, int64_t>& overrides, Workload* out,
-                  std::string* error);
+// A workload's variables by name, for evaluating its expressions (parsing
+// evaluates "vars" in order, running evaluates sizes, counts and arguments).
+class VarContext : public ExprContext {
+ public:
+  explicit VarContext(const std::map<std::string, int64_t>& vars) : vars_(vars) {}
+  bool Var(std::string_view name, int64_t* out) const override {
+    auto it = vars_.find(std::string(name));
+    if (it == vars_.end()) return false;
+    *out = it->second;
+    return true;
+  }
 
-struct RunResult {
-  std::map<std::string, uint64_t> checksums;  // FNV-1a 64 of each buffer's final bytes
-  uint64_t launches = 0;
-  uint64_t first_launch_ns = 0;  // the clock once the first launch was queued (a job's start, past any wait)
-  uint64_t virtual_ns = 0;  // the process's virtual clock at the end
-  std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
-  std::vector<uint64_t> latencies_ns;     // each request a "serve" step answered, arrival to answer
-  uint64_t arrival_ns = 0;  // when the job was submitted (RunOptions::arrival_ns, or its start)
-  int attempts = 0;         // runs of the program, the last one included
-  int ooms = 0;             // attempts that ran out of device memory and were run again
-  uint64_t lost_ns = 0;     // device time those attempts ran before failing (work lost)
-  std::string error;        // empty on success
+ private:
+  const std::map<std::string, int64_t>& vars_;
 };
-
-struct RunOptions {
-  bool force_managed = false;  // every device buffer as cuMemAllocManaged (a unified-memory program)
-  bool checksums = true;       // read the checksum buffers back at the end
-  uint64_t arrival_ns = 0;     // virtual time the job is submitted at (0: at once)
-  // An attempt that runs out of device memory is discarded and the program
-  // run again from the start after retry_delay_ns, up to max_attempts runs.
-  int max_attempts = 1;
-  uint64_t retry_delay_ns = 0;
-};
-
-// Executes the workload through the driver API.
-RunResult RunWorkload(const Workload& w, const RunOptions& options);
 
 }  // namespace msim

@@ -1,12 +1,14 @@
 // Reading and writing templates files. Every field is type-checked before it
 // is used, so malformed input becomes a TemplateProblem. Inside this file a
-// broken entry unwinds with EntryError to the loop over entries, which
-// records it and goes on; no exception leaves ParseTemplates.
+// broken entry returns its problem (EntryParser) to the loop over entries,
+// which records it and goes on; nothing here throws.
 #include <limits>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "msched/bounded_input.h"
+#include "msched/status.h"
 #include "msched/templates.h"
 
 namespace msched {
@@ -19,176 +21,271 @@ constexpr int64_t kMaxConstant = int64_t{1} << 48;   // 256 TiB
 constexpr int64_t kMaxDivisor = int64_t{1} << 32;
 constexpr uint32_t kMaxParamBytes = 32768;          // CUDA's parameter limit is 32764
 
-// Raised inside the parser for one entry; caught per entry.
-struct EntryError {
-  std::string field;
-  std::string message;
+// Parses one kernel entry. Each step returns a Status or Result; on the
+// first problem the entry is given up, with the field it was found in kept
+// for the TemplateProblem (failed_field()). One parser per entry.
+class EntryParser {
+ public:
+  Result<KernelTemplate> Kernel(const json& j, int file_version);
+  // The field of the last problem returned ("" for the entry as a whole).
+  const std::string& failed_field() const { return field_; }
+
+ private:
+  Status Fail(std::string field, std::string message) {
+    field_ = std::move(field);
+    return Status::InvalidArgument(std::move(message));
+  }
+  Result<int64_t> GetInt(const json& j, const std::string& field, int64_t lo, int64_t hi);
+  Result<std::string> GetString(const json& j, const std::string& field);
+  Result<const json*> Require(const json& obj, const char* key, const std::string& prefix);
+  Result<ParamLayout> Layout(const json& j);
+  Status CheckArgRef(const ArgRef& ref, const ParamLayout& layout, const std::string& field);
+  Result<Factor> FactorField(const json& j, const ParamLayout& layout, const std::string& field);
+  Result<LinearExpr> Expr(const json& j, const ParamLayout& layout, const std::string& field);
+  // Expr of the member `key`, which must be there, as field `field`.
+  Result<LinearExpr> RequiredExpr(const json& j, const char* key, const ParamLayout& layout, const std::string& f);
+  Result<AccessMode> Mode(const json& j, const std::string& field);
+  Result<Region> ParseRegion(const json& j, const ParamLayout& layout, const std::string& f);
+
+  std::string field_;
 };
 
-int64_t GetInt(const json& j, const std::string& field, int64_t lo, int64_t hi) {
+Result<int64_t> EntryParser::GetInt(const json& j, const std::string& field, int64_t lo, int64_t hi) {
   if (j.is_number_unsigned()) {
     const uint64_t u = j.get<uint64_t>();
     if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) {
-      throw EntryError{field, "value " + std::to_string(u) + " outside [" + std::to_string(lo) + ", " +
-                                  std::to_string(hi) + "]"};
+      return Fail(field, "value " + std::to_string(u) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                             "]");
     }
     return static_cast<int64_t>(u);
   }
   if (j.is_number_integer()) {
     const int64_t v = j.get<int64_t>();
     if (v < lo || v > hi) {
-      throw EntryError{field, "value " + std::to_string(v) + " outside [" + std::to_string(lo) +
-                                  ", " + std::to_string(hi) + "]"};
+      return Fail(field, "value " + std::to_string(v) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                             "]");
     }
     return v;
   }
-  if (j.is_number_float()) throw EntryError{field, "must be an integer, got " + j.dump()};
-  throw EntryError{field, std::string("must be an integer, got ") + j.type_name()};
+  if (j.is_number_float()) return Fail(field, "must be an integer, got " + j.dump());
+  return Fail(field, std::string("must be an integer, got ") + j.type_name());
 }
 
-const std::string& GetString(const json& j, const std::string& field) {
-  if (!j.is_string()) throw EntryError{field, std::string("must be a string, got ") + j.type_name()};
+Result<std::string> EntryParser::GetString(const json& j, const std::string& field) {
+  if (!j.is_string()) return Fail(field, std::string("must be a string, got ") + j.type_name());
   return j.get_ref<const std::string&>();
 }
 
-const json& Require(const json& obj, const char* key, const std::string& prefix) {
+Result<const json*> EntryParser::Require(const json& obj, const char* key, const std::string& prefix) {
   auto it = obj.find(key);
-  if (it == obj.end()) throw EntryError{prefix + key, "missing"};
-  return *it;
+  if (it == obj.end()) return Fail(prefix + key, "missing");
+  return &*it;
 }
 
-ParamLayout ParseLayout(const json& j) {
-  if (!j.is_array()) throw EntryError{"params", "must be an array of [offset, size]"};
-  if (j.size() > kMaxParams) throw EntryError{"params", "more than " + std::to_string(kMaxParams) + " parameters"};
+Result<ParamLayout> EntryParser::Layout(const json& j) {
+  if (!j.is_array()) return Fail("params", "must be an array of [offset, size]");
+  if (j.size() > kMaxParams) return Fail("params", "more than " + std::to_string(kMaxParams) + " parameters");
   ParamLayout layout;
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string f = "params[" + std::to_string(i) + "]";
     const json& p = j[i];
-    ParamInfo info;
+    const json* offset = nullptr;
+    const json* size = nullptr;
     if (p.is_array() && p.size() == 2) {
-      info.offset = static_cast<uint32_t>(GetInt(p[0], f + ".offset", 0, kMaxParamBytes));
-      info.size = static_cast<uint32_t>(GetInt(p[1], f + ".size", 1, kMaxParamBytes));
-    } else if (p.is_object()) {
-      info.offset = static_cast<uint32_t>(GetInt(Require(p, "offset", f + "."), f + ".offset", 0, kMaxParamBytes));
-      info.size = static_cast<uint32_t>(GetInt(Require(p, "size", f + "."), f + ".size", 1, kMaxParamBytes));
-    } else {
-      throw EntryError{f, "must be [offset, size] or {offset, size}"};
+      offset = &p[0];
+      size = &p[1];
+    } else if (!p.is_object()) {
+      return Fail(f, "must be [offset, size] or {offset, size}");
     }
-    if (info.offset + info.size > kMaxParamBytes) throw EntryError{f, "parameter ends past 32 KiB"};
+    // An object's members are looked up one at a time: a missing size is
+    // reported only once the offset has passed.
+    if (offset == nullptr) {
+      Result<const json*> o = Require(p, "offset", f + ".");
+      if (!o.ok()) return o.status();
+      offset = *o;
+    }
+    ParamInfo info;
+    Result<int64_t> o = GetInt(*offset, f + ".offset", 0, kMaxParamBytes);
+    if (!o.ok()) return o.status();
+    info.offset = static_cast<uint32_t>(*o);
+    if (size == nullptr) {
+      Result<const json*> n = Require(p, "size", f + ".");
+      if (!n.ok()) return n.status();
+      size = *n;
+    }
+    Result<int64_t> n = GetInt(*size, f + ".size", 1, kMaxParamBytes);
+    if (!n.ok()) return n.status();
+    info.size = static_cast<uint32_t>(*n);
+    if (info.offset + info.size > kMaxParamBytes) return Fail(f, "parameter ends past 32 KiB");
     layout.push_back(info);
   }
   return layout;
 }
 
-ArgRef CheckArgRef(const ArgRef& ref, const ParamLayout& layout, const std::string& field) {
+Status EntryParser::CheckArgRef(const ArgRef& ref, const ParamLayout& layout, const std::string& field) {
   if (ref.param >= layout.size()) {
-    throw EntryError{field, "parameter " + std::to_string(ref.param) + " but the kernel has " +
-                                std::to_string(layout.size())};
+    return Fail(field,
+                "parameter " + std::to_string(ref.param) + " but the kernel has " + std::to_string(layout.size()));
   }
   const uint32_t size = layout[ref.param].size;
   if (ref.offset >= size) {
-    throw EntryError{field, "offset " + std::to_string(ref.offset) + " past parameter size " + std::to_string(size)};
+    return Fail(field, "offset " + std::to_string(ref.offset) + " past parameter size " + std::to_string(size));
   }
-  return ref;
+  return Status::Ok();
 }
 
-Factor ParseFactorField(const json& j, const ParamLayout& layout, const std::string& field) {
-  const std::string& text = GetString(j, field);
-  std::optional<Factor> f = ParseFactor(text);
-  if (!f) throw EntryError{field, "'" + text + "' is not pN[+off][:u32|:u64], grid.[xyz] or block.[xyz]"};
-  if (f->kind == Factor::Kind::kArg) CheckArgRef(f->arg, layout, field);
+Result<Factor> EntryParser::FactorField(const json& j, const ParamLayout& layout, const std::string& field) {
+  Result<std::string> text = GetString(j, field);
+  if (!text.ok()) return text.status();
+  std::optional<Factor> f = ParseFactor(*text);
+  if (!f) return Fail(field, "'" + *text + "' is not pN[+off][:u32|:u64], grid.[xyz] or block.[xyz]");
+  if (f->kind == Factor::Kind::kArg) MSCHED_RETURN_IF_ERROR(CheckArgRef(f->arg, layout, field));
   return *f;
 }
 
-LinearExpr ParseExpr(const json& j, const ParamLayout& layout, const std::string& field) {
-  if (j.is_number()) return LinearExpr::Constant(GetInt(j, field, 0, kMaxConstant));
-  if (!j.is_object()) throw EntryError{field, "must be an integer or {coef, div, factors, add}"};
+Result<LinearExpr> EntryParser::Expr(const json& j, const ParamLayout& layout, const std::string& field) {
+  if (j.is_number()) {
+    Result<int64_t> v = GetInt(j, field, 0, kMaxConstant);
+    if (!v.ok()) return v.status();
+    return LinearExpr::Constant(*v);
+  }
+  if (!j.is_object()) return Fail(field, "must be an integer or {coef, div, factors, add}");
   LinearExpr e;
   if (auto it = j.find("factors"); it != j.end()) {
-    if (!it->is_array()) throw EntryError{field + ".factors", "must be an array"};
+    if (!it->is_array()) return Fail(field + ".factors", "must be an array");
     if (it->size() > kMaxFactors) {
-      throw EntryError{field + ".factors", "more than " + std::to_string(kMaxFactors) + " factors"};
+      return Fail(field + ".factors", "more than " + std::to_string(kMaxFactors) + " factors");
     }
     for (size_t i = 0; i < it->size(); ++i) {
-      e.factors.push_back(ParseFactorField((*it)[i], layout, field + ".factors[" + std::to_string(i) + "]"));
+      Result<Factor> f = FactorField((*it)[i], layout, field + ".factors[" + std::to_string(i) + "]");
+      if (!f.ok()) return f.status();
+      e.factors.push_back(*f);
     }
   }
   // The coefficient defaults to 1 on a product and to 0 on a bare constant.
   e.coef = e.factors.empty() ? 0 : 1;
-  if (auto it = j.find("coef"); it != j.end()) e.coef = GetInt(*it, field + ".coef", -kMaxConstant, kMaxConstant);
-  if (auto it = j.find("div"); it != j.end()) e.div = GetInt(*it, field + ".div", 1, kMaxDivisor);
-  if (auto it = j.find("add"); it != j.end()) e.add = GetInt(*it, field + ".add", -kMaxConstant, kMaxConstant);
+  for (auto [key, out, lo, hi] : {std::tuple{"coef", &e.coef, -kMaxConstant, kMaxConstant},
+                                  std::tuple{"div", &e.div, int64_t{1}, kMaxDivisor},
+                                  std::tuple{"add", &e.add, -kMaxConstant, kMaxConstant}}) {
+    if (auto it = j.find(key); it != j.end()) {
+      Result<int64_t> v = GetInt(*it, field + "." + key, lo, hi);
+      if (!v.ok()) return v.status();
+      *out = *v;
+    }
+  }
   if (e.factors.empty()) {  // a constant written as an object
     const int64_t v = e.coef / e.div + e.add;
-    if (v < 0 || v > kMaxConstant) throw EntryError{field, "constant " + std::to_string(v) + " out of range"};
+    if (v < 0 || v > kMaxConstant) return Fail(field, "constant " + std::to_string(v) + " out of range");
     return LinearExpr::Constant(v);
   }
   return e;
 }
 
-AccessMode ParseMode(const json& j, const std::string& field) {
-  const std::string& s = GetString(j, field);
-  if (s == "read") return AccessMode::kRead;
-  if (s == "write") return AccessMode::kWrite;
-  if (s == "readwrite") return AccessMode::kReadWrite;
-  throw EntryError{field, "'" + s + "' is not read, write or readwrite"};
+Result<LinearExpr> EntryParser::RequiredExpr(const json& j, const char* key, const ParamLayout& layout,
+                                             const std::string& f) {
+  Result<const json*> member = Require(j, key, f + ".");
+  if (!member.ok()) return member.status();
+  return Expr(**member, layout, f + "." + key);
 }
 
-Region ParseRegion(const json& j, const ParamLayout& layout, const std::string& f) {
-  if (!j.is_object()) throw EntryError{f, "must be an object"};
+Result<AccessMode> EntryParser::Mode(const json& j, const std::string& field) {
+  Result<std::string> s = GetString(j, field);
+  if (!s.ok()) return s.status();
+  if (*s == "read") return AccessMode::kRead;
+  if (*s == "write") return AccessMode::kWrite;
+  if (*s == "readwrite") return AccessMode::kReadWrite;
+  return Fail(field, "'" + *s + "' is not read, write or readwrite");
+}
+
+Result<Region> EntryParser::ParseRegion(const json& j, const ParamLayout& layout, const std::string& f) {
+  if (!j.is_object()) return Fail(f, "must be an object");
   Region r;
-  const std::string& base_text = GetString(Require(j, "base", f + "."), f + ".base");
-  std::optional<ArgRef> base = ParseArgRef(base_text);
-  if (!base) throw EntryError{f + ".base", "'" + base_text + "' is not pN[+off]"};
-  if (base->width != 8) throw EntryError{f + ".base", "a base must be a 64-bit word"};
-  r.base = CheckArgRef(*base, layout, f + ".base");
+  Result<const json*> base_field = Require(j, "base", f + ".");
+  if (!base_field.ok()) return base_field.status();
+  Result<std::string> base_text = GetString(**base_field, f + ".base");
+  if (!base_text.ok()) return base_text.status();
+  std::optional<ArgRef> base = ParseArgRef(*base_text);
+  if (!base) return Fail(f + ".base", "'" + *base_text + "' is not pN[+off]");
+  if (base->width != 8) return Fail(f + ".base", "a base must be a 64-bit word");
+  MSCHED_RETURN_IF_ERROR(CheckArgRef(*base, layout, f + ".base"));
+  r.base = *base;
   if (layout[r.base.param].size < r.base.offset + 8u) {
-    throw EntryError{f + ".base", "a 64-bit base does not fit in parameter " + std::to_string(r.base.param)};
+    return Fail(f + ".base", "a 64-bit base does not fit in parameter " + std::to_string(r.base.param));
   }
   if (auto it = j.find("offset"); it != j.end()) {
-    r.base_offset = GetInt(*it, f + ".offset", -kMaxConstant, kMaxConstant);
+    Result<int64_t> offset = GetInt(*it, f + ".offset", -kMaxConstant, kMaxConstant);
+    if (!offset.ok()) return offset.status();
+    r.base_offset = *offset;
   }
-  if (auto it = j.find("mode"); it != j.end()) r.mode = ParseMode(*it, f + ".mode");
-  const std::string& kind = GetString(Require(j, "kind", f + "."), f + ".kind");
-  if (kind == "rest") {
+  if (auto it = j.find("mode"); it != j.end()) {
+    Result<AccessMode> mode = Mode(*it, f + ".mode");
+    if (!mode.ok()) return mode.status();
+    r.mode = *mode;
+  }
+  Result<const json*> kind_field = Require(j, "kind", f + ".");
+  if (!kind_field.ok()) return kind_field.status();
+  Result<std::string> kind = GetString(**kind_field, f + ".kind");
+  if (!kind.ok()) return kind.status();
+  if (*kind == "rest") {
     r.kind = Region::Kind::kRest;
     return r;
   }
-  r.extent = ParseExpr(Require(j, "extent", f + "."), layout, f + ".extent");
-  if (kind == "fixed") {
+  Result<LinearExpr> extent = RequiredExpr(j, "extent", layout, f);
+  if (!extent.ok()) return extent.status();
+  r.extent = std::move(*extent);
+  if (*kind == "fixed") {
     r.kind = Region::Kind::kFixed;
-    if (!r.extent.IsConstant()) throw EntryError{f + ".extent", "a fixed region needs a constant extent"};
-  } else if (kind == "linear") {
+    if (!r.extent.IsConstant()) return Fail(f + ".extent", "a fixed region needs a constant extent");
+  } else if (*kind == "linear") {
     r.kind = Region::Kind::kLinear;
-  } else if (kind == "strided") {
+  } else if (*kind == "strided") {
     r.kind = Region::Kind::kStrided;
-    r.count = ParseExpr(Require(j, "count", f + "."), layout, f + ".count");
-    r.stride = ParseExpr(Require(j, "stride", f + "."), layout, f + ".stride");
+    Result<LinearExpr> count = RequiredExpr(j, "count", layout, f);
+    if (!count.ok()) return count.status();
+    r.count = std::move(*count);
+    Result<LinearExpr> stride = RequiredExpr(j, "stride", layout, f);
+    if (!stride.ok()) return stride.status();
+    r.stride = std::move(*stride);
   } else {
-    throw EntryError{f + ".kind", "'" + kind + "' is not fixed, linear, strided or rest"};
+    return Fail(f + ".kind", "'" + *kind + "' is not fixed, linear, strided or rest");
   }
   return r;
 }
 
-KernelTemplate ParseKernel(const json& j, int file_version) {
-  if (!j.is_object()) throw EntryError{"", "kernel entry must be an object"};
+Result<KernelTemplate> EntryParser::Kernel(const json& j, int file_version) {
+  if (!j.is_object()) return Fail("", "kernel entry must be an object");
   int version = file_version;
-  if (auto it = j.find("version"); it != j.end()) version = static_cast<int>(GetInt(*it, "version", 0, 1 << 20));
+  if (auto it = j.find("version"); it != j.end()) {
+    Result<int64_t> v = GetInt(*it, "version", 0, 1 << 20);
+    if (!v.ok()) return v.status();
+    version = static_cast<int>(*v);
+  }
   if (version != kTemplateFormatVersion) {
-    throw EntryError{"version", "format version " + std::to_string(version) + " is not supported (this msched reads " +
-                                    std::to_string(kTemplateFormatVersion) + ")"};
+    return Fail("version", "format version " + std::to_string(version) + " is not supported (this msched reads " +
+                               std::to_string(kTemplateFormatVersion) + ")");
   }
   KernelTemplate k;
-  k.layout = ParseLayout(Require(j, "params", ""));
+  Result<const json*> params = Require(j, "params", "");
+  if (!params.ok()) return params.status();
+  Result<ParamLayout> layout = Layout(**params);
+  if (!layout.ok()) return layout.status();
+  k.layout = std::move(*layout);
   if (auto it = j.find("latency_us"); it != j.end()) {
-    if (!it->is_number() || it->get<double>() < 0) throw EntryError{"latency_us", "must be a non-negative number"};
+    if (!it->is_number() || it->get<double>() < 0) return Fail("latency_us", "must be a non-negative number");
     k.latency_us = it->get<double>();
   }
-  if (auto it = j.find("calls"); it != j.end()) k.calls_seen = static_cast<uint64_t>(GetInt(*it, "calls", 0, kMaxConstant));
-  const json& regions = Require(j, "regions", "");
-  if (!regions.is_array()) throw EntryError{"regions", "must be an array"};
-  for (size_t i = 0; i < regions.size(); ++i) {
-    k.regions.push_back(ParseRegion(regions[i], k.layout, "regions[" + std::to_string(i) + "]"));
+  if (auto it = j.find("calls"); it != j.end()) {
+    Result<int64_t> calls = GetInt(*it, "calls", 0, kMaxConstant);
+    if (!calls.ok()) return calls.status();
+    k.calls_seen = static_cast<uint64_t>(*calls);
+  }
+  Result<const json*> regions = Require(j, "regions", "");
+  if (!regions.ok()) return regions.status();
+  if (!(*regions)->is_array()) return Fail("regions", "must be an array");
+  for (size_t i = 0; i < (*regions)->size(); ++i) {
+    Result<Region> r = ParseRegion((**regions)[i], k.layout, "regions[" + std::to_string(i) + "]");
+    if (!r.ok()) return r.status();
+    k.regions.push_back(std::move(*r));
   }
   return k;
 }
@@ -244,13 +341,14 @@ TemplateLoadResult ParseDocument(const json& doc, const std::string& file) {
           problem("#" + std::to_string(i), "name", "missing or not a string");
           continue;
         }
-        try {
-          KernelTemplate k = ParseKernel(entry, version);
-          k.name = name;
-          out.templates.kernels.push_back(std::move(k));
-        } catch (const EntryError& e) {
-          problem(name, e.field, e.message);
+        EntryParser parser;
+        Result<KernelTemplate> k = parser.Kernel(entry, version);
+        if (!k.ok()) {
+          problem(name, parser.failed_field(), k.status().message());
+          continue;
         }
+        k->name = name;
+        out.templates.kernels.push_back(std::move(*k));
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "msched/bounded_input.h"
+#include "msched/json_checked.h"
 
 namespace msched {
 namespace {
@@ -40,65 +41,143 @@ bool Unhex(const std::string& s, std::vector<uint8_t>* out) {
   return true;
 }
 
-uint64_t U64(const json& j, const char* key) {
+Status Bad(std::string message) { return Status::Corruption(std::move(message)); }
+
+Result<uint64_t> U64(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number_unsigned()) throw std::runtime_error(std::string("'") + key + "' must be an unsigned integer");
+  if (it == j.end() || !it->is_number_unsigned()) return Bad(std::string("'") + key + "' must be an unsigned integer");
   return it->get<uint64_t>();
 }
 
 // An optional unsigned field. Never json::value<unsigned>: it would convert a
 // float such as 1e300 to an integer, which is undefined.
-uint64_t OptionalU64(const json& j, const char* key, uint64_t absent) {
-  return j.contains(key) ? U64(j, key) : absent;
+Result<uint64_t> OptionalU64(const json& j, const char* key, uint64_t absent) {
+  return j.contains(key) ? U64(j, key) : Result<uint64_t>(absent);
 }
 
-void Dim3(const json& j, const char* key, uint32_t out[3]) {
+Status Dim3(const json& j, const char* key, uint32_t out[3]) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_array() || it->size() != 3) throw std::runtime_error(std::string("'") + key + "' must be [x, y, z]");
+  if (it == j.end() || !it->is_array() || it->size() != 3) return Bad(std::string("'") + key + "' must be [x, y, z]");
   for (int i = 0; i < 3; ++i) {
-    if (!(*it)[i].is_number_unsigned()) throw std::runtime_error(std::string("'") + key + "' must hold integers");
+    if (!(*it)[i].is_number_unsigned()) return Bad(std::string("'") + key + "' must hold integers");
     out[i] = (*it)[i].get<uint32_t>();
   }
+  return Status::Ok();
 }
 
-TraceLaunch ParseLaunch(const json& j) {
+Result<TraceLaunch> ParseLaunch(const json& j) {
   TraceLaunch l;
-  l.seq = U64(j, "seq");
+  Result<uint64_t> seq = U64(j, "seq");
+  if (!seq.ok()) return seq.status();
+  l.seq = *seq;
   auto kernel = j.find("kernel");
   if (kernel == j.end() || !kernel->is_string() || kernel->get<std::string>().empty()) {
-    throw std::runtime_error("'kernel' must be a non-empty string");
+    return Bad("'kernel' must be a non-empty string");
   }
   l.kernel = kernel->get<std::string>();
-  const json& params = j.at("params");
-  const json& args = j.at("args");
+  Result<const json*> params_field = JsonAt(j, "params");
+  if (!params_field.ok()) return params_field.status();
+  Result<const json*> args_field = JsonAt(j, "args");
+  if (!args_field.ok()) return args_field.status();
+  const json& params = **params_field;
+  const json& args = **args_field;
   if (!params.is_array() || !args.is_array() || params.size() != args.size() || params.size() > kMaxParams) {
-    throw std::runtime_error("'params' and 'args' must be arrays of the same length");
+    return Bad("'params' and 'args' must be arrays of the same length");
   }
   for (size_t i = 0; i < params.size(); ++i) {
     const json& p = params[i];
     if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number_unsigned()) {
-      throw std::runtime_error("'params' entries must be [offset, size]");
+      return Bad("'params' entries must be [offset, size]");
     }
     l.layout.push_back({p[0].get<uint32_t>(), p[1].get<uint32_t>()});
     std::vector<uint8_t> bytes;
     if (!args[i].is_string() || !Unhex(args[i].get<std::string>(), &bytes) || bytes.size() != l.layout.back().size) {
-      throw std::runtime_error("argument " + std::to_string(i) + " is not the hex of its parameter's bytes");
+      return Bad("argument " + std::to_string(i) + " is not the hex of its parameter's bytes");
     }
     l.args.push_back(std::move(bytes));
   }
-  Dim3(j, "grid", l.dims.grid);
-  Dim3(j, "block", l.dims.block);
-  l.dims.shared_mem = static_cast<uint32_t>(OptionalU64(j, "smem", 0));
-  for (const json& t : j.at("touched")) {
+  MSCHED_RETURN_IF_ERROR(Dim3(j, "grid", l.dims.grid));
+  MSCHED_RETURN_IF_ERROR(Dim3(j, "block", l.dims.block));
+  Result<uint64_t> smem = OptionalU64(j, "smem", 0);
+  if (!smem.ok()) return smem.status();
+  l.dims.shared_mem = static_cast<uint32_t>(*smem);
+  Result<const json*> touched = JsonAt(j, "touched");
+  if (!touched.ok()) return touched.status();
+  for (const json& t : **touched) {
     if (!t.is_array() || t.size() != 3 || !t[0].is_number_unsigned() || !t[1].is_number_unsigned() ||
         !t[2].is_number_unsigned() || t[1].get<uint64_t>() <= t[0].get<uint64_t>() || t[2].get<int>() < 1 ||
         t[2].get<int>() > 3) {
-      throw std::runtime_error("'touched' entries must be [begin, end, mode] with begin < end and mode 1..3");
+      return Bad("'touched' entries must be [begin, end, mode] with begin < end and mode 1..3");
     }
     l.touched.push_back({{t[0].get<uint64_t>(), t[1].get<uint64_t>()}, static_cast<AccessMode>(t[2].get<int>())});
   }
-  l.latency_ns = OptionalU64(j, "latency_ns", 0);
+  Result<uint64_t> latency = OptionalU64(j, "latency_ns", 0);
+  if (!latency.ok()) return latency.status();
+  l.latency_ns = *latency;
   return l;
+}
+
+Status NotATrace(const std::string& where) {
+  return Status::Corruption(where + "not an msched trace (the first record must be its header)");
+}
+
+// One record, a JSON object (the header included). A problem with the record
+// is returned, and the record is skipped; one with the trace as a whole (its
+// first record no header, a version this msched does not read) is set in
+// out->status instead.
+Status ReadRecord(const json& j, const std::string& where, bool* header, TraceReadResult* out) {
+  Result<std::string> type = JsonStringOr(j, "type", "");
+  if (!type.ok()) return type.status();
+  if (!*header) {
+    if (*type != "header") {
+      out->status = NotATrace(where);
+      return Status::Ok();
+    }
+    Result<std::string> format = JsonStringOr(j, "format", "");
+    if (!format.ok()) return format.status();
+    if (*format != "msched-trace") {
+      out->status = NotATrace(where);
+      return Status::Ok();
+    }
+    // Compared as JSON: converting a huge float to int first would be undefined.
+    const json v = j.value("version", json());  // a json default: never throws on an object
+    if (v != json(kTraceFormatVersion)) {
+      out->status = Status::Corruption(where + "trace format version " +
+                                       (v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.type_name()) +
+                                       " is not supported (this msched reads " + std::to_string(kTraceFormatVersion) +
+                                       ")");
+      return Status::Ok();
+    }
+    Result<std::string> source = JsonStringOr(j, "source", "unknown");
+    if (!source.ok()) return source.status();
+    out->trace.source = *source;
+    Result<uint64_t> precision = OptionalU64(j, "precision", 1);
+    if (!precision.ok()) return precision.status();
+    out->trace.precision = std::max<uint64_t>(1, *precision);
+    *header = true;
+  } else if (*type == "alloc") {
+    Result<uint64_t> base = U64(j, "base");
+    if (!base.ok()) return base.status();
+    Result<uint64_t> size = U64(j, "size");
+    if (!size.ok()) return size.status();
+    out->trace.allocs.push_back({true, *base, *size});
+  } else if (*type == "free") {
+    Result<uint64_t> base = U64(j, "base");
+    if (!base.ok()) return base.status();
+    out->trace.allocs.push_back({false, *base, 0});
+  } else if (*type == "launch") {
+    Result<TraceLaunch> l = ParseLaunch(j);
+    if (!l.ok()) return l.status();
+    l->alloc_epoch = out->trace.allocs.size();
+    out->trace.launches.push_back(std::move(*l));
+  } else if (*type == "note") {
+    Result<std::string> text = JsonStringOr(j, "text", "");
+    if (!text.ok()) return text.status();
+    out->trace.notes.push_back(std::move(*text));
+  } else {
+    return Bad("unknown record type '" + *type + "'");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -119,54 +198,20 @@ TraceReadResult ReadTrace(const std::string& path) {
     ++n;
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(n) + ": ";
-    auto not_a_trace = [&] { return Status::Corruption(where + "not an msched trace (the first record must be its header)"); };
     // A record nested past the bound is skipped unparsed, so no recursive
     // walk (parser, accessor, message) ever meets it.
     const bool too_deep = !CheckJsonDepth(line, kMaxJsonDepth, &error);
     json j = too_deep ? json(json::value_t::discarded) : json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       if (!header) {
-        out.status = not_a_trace();
+        out.status = NotATrace(where);
         return out;
       }
       out.problems.push_back(where + (too_deep ? error : "not a JSON object (a line cut short when the program died?)"));
       continue;
     }
-    try {
-      const std::string type = j.value("type", std::string());
-      if (!header) {
-        if (type != "header" || j.value("format", std::string()) != "msched-trace") {
-          out.status = not_a_trace();
-          return out;
-        }
-        // Compared as JSON: converting a huge float to int first would be undefined.
-        const json v = j.value("version", json());
-        if (v != json(kTraceFormatVersion)) {
-          out.status = Status::Corruption(where + "trace format version " +
-                                          (v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.type_name()) +
-                                          " is not supported (this msched reads " +
-                                          std::to_string(kTraceFormatVersion) + ")");
-          return out;
-        }
-        out.trace.source = j.value("source", std::string("unknown"));
-        out.trace.precision = std::max<uint64_t>(1, OptionalU64(j, "precision", 1));
-        header = true;
-      } else if (type == "alloc") {
-        out.trace.allocs.push_back({true, U64(j, "base"), U64(j, "size")});
-      } else if (type == "free") {
-        out.trace.allocs.push_back({false, U64(j, "base"), 0});
-      } else if (type == "launch") {
-        TraceLaunch l = ParseLaunch(j);
-        l.alloc_epoch = out.trace.allocs.size();
-        out.trace.launches.push_back(std::move(l));
-      } else if (type == "note") {
-        out.trace.notes.push_back(j.value("text", std::string()));
-      } else {
-        out.problems.push_back(where + "unknown record type '" + type + "'");
-      }
-    } catch (const std::exception& e) {
-      out.problems.push_back(where + e.what());
-    }
+    if (Status s = ReadRecord(j, where, &header, &out); !s.ok()) out.problems.push_back(where + s.message());
+    if (!out.status.ok()) return out;
   }
   if (!header) out.status = Status::Corruption(path + ": empty, or no header record");
   return out;

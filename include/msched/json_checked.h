@@ -1,0 +1,76 @@
+// File: msched/json_checked.h
+// Non-throwing forms of the nlohmann::json accessors that throw on a missing
+// key or a wrong type: at(key), value(key, default) for a string or a bool,
+// and get<std::string>() / get<bool>(). Each returns a Result whose error
+// message is, word for word, the what() of the exception the accessor would
+// have thrown (nlohmann/json 3.10-3.11, JSON_DIAGNOSTICS off), e.g.
+// "[json.exception.out_of_range.403] key 'steps' not found", so a parser
+// that moves off exceptions reports what it reported before.
+// Stateless templates (nlohmann::json and ordered_json alike); thread-safe.
+//
+// Header-only, like msched/bounded_input.h: the simulator's msim-run, which
+// links nothing of msched, uses it as well as the core.
+//
+// Example:
+//   Result<const json*> steps = JsonAt(doc, "steps");
+//   if (!steps.ok()) return steps.status();
+#pragma once
+
+#include <string>
+
+#include "msched/status.h"
+
+namespace msched {
+namespace json_checked_internal {
+
+// nlohmann's type_error `id`: "<what><the type of j>".
+template <typename Json>
+Status TypeError(int id, const char* what, const Json& j) {
+  return Status::InvalidArgument("[json.exception.type_error." + std::to_string(id) + "] " + what + j.type_name());
+}
+
+}  // namespace json_checked_internal
+
+// j.at(key): the member `key` of object `j`.
+template <typename Json>
+Result<const Json*> JsonAt(const Json& j, const std::string& key) {
+  if (!j.is_object()) return json_checked_internal::TypeError(304, "cannot use at() with ", j);
+  auto it = j.find(key);
+  if (it == j.end()) return Status::InvalidArgument("[json.exception.out_of_range.403] key '" + key + "' not found");
+  return &*it;
+}
+
+// j.get<std::string>().
+template <typename Json>
+Result<std::string> JsonGetString(const Json& j) {
+  if (!j.is_string()) return json_checked_internal::TypeError(302, "type must be string, but is ", j);
+  return j.template get<std::string>();
+}
+
+// j.get<bool>().
+template <typename Json>
+Result<bool> JsonGetBool(const Json& j) {
+  if (!j.is_boolean()) return json_checked_internal::TypeError(302, "type must be boolean, but is ", j);
+  return j.template get<bool>();
+}
+
+// j.value(key, fallback) for a string: the member if present (it must be a
+// string), else `fallback`. `j` must be an object.
+template <typename Json>
+Result<std::string> JsonStringOr(const Json& j, const std::string& key, std::string fallback) {
+  if (!j.is_object()) return json_checked_internal::TypeError(306, "cannot use value() with ", j);
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  return JsonGetString(*it);
+}
+
+// j.value(key, fallback) for a bool.
+template <typename Json>
+Result<bool> JsonBoolOr(const Json& j, const std::string& key, bool fallback) {
+  if (!j.is_object()) return json_checked_internal::TypeError(306, "cannot use value() with ", j);
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  return JsonGetBool(*it);
+}
+
+}  // namespace msched

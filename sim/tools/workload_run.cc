@@ -1,0 +1,472 @@
+#include "workload_run.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "msim/msim.h"
+#include "workload_runner.h"
+
+namespace msim {
+
+RunResult Runner::Run() {
+  RunResult result;
+  // The failure that ended the run; the counts so far stay in `result`.
+  auto failed = [&](const Status& s) {
+    result.error = s.message();
+    result.virtual_ns = Now();
+    return result;
+  };
+  if (Status s = Setup(); !s.ok()) return failed(s);
+  if (Status s = Arrive(); !s.ok()) return failed(s);
+  result.arrival_ns = Now();
+  for (int attempt = 1;; ++attempt) {
+    const uint64_t started = Now();
+    ++result.attempts;
+    const Status s = Attempt();
+    if (s.ok()) break;
+    // A program that runs out of device memory crashes and loses its
+    // work; a user (or the cluster's requeue) submits it again later.
+    if (!OutOfMemory(s)) return failed(s);
+    ++result.ooms;
+    result.lost_ns += Now() - started;
+    if (attempt >= options_.max_attempts) return failed(s);
+    if (Status d = Discard(); !d.ok()) return failed(d);
+    msimAdvanceTo(Now() + options_.retry_delay_ns);
+  }
+  if (options_.checksums) {
+    for (const std::string& name : w_.checksum) {
+      Result<uint64_t> sum = Checksum(name);
+      if (!sum.ok()) return failed(sum.status());
+      result.checksums[name] = *sum;
+    }
+  }
+  result.launches = launches_;
+  result.first_launch_ns = first_launch_ns_;
+  result.marks = marks_;
+  result.latencies_ns = latencies_;
+  result.virtual_ns = Now();
+  return result;
+}
+
+msched::Status Runner::Check(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  const char* name = nullptr;
+  cuGetErrorName(r, &name);
+  std::string message = what + ": " + (name ? name : std::to_string(r));
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? Status::ResourceExhausted(std::move(message))
+                                       : Status::Internal(std::move(message));
+}
+
+uint64_t Runner::Now() {
+  uint64_t now = 0;
+  msimGetTime(&now);
+  return now;
+}
+
+msched::Result<int64_t> Runner::Eval(const ExprPtr& e, const std::string& what) {
+  int64_t v = 0;
+  if (!e->Eval(VarContext(vars_), &v)) return Status::InvalidArgument(what + ": cannot evaluate '" + e->text() + "'");
+  return v;
+}
+
+msched::Status Runner::Setup() {
+  MSCHED_RETURN_IF_ERROR(Check(cuInit(0), "cuInit"));
+  CUdevice dev;
+  MSCHED_RETURN_IF_ERROR(Check(cuDeviceGet(&dev, 0), "cuDeviceGet"));
+  CUcontext ctx;
+  MSCHED_RETURN_IF_ERROR(Check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
+  MSCHED_RETURN_IF_ERROR(Check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent"));
+  for (const std::string& text : w_.module_texts) {
+    CUmodule m;
+    MSCHED_RETURN_IF_ERROR(Check(cuModuleLoadData(&m, text.c_str()), "cuModuleLoadData"));
+    modules_.push_back(m);
+  }
+  for (const std::string& s : w_.streams) {
+    MSCHED_RETURN_IF_ERROR(Check(cuStreamCreate(&streams_[s], CU_STREAM_DEFAULT), "cuStreamCreate"));
+  }
+  return Status::Ok();
+}
+
+// The job is submitted at RunOptions::arrival_ns: its clock moves there,
+// and the synchronisation returns once every process sharing the device
+// has reached that time, so that whatever it does next (a coordinator
+// hears of it at its first allocation) happens in virtual-time order.
+msched::Status Runner::Arrive() {
+  if (options_.arrival_ns == 0) return Status::Ok();
+  msimAdvanceTo(options_.arrival_ns);
+  return Check(cuCtxSynchronize(), "arriving");
+}
+
+// One run of the program from its first allocation to its end.
+msched::Status Runner::Attempt() {
+  vars_ = w_.vars;
+  for (const BufferSpec& b : w_.buffers) {
+    if (!b.deferred) MSCHED_RETURN_IF_ERROR(Alloc(b));
+  }
+  MSCHED_RETURN_IF_ERROR(Exec(w_.steps));
+  return Check(cuCtxSynchronize(), "final synchronisation");
+}
+
+// What a crashed attempt held is released, as the process's exit would:
+// its queued work finishes or fails, and its memory is freed (the driver's
+// answers do not matter).
+msched::Status Runner::Discard() {
+  (void)cuCtxSynchronize();
+  for (const auto& entry : ptrs_) {
+    if (Result<CUresult> r = Free(entry.first); !r.ok()) return r.status();
+  }
+  ptrs_.clear();
+  return Status::Ok();
+}
+
+msched::Result<CUresult> Runner::Free(const std::string& name) {
+  Result<Span> buffer = Buffer(name);
+  if (!buffer.ok()) return buffer.status();
+  Result<const BufferSpec*> spec = Spec(name);
+  if (!spec.ok()) return spec.status();
+  const CUdeviceptr p = buffer->first;
+  const std::string& kind = (*spec)->kind;
+  if (kind == "host") return cuMemFreeHost(reinterpret_cast<void*>(p));
+  return kind == "async" && !options_.force_managed ? cuMemFreeAsync(p, nullptr) : cuMemFree(p);
+}
+
+msched::Result<const BufferSpec*> Runner::Spec(const std::string& name) {
+  for (const BufferSpec& b : w_.buffers) {
+    if (b.name == name) return &b;
+  }
+  return Status::InvalidArgument("no buffer " + name);
+}
+
+msched::Status Runner::Alloc(const BufferSpec& b) {
+  Result<int64_t> evaluated = Eval(b.size, "size of " + b.name);
+  if (!evaluated.ok()) return evaluated.status();
+  const int64_t size = *evaluated;
+  if (size <= 0) return Status::InvalidArgument("buffer " + b.name + " has size " + std::to_string(size));
+  CUdeviceptr p = 0;
+  const std::string what = "allocating " + b.name + " (" + b.kind + ", " + std::to_string(size) + " bytes)";
+  if (b.kind == "managed" || (options_.force_managed && b.kind != "host")) {
+    MSCHED_RETURN_IF_ERROR(Check(cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), what));
+  } else if (b.kind == "pitch") {
+    size_t pitch = 0;
+    MSCHED_RETURN_IF_ERROR(Check(cuMemAllocPitch(&p, &pitch, 4096, (size + 4095) / 4096, 4), what));
+  } else if (b.kind == "async") {
+    MSCHED_RETURN_IF_ERROR(Check(cuMemAllocAsync(&p, size, nullptr), what));
+  } else if (b.kind == "host") {
+    void* h = nullptr;
+    MSCHED_RETURN_IF_ERROR(Check(cuMemAllocHost(&h, size), what));
+    p = reinterpret_cast<CUdeviceptr>(h);
+  } else {
+    MSCHED_RETURN_IF_ERROR(Check(cuMemAlloc(&p, size), what));
+  }
+  ptrs_[b.name] = {p, static_cast<uint64_t>(size)};
+  return Status::Ok();
+}
+
+msched::Result<Runner::Span> Runner::Buffer(const std::string& name) {
+  const auto alias = aliases_.find(name);
+  auto it = ptrs_.find(alias != aliases_.end() ? alias->second : name);
+  if (it == ptrs_.end()) return Status::InvalidArgument("buffer " + name + " is not allocated");
+  return it->second;
+}
+
+msched::Result<CUstream> Runner::Stream(const std::string& name) {
+  if (name.empty()) return CUstream{nullptr};
+  auto it = streams_.find(name);
+  if (it == streams_.end()) return Status::InvalidArgument("no stream " + name);
+  return it->second;
+}
+
+// The [offset, offset+bytes) slice of a step's buffer.
+msched::Result<Runner::Span> Runner::Slice(const Step& s, const std::string& name) {
+  Result<Span> buffer = Buffer(name);
+  if (!buffer.ok()) return buffer.status();
+  const auto [p, size] = *buffer;
+  uint64_t off = 0;
+  if (s.offset) {
+    Result<int64_t> v = Eval(s.offset, "offset");
+    if (!v.ok()) return v.status();
+    off = static_cast<uint64_t>(*v);
+  }
+  uint64_t bytes = size - std::min(off, size);
+  if (s.count) {
+    Result<int64_t> v = Eval(s.count, "bytes");
+    if (!v.ok()) return v.status();
+    bytes = static_cast<uint64_t>(*v);
+  }
+  if (off > size || bytes > size - off) return Status::InvalidArgument("slice of " + name + " out of bounds");
+  return Span{p + off, bytes};
+}
+
+// Packs `a` at byte `at` of `out` with natural alignment; returns the end.
+msched::Result<size_t> Runner::Pack(const ArgSpec& a, std::vector<uint8_t>* out, size_t at) {
+  auto put = [&](const void* v, size_t n) {
+    at = (at + n - 1) / n * n;
+    if (out->size() < at + n) out->resize(at + n);
+    std::memcpy(out->data() + at, v, n);
+    return at + n;
+  };
+  switch (a.kind) {
+    case ArgSpec::Kind::kPtr: {
+      Result<Span> buffer = Buffer(a.buffer);
+      if (!buffer.ok()) return buffer.status();
+      uint64_t p = buffer->first;
+      if (a.value) {
+        Result<int64_t> offset = Eval(a.value, "offset");
+        if (!offset.ok()) return offset.status();
+        p += static_cast<uint64_t>(*offset);
+      }
+      return put(&p, 8);
+    }
+    case ArgSpec::Kind::kU64: {
+      Result<int64_t> v = Eval(a.value, "argument");
+      if (!v.ok()) return v.status();
+      return put(&*v, 8);
+    }
+    case ArgSpec::Kind::kU32: {
+      Result<int64_t> v = Eval(a.value, "argument");
+      if (!v.ok()) return v.status();
+      const uint32_t word = static_cast<uint32_t>(*v);
+      return put(&word, 4);
+    }
+    case ArgSpec::Kind::kF32: {
+      const float v = static_cast<float>(a.f32);
+      return put(&v, 4);
+    }
+    case ArgSpec::Kind::kStruct:
+      for (const ArgSpec& f : a.fields) {
+        Result<size_t> end = Pack(f, out, at);
+        if (!end.ok()) return end;
+        at = *end;
+      }
+      return at;
+  }
+  return at;
+}
+
+msched::Result<CUfunction> Runner::Function(const std::string& name) {
+  auto it = functions_.find(name);
+  if (it != functions_.end()) return it->second;
+  for (CUmodule m : modules_) {
+    CUfunction f;
+    if (cuModuleGetFunction(&f, m, name.c_str()) == CUDA_SUCCESS) return functions_[name] = f;
+  }
+  return Status::InvalidArgument("no kernel '" + name + "' in the workload's modules");
+}
+
+msched::Status Runner::Launch(const Step& s) {
+  Result<CUfunction> function = Function(s.kernel);
+  if (!function.ok()) return function.status();
+  CUfunction f = *function;
+  std::vector<std::pair<size_t, size_t>> layout;
+  for (size_t i = 0;; ++i) {
+    size_t off = 0, size = 0;
+    if (cuFuncGetParamInfo(f, i, &off, &size) != CUDA_SUCCESS) break;
+    layout.push_back({off, size});
+  }
+  if (layout.size() != s.args.size()) {
+    return Status::InvalidArgument("kernel " + s.kernel + " takes " + std::to_string(layout.size()) +
+                                   " arguments, the step gives " + std::to_string(s.args.size()));
+  }
+  std::vector<std::vector<uint8_t>> values(layout.size());
+  std::vector<uint8_t> packed;
+  std::vector<void*> params;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    Result<size_t> n = Pack(s.args[i], &values[i], 0);
+    if (!n.ok()) return n.status();
+    if (*n > layout[i].second) {
+      return Status::InvalidArgument("argument " + std::to_string(i) + " of " + s.kernel + " is too large");
+    }
+    values[i].resize(layout[i].second);
+    if (packed.size() < layout[i].first + layout[i].second) packed.resize(layout[i].first + layout[i].second);
+    std::memcpy(packed.data() + layout[i].first, values[i].data(), layout[i].second);
+  }
+  for (auto& v : values) params.push_back(v.data());
+  unsigned dims[6];
+  for (int i = 0; i < 3; ++i) {
+    Result<int64_t> grid = Eval(s.grid[i], "grid");
+    if (!grid.ok()) return grid.status();
+    Result<int64_t> block = Eval(s.block[i], "block");
+    if (!block.ok()) return block.status();
+    dims[i] = static_cast<unsigned>(std::max<int64_t>(1, *grid));
+    dims[3 + i] = static_cast<unsigned>(std::max<int64_t>(1, *block));
+  }
+  Result<CUstream> stream = Stream(s.stream);
+  if (!stream.ok()) return stream.status();
+  size_t packed_size = packed.size();
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_size,
+                   CU_LAUNCH_PARAM_END};
+  void** kp = s.to == "extra" ? nullptr : params.data();
+  void** ex = s.to == "extra" ? extra : nullptr;
+  const std::string what = "launching " + s.kernel;
+  if (s.pattern == "ex") {
+    CUlaunchConfig c{};
+    c.gridDimX = dims[0], c.gridDimY = dims[1], c.gridDimZ = dims[2];
+    c.blockDimX = dims[3], c.blockDimY = dims[4], c.blockDimZ = dims[5];
+    c.hStream = *stream;
+    MSCHED_RETURN_IF_ERROR(Check(cuLaunchKernelEx(&c, f, kp, ex), what));
+  } else if (s.pattern == "cooperative") {
+    MSCHED_RETURN_IF_ERROR(Check(
+        cuLaunchCooperativeKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, *stream, kp), what));
+  } else {
+    MSCHED_RETURN_IF_ERROR(
+        Check(cuLaunchKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, *stream, kp, ex), what));
+  }
+  if (launches_++ == 0) msimGetTime(&first_launch_ns_);
+  return Status::Ok();
+}
+
+msched::Status Runner::Graph(const Step& s) {
+  Result<CUstream> captured = Stream(s.stream);
+  if (!captured.ok()) return captured.status();
+  const CUstream stream = *captured;
+  MSCHED_RETURN_IF_ERROR(Check(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "beginning a capture"));
+  MSCHED_RETURN_IF_ERROR(Exec(s.body));
+  CUgraph graph;
+  MSCHED_RETURN_IF_ERROR(Check(cuStreamEndCapture(stream, &graph), "ending a capture"));
+  CUgraphExec exec;
+  MSCHED_RETURN_IF_ERROR(Check(cuGraphInstantiateWithFlags(&exec, graph, 0), "instantiating a graph"));
+  // The source graph goes at once, as PyTorch's CUDAGraph lets it go.
+  MSCHED_RETURN_IF_ERROR(Check(cuGraphDestroy(graph), "destroying a graph"));
+  Result<int64_t> replays = Eval(s.count, "replays");
+  if (!replays.ok()) return replays.status();
+  for (int64_t i = 0; i < *replays; ++i) {
+    MSCHED_RETURN_IF_ERROR(Check(cuGraphLaunch(exec, stream), "launching a graph"));
+  }
+  return Check(cuGraphExecDestroy(exec), "destroying a graph");
+}
+
+msched::Status Runner::Write(const Step& s) {
+  Result<Span> slice = Slice(s, s.buffer);
+  if (!slice.ok()) return slice.status();
+  const auto [p, bytes] = *slice;
+  if (s.pattern == "address") {  // a descriptor holding another buffer's device address
+    Result<Span> target = Buffer(s.buffer2);
+    if (!target.ok()) return target.status();
+    const uint64_t address = target->first;
+    if (bytes < sizeof address) return Status::InvalidArgument("writing " + s.buffer + ": no room for an address");
+    return Check(cuMemcpyHtoD(p, &address, sizeof address), "writing " + s.buffer);
+  }
+  uint32_t seed = 1;
+  if (s.value) {
+    Result<int64_t> v = Eval(s.value, "seed");
+    if (!v.ok()) return v.status();
+    seed = static_cast<uint32_t>(*v);
+  }
+  constexpr uint64_t kBlock = 16ull << 20;
+  std::vector<uint32_t> host(kBlock / 4);
+  for (uint64_t done = 0; done < bytes; done += kBlock) {
+    const uint64_t n = std::min(kBlock, bytes - done);
+    for (uint64_t i = 0; i < (n + 3) / 4; ++i) {
+      const uint64_t idx = done / 4 + i;
+      if (s.pattern == "iota_u32") host[i] = seed + static_cast<uint32_t>(idx) * 2654435761u;
+      else {
+        const float f = s.pattern == "const_f32" ? static_cast<float>(seed) : static_cast<float>(idx % 1024) * 0.5f + seed;
+        std::memcpy(&host[i], &f, 4);
+      }
+    }
+    MSCHED_RETURN_IF_ERROR(Check(cuMemcpyHtoD(p + done, host.data(), n), "writing " + s.buffer));
+  }
+  return Status::Ok();
+}
+
+msched::Result<uint64_t> Runner::Checksum(const std::string& name) {
+  Result<Span> buffer = Buffer(name);
+  if (!buffer.ok()) return buffer.status();
+  const auto [p, size] = *buffer;
+  uint64_t h = 1469598103934665603ull;
+  std::vector<uint8_t> host(std::min<uint64_t>(size, 64ull << 20));
+  for (uint64_t done = 0; done < size; done += host.size()) {
+    const uint64_t n = std::min<uint64_t>(host.size(), size - done);
+    MSCHED_RETURN_IF_ERROR(Check(cuMemcpyDtoH(host.data(), p + done, n), "reading " + name));
+    for (uint64_t i = 0; i < n; ++i) h = (h ^ host[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+msched::Status Runner::Exec(const std::vector<Step>& steps) {
+  for (const Step& s : steps) MSCHED_RETURN_IF_ERROR(ExecStep(s));
+  return Status::Ok();
+}
+
+msched::Status Runner::ExecStep(const Step& s) {
+  switch (s.op) {
+    case Step::Op::kWrite: return Write(s);
+    case Step::Op::kMemset: {
+      Result<Span> slice = Slice(s, s.buffer);
+      if (!slice.ok()) return slice.status();
+      int64_t value = 0;
+      if (s.value) {
+        Result<int64_t> v = Eval(s.value, "value");
+        if (!v.ok()) return v.status();
+        value = *v;
+      }
+      Result<CUstream> stream = Stream(s.stream);
+      if (!stream.ok()) return stream.status();
+      return Check(cuMemsetD8Async(slice->first, static_cast<unsigned char>(value), slice->second, *stream),
+                   "memset " + s.buffer);
+    }
+    case Step::Op::kLaunch: return Launch(s);
+    case Step::Op::kRepeat: {
+      Result<int64_t> n = Eval(s.count, "repeat count");
+      if (!n.ok()) return n.status();
+      for (int64_t i = 0; i < *n; ++i) {
+        if (!s.var.empty()) vars_[s.var] = i;
+        MSCHED_RETURN_IF_ERROR(Exec(s.body));
+      }
+      return Status::Ok();
+    }
+    case Step::Op::kGraph: return Graph(s);
+    case Step::Op::kSync: {
+      if (s.stream.empty()) return Check(cuCtxSynchronize(), "synchronising");
+      Result<CUstream> stream = Stream(s.stream);
+      if (!stream.ok()) return stream.status();
+      return Check(cuStreamSynchronize(*stream), "synchronising");
+    }
+    case Step::Op::kPrefetch: {
+      Result<Span> slice = Slice(s, s.buffer);
+      if (!slice.ok()) return slice.status();
+      CUmemLocation loc{s.to == "device" ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST, 0};
+      Result<CUstream> stream = Stream(s.stream);
+      if (!stream.ok()) return stream.status();
+      return Check(cuMemPrefetchAsync(slice->first, slice->second, loc, 0, *stream), "prefetching " + s.buffer);
+    }
+    case Step::Op::kCopy: {
+      Result<Span> dst = Slice(s, s.buffer);
+      if (!dst.ok()) return dst.status();
+      Result<Span> src = Buffer(s.buffer2);
+      if (!src.ok()) return src.status();
+      Result<CUstream> stream = Stream(s.stream);
+      if (!stream.ok()) return stream.status();
+      return Check(cuMemcpyAsync(dst->first, src->first, std::min(dst->second, src->second), *stream),
+                   "copying to " + s.buffer);
+    }
+    case Step::Op::kFree: {
+      Result<CUresult> freed = Free(s.buffer);
+      if (!freed.ok()) return freed.status();
+      MSCHED_RETURN_IF_ERROR(Check(*freed, "freeing " + s.buffer));
+      ptrs_.erase(s.buffer);
+      return Status::Ok();
+    }
+    case Step::Op::kAlloc: {
+      Result<const BufferSpec*> spec = Spec(s.buffer);
+      if (!spec.ok()) return spec.status();
+      return Alloc(**spec);
+    }
+    case Step::Op::kMark:
+      MSCHED_RETURN_IF_ERROR(Check(cuCtxSynchronize(), "synchronising at mark " + s.var));
+      msimGetTime(&marks_[s.var]);
+      return Status::Ok();
+    case Step::Op::kHostWork: {
+      Result<int64_t> us = Eval(s.value, "host_work");
+      if (!us.ok()) return us.status();
+      msimAdvanceTo(Now() + static_cast<uint64_t>(*us) * 1000);
+      return Status::Ok();
+    }
+    case Step::Op::kServe: return Serve(s);
+  }
+  return Status::Ok();
+}
+
+RunResult RunWorkload(const Workload& w, const RunOptions& options) { return Runner(w, options).Run(); }
+
+}  // namespace msim

@@ -1,0 +1,84 @@
+// The runner behind RunWorkload (workload_run.h): one run of a Workload's
+// steps through the driver API, with the state it keeps (modules, streams,
+// buffers, kernels, the serve step's loaded models). Every step returns a
+// Status; the first failure ends the run. The serve step is defined apart,
+// in workload_serve.cc. Confined to one thread. Internal to
+// workload_run.cc and workload_serve.cc.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "msched/status.h"
+#include "workload.h"
+#include "workload_run.h"
+
+namespace msim {
+
+class Runner {
+ public:
+  Runner(const Workload& w, const RunOptions& options) : w_(w), options_(options), vars_(w.vars) {}
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  RunResult Run();
+
+ private:
+  using Status = msched::Status;
+  template <typename T>
+  using Result = msched::Result<T>;
+  using Span = std::pair<CUdeviceptr, uint64_t>;  // a device address and a byte count
+
+  // OK on CUDA_SUCCESS; else `what` and the error's name, as a
+  // ResourceExhausted for CUDA_ERROR_OUT_OF_MEMORY (an attempt Run may
+  // repeat) and an Internal for any other error.
+  static Status Check(CUresult r, const std::string& what);
+  static bool OutOfMemory(const Status& s) { return s.code() == msched::StatusCode::kResourceExhausted; }
+  static uint64_t Now();
+  Result<int64_t> Eval(const ExprPtr& e, const std::string& what);
+
+  Status Setup();
+  Status Arrive();
+  Status Attempt();
+  Status Discard();
+
+  Status Exec(const std::vector<Step>& steps);
+  Status ExecStep(const Step& s);
+  Status Launch(const Step& s);
+  Status Graph(const Step& s);
+  Status Write(const Step& s);
+  // workload_serve.cc
+  Status Serve(const Step& s);
+  Status Load(const ServeSpec& sp, const std::string& name, int64_t resident, std::vector<std::string>* held);
+
+  // Frees buffer `name` the way it was allocated: the driver's answer.
+  Result<CUresult> Free(const std::string& name);
+  Result<const BufferSpec*> Spec(const std::string& name);
+  Status Alloc(const BufferSpec& b);
+  Result<Span> Buffer(const std::string& name);
+  Result<CUstream> Stream(const std::string& name);
+  Result<Span> Slice(const Step& s, const std::string& name);
+  Result<size_t> Pack(const ArgSpec& a, std::vector<uint8_t>* out, size_t at);
+  Result<CUfunction> Function(const std::string& name);
+  Result<uint64_t> Checksum(const std::string& name);
+
+  const Workload& w_;
+  const RunOptions options_;
+  std::map<std::string, int64_t> vars_;
+  std::vector<CUmodule> modules_;
+  std::map<std::string, CUstream> streams_;
+  std::map<std::string, Span> ptrs_;
+  std::map<std::string, std::string> aliases_;  // a serve step's swap_as: the model buffer it names now
+  std::vector<uint64_t> latencies_;
+  std::map<std::string, CUfunction> functions_;
+  uint64_t launches_ = 0;
+  uint64_t first_launch_ns_ = 0;
+  std::map<std::string, uint64_t> marks_;
+};
+
+}  // namespace msim

@@ -95,7 +95,7 @@ const VarSpec kVars[] = {
      }},
     {{"MSCHED_UNKNOWN", "pointers|fault|alloc", "pointers",
       "kernels without a template: prefetch from each pointer argument to the end of its allocation, leave to "
-      "demand paging, or prefetch whole allocations"},
+      "demand paging (what they reach still counts as the job's), or prefetch whole allocations"},
      [](std::string_view v, Config* c) { return PickEnum(v, kUnknown, &c->unknown); }},
     {{"MSCHED_EVICTION", "opt|lru", "opt",
       "which resident memory a job gives up first: needed furthest in the future, or least recently used "

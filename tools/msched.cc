@@ -119,14 +119,20 @@ Result<std::optional<uint64_t>> ParseJobSpec(const std::string& spec) {
   return std::optional<uint64_t>(id);
 }
 
-// The id of the one live job named `name`.
-Result<uint64_t> JobNamed(const std::string& socket, const std::string& name) {
+// The coordinator's status document; not an object when it is malformed.
+Result<json> StatusDocument(const std::string& socket) {
   Result<proto::ControlReply> r = Ask(socket, proto::Control{});
   if (!r.ok()) return r.status();
+  return json::parse(r->text, nullptr, false);
+}
+
+// The id of the one live job named `name`.
+Result<uint64_t> JobNamed(const std::string& socket, const std::string& name) {
+  const Result<json> j = StatusDocument(socket);
+  if (!j.ok()) return j.status();
   std::vector<uint64_t> found;
-  const json j = json::parse(r->text, nullptr, false);
-  if (j.is_object()) {
-    for (const json& job : j["jobs"]) {
+  if (j->is_object()) {
+    for (const json& job : (*j)["jobs"]) {
       if (job.value("name", std::string()) == name && job.value("state", std::string()) != "finished") {
         found.push_back(job.value("id", uint64_t{0}));
       }
@@ -139,11 +145,9 @@ Result<uint64_t> JobNamed(const std::string& socket, const std::string& name) {
 
 // The job's entry in the coordinator's status, or null when it cannot be read.
 json JobStatus(const std::string& socket, uint64_t id) {
-  Result<proto::ControlReply> r = Ask(socket, proto::Control{});
-  if (!r.ok()) return nullptr;
-  const json j = json::parse(r->text, nullptr, false);
-  if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array()) return nullptr;
-  for (const json& job : j["jobs"]) {
+  const Result<json> j = StatusDocument(socket);
+  if (!j.ok() || !j->is_object() || !j->contains("jobs") || !(*j)["jobs"].is_array()) return nullptr;
+  for (const json& job : (*j)["jobs"]) {
     if (job.is_object() && job.value("id", uint64_t{0}) == id) return job;
   }
   return nullptr;

@@ -8,6 +8,7 @@
 // crossed the link twice). Device-to-host copies read wherever the data
 // is, and are passed through.
 #include <initializer_list>
+#include <utility>
 
 #include "coord_client.h"
 #include "hook_guard.h"
@@ -52,19 +53,6 @@ CUresult CopyHook(Entry e, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstr
   return call(c.real);
 }
 
-template <typename Fn, typename T, typename Call>
-CUresult SetHook(Entry e, CUdeviceptr dst, size_t n, CUstream stream, Call&& call) {
-  auto c = Enter<Fn>(e);
-  if (!c.real) return NoRealFunction(e);
-  if (!c.act || n == 0) return call(c.real);
-  HookScope scope;
-  const GatePass pass = PassGate(*c.rt);
-  Safely(*c.rt, Info(e).symbol, [&] {
-    BeforeDeviceOp(*c.rt, {Region(dst, n * sizeof(T), AccessMode::kWrite)}, EffectiveStream(e, stream));
-  });
-  return call(c.real);
-}
-
 // True when `p` lies in managed memory msched knows.
 bool Managed(Runtime& rt, CUdeviceptr p) {
   MutexLock lock(&rt.mu());
@@ -72,18 +60,32 @@ bool Managed(Runtime& rt, CUdeviceptr p) {
   return a != nullptr && a->kind == AllocKind::kManaged;
 }
 
-// Host-to-device copies: the destination made resident when it is msched's.
+// An operation that writes `bytes` at `dst` (a memset, a host-to-device
+// copy): the destination made resident first; with `only_managed`, only when
+// it is msched's managed memory.
 template <typename Fn, typename Call>
-CUresult HostToDeviceHook(Entry e, CUdeviceptr dst, size_t bytes, CUstream stream, Call&& call) {
+CUresult WriteHook(Entry e, CUdeviceptr dst, size_t bytes, CUstream stream, bool only_managed, Call&& call) {
   auto c = Enter<Fn>(e);
   if (!c.real) return NoRealFunction(e);
   if (!c.act || bytes == 0) return call(c.real);
   HookScope scope;
   const GatePass pass = PassGate(*c.rt);
   Safely(*c.rt, Info(e).symbol, [&] {
-    if (Managed(*c.rt, dst)) BeforeDeviceOp(*c.rt, {Region(dst, bytes, AccessMode::kWrite)}, EffectiveStream(e, stream));
+    if (only_managed && !Managed(*c.rt, dst)) return;
+    BeforeDeviceOp(*c.rt, {Region(dst, bytes, AccessMode::kWrite)}, EffectiveStream(e, stream));
   });
   return call(c.real);
+}
+
+template <typename Fn, typename T, typename Call>
+CUresult SetHook(Entry e, CUdeviceptr dst, size_t n, CUstream stream, Call&& call) {
+  return WriteHook<Fn>(e, dst, n * sizeof(T), stream, /*only_managed=*/false, std::forward<Call>(call));
+}
+
+// Host-to-device copies: the destination made resident when it is msched's.
+template <typename Fn, typename Call>
+CUresult HostToDeviceHook(Entry e, CUdeviceptr dst, size_t bytes, CUstream stream, Call&& call) {
+  return WriteHook<Fn>(e, dst, bytes, stream, /*only_managed=*/true, std::forward<Call>(call));
 }
 
 // Device-to-host copies: passed through once the job's turn allows.

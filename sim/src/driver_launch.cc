@@ -264,12 +264,7 @@ MSIM_EXPORT CUresult msimSetBlocked(int blocked, uint64_t wakeups_seen) {
 MSIM_EXPORT CUresult msimWaitForTurn(void) {
   Process* p = Process::Current();
   if (p == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  // As a driver call's entry and exit, without the call: no time passes and
-  // the idle alarm's count goes on.
-  const uint64_t t = p->now_relaxed();
-  p->dev->EnterCall(t);
-  p->dev->WaitForTurn(t);
-  p->dev->LeaveCall(t);
+  p->dev->WaitForTurnOutsideCall(p->now_relaxed());
   return CUDA_SUCCESS;
 }
 

@@ -36,10 +36,7 @@ void WriteStatsAtExit() {
     // at a moment that varied from run to run, and runs of several jobs
     // under demand paging evicted different bytes (a peer behind on the
     // clock saw HBM free that, in virtual time, was not yet).
-    const uint64_t end = p->now();
-    p->dev->EnterCall(end);
-    p->dev->WaitForTurn(end);
-    p->dev->LeaveCall(end);
+    p->dev->WaitForTurnOutsideCall(p->now());
     DeviceLock dl(p->dev);
     p->PublishClock();
     p->dev->ReleaseSlot(p->dev->slot());

@@ -160,6 +160,13 @@ class SharedDevice {
     return in_call == 0 && now_ns > last_active_ns && now_ns - last_active_ns > kIdleMs * 1000000;
   }
   void WaitForTurn(uint64_t t);
+  // Waits for this process's turn at `t` as a driver call's entry and exit
+  // would, without a call: no time passes and the idle alarm's count goes on.
+  void WaitForTurnOutsideCall(uint64_t t) {
+    EnterCall(t);
+    WaitForTurn(t);
+    LeaveCall(t);
+  }
   void EnterCall(uint64_t t);
   void LeaveCall(uint64_t t);
   void SetBlocked(bool blocked, uint64_t wakeups_seen);

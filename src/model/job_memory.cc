@@ -48,9 +48,9 @@ MoveOutcome JobMemory::EvictAll(DeviceOps& ops, bool wait) {
   MoveOutcome out = Carry(all, /*stream=*/0, ops, /*wait=*/false);
   MemoryActions duplicates;
   manager_.DropReadMostly(&duplicates);
-  const MoveOutcome again = Carry(duplicates, /*stream=*/0, ops, wait);
+  const MoveOutcome again = Carry(duplicates, /*stream=*/0, ops, /*wait=*/false);
   if (out.status.ok()) out.status = again.status;
-  if (wait && duplicates.empty()) {
+  if (wait) {
     if (Status s = ops.SynchronizeTransfers(); out.status.ok()) out.status = s;
   }
   // The passes name whole allocations: count what was known to be there.

@@ -50,7 +50,9 @@
 #include "coord/coord_server.h"
 #include "coord/unix_socket.h"
 #include "msched/config.h"
+#include "msched/json_checked.h"
 #include "msched/protocol.h"
+#include "suite/json_file.h"
 #include "suite/runner.h"
 
 namespace msched::bench {
@@ -61,18 +63,10 @@ using nlohmann::json;
 constexpr double kCheckpointOutBytesPerS = 1.85e9;
 constexpr double kCheckpointBackBytesPerS = 4.3e9;
 
+// A run's statistics; discarded when missing or unreadable.
 json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in, nullptr, false);
-}
-
-uint64_t U64(const json& j, std::initializer_list<const char*> keys) {
-  const json* p = &j;
-  for (const char* k : keys) {
-    if (!p->is_object() || !p->contains(k)) return 0;
-    p = &(*p)[k];
-  }
-  return p->is_number_unsigned() ? p->get<uint64_t>() : 0;
+  std::string error;
+  return ReadJsonFile(path, &error);
 }
 
 struct Form {
@@ -90,8 +84,8 @@ struct JobRun {
   int tasks = 0;
   json run, sim, hook;
   // From its arrival, and from its first kernel, to its end.
-  uint64_t Span() const { return U64(run, {"virtual_time_ns"}) - U64(run, {"arrival_ns"}); }
-  uint64_t GpuSpan() const { return U64(run, {"virtual_time_ns"}) - U64(run, {"first_launch_ns"}); }
+  uint64_t Span() const { return JsonU64(run, {"virtual_time_ns"}) - JsonU64(run, {"arrival_ns"}); }
+  uint64_t GpuSpan() const { return JsonU64(run, {"virtual_time_ns"}) - JsonU64(run, {"first_launch_ns"}); }
 };
 
 class PauseBench {
@@ -287,13 +281,13 @@ int Run(int argc, char** argv) {
                          urgent.run["checksums"] != urgent_alone.run["checksums"])) {
     return fail("a job's results differ from its run alone");
   }
-  if (const uint64_t evicted = U64(urgent.sim, {"bytes", "d2h", "eviction"}); evicted != 0) {
+  if (const uint64_t evicted = JsonU64(urgent.sim, {"bytes", "d2h", "eviction"}); evicted != 0) {
     return fail("the urgent job had to evict " + FormatBytes(evicted) + " of the paused job's memory");
   }
 
   const double ms = 1e6;
   const double L = static_cast<double>(long_alone.Span()) / ms, U = static_cast<double>(urgent_alone.GpuSpan()) / ms;
-  const double pause = static_cast<double>(U64(long_job.hook, {"coordinator", "stop_ns"})) / ms;
+  const double pause = static_cast<double>(JsonU64(long_job.hook, {"coordinator", "stop_ns"})) / ms;
   const double urgent_run = static_cast<double>(urgent.GpuSpan()) / ms;
   const double urgent_time = pause + urgent_run;
   const double lost = static_cast<double>(long_job.Span()) / ms - L - urgent_run;
@@ -323,8 +317,8 @@ int Run(int argc, char** argv) {
   std::snprintf(line, sizeof line,
                 "\nThe paused job held 0 bytes on the GPU; the urgent job evicted nothing; the long job moved %s out"
                 " and %s back in in all.%s\n",
-                FormatBytes(U64(long_job.sim, {"bytes", "d2h", "prefetch"})).c_str(),
-                FormatBytes(U64(long_job.sim, {"bytes", "h2d", "prefetch"})).c_str(),
+                FormatBytes(JsonU64(long_job.sim, {"bytes", "d2h", "prefetch"})).c_str(),
+                FormatBytes(JsonU64(long_job.sim, {"bytes", "h2d", "prefetch"})).c_str(),
                 form.checksums ? " Both jobs' checksums match their runs alone." : "");
   r << line;
   std::cout << r.str();

@@ -16,6 +16,7 @@
 
 #include "base/chrome_trace.h"
 #include "coord/coord_server.h"
+#include "msched/json_checked.h"
 #include "msched/trace_layout.h"
 #include "suite/belady.h"
 #include "suite/json_file.h"
@@ -61,15 +62,6 @@ const char* ModeFor(Policy p) {
 json ReadJson(const std::string& path) {
   std::string error;
   return ReadJsonFile(path, &error);
-}
-
-uint64_t U(const json& j, std::initializer_list<const char*> path) {
-  const json* node = &j;
-  for (const char* key : path) {
-    if (!node->is_object() || !node->contains(key)) return 0;
-    node = &(*node)[key];
-  }
-  return node->is_number() ? node->get<uint64_t>() : 0;
 }
 
 std::string Slurp(const std::string& path) {
@@ -199,31 +191,31 @@ class Stage {
     const json run = ReadJson(File(i, "json"));
     const json sim = ReadJson(File(i, "sim.json"));
     const json hook = ReadJson(File(i, "hook.json"));
-    out->ooms = static_cast<int>(U(run, {"ooms"}));
-    out->lost_ns = U(run, {"lost_ns"});
+    out->ooms = static_cast<int>(JsonU64(run, {"ooms"}));
+    out->lost_ns = JsonU64(run, {"lost_ns"});
     out->checksums.clear();
     if (run.is_object() && run.contains("checksums")) {
       for (const auto& [k, v] : run["checksums"].items()) out->checksums[k] = v.get<std::string>();
     }
-    out->started_ns = U(run, {"first_launch_ns"});
-    out->finished_ns = U(run, {"virtual_time_ns"});
-    out->faults = U(sim, {"faults"});
-    out->fault_stall_ns = U(sim, {"fault_stall_ns"});
-    out->kernel_ns = U(sim, {"kernel_ns"});
-    out->compute_ns = U(sim, {"compute_ns"});
-    out->h2d_fault_bytes = U(sim, {"bytes", "h2d", "fault"});
-    out->h2d_prefetch_bytes = U(sim, {"bytes", "h2d", "prefetch"});
-    out->h2d_copy_bytes = U(sim, {"bytes", "h2d", "memcpy"});
-    out->d2h_bytes = U(sim, {"bytes", "d2h", "eviction"}) + U(sim, {"bytes", "d2h", "prefetch"});
+    out->started_ns = JsonU64(run, {"first_launch_ns"});
+    out->finished_ns = JsonU64(run, {"virtual_time_ns"});
+    out->faults = JsonU64(sim, {"faults"});
+    out->fault_stall_ns = JsonU64(sim, {"fault_stall_ns"});
+    out->kernel_ns = JsonU64(sim, {"kernel_ns"});
+    out->compute_ns = JsonU64(sim, {"compute_ns"});
+    out->h2d_fault_bytes = JsonU64(sim, {"bytes", "h2d", "fault"});
+    out->h2d_prefetch_bytes = JsonU64(sim, {"bytes", "h2d", "prefetch"});
+    out->h2d_copy_bytes = JsonU64(sim, {"bytes", "h2d", "memcpy"});
+    out->d2h_bytes = JsonU64(sim, {"bytes", "d2h", "eviction"}) + JsonU64(sim, {"bytes", "d2h", "prefetch"});
     if (LogsAccesses() && status == 0) {
-      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), U(sim, {"device", "hbm_bytes"}));
+      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), JsonU64(sim, {"device", "hbm_bytes"}));
       if (bound.ok()) {
         out->belady_h2d_bytes = bound->h2d_bytes;
       } else {
         out->belady_error = bound.status().message();
       }
     }
-    out->coordinator_wait_ns = U(hook, {"coordinator", "wait_ns"});
+    out->coordinator_wait_ns = JsonU64(hook, {"coordinator", "wait_ns"});
     out->latencies_ns.clear();
     if (run.is_object() && run.contains("latency_ns") && run["latency_ns"].is_array()) {
       for (const json& l : run["latency_ns"]) {

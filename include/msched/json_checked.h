@@ -1,7 +1,8 @@
 // File: msched/json_checked.h
 // Non-throwing forms of the nlohmann::json accessors that throw on a missing
 // key or a wrong type: at(key), value(key, default) for a string or a bool,
-// and get<std::string>() / get<bool>(). Each returns a Result whose error
+// and get<std::string>() / get<bool>(); and JsonU64, a counter read through
+// nested objects. Each returns a Result whose error
 // message is, word for word, the what() of the exception the accessor would
 // have thrown (nlohmann/json 3.10-3.11, JSON_DIAGNOSTICS off), e.g.
 // "[json.exception.out_of_range.403] key 'steps' not found", so a parser
@@ -16,6 +17,8 @@
 //   if (!steps.ok()) return steps.status();
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "msched/status.h"
@@ -71,6 +74,19 @@ Result<bool> JsonBoolOr(const Json& j, const std::string& key, bool fallback) {
   auto it = j.find(key);
   if (it == j.end()) return fallback;
   return JsonGetBool(*it);
+}
+
+// The unsigned number at `path` through nested objects (a run's statistics:
+// {"bytes", "h2d", "fault"}), or 0 when a key is missing or the value is no
+// number: for reading counters that a run may or may not have written.
+template <typename Json>
+uint64_t JsonU64(const Json& j, std::initializer_list<const char*> path) {
+  const Json* node = &j;
+  for (const char* key : path) {
+    if (!node->is_object() || !node->contains(key)) return 0;
+    node = &(*node)[key];
+  }
+  return node->is_number() ? node->template get<uint64_t>() : 0;
 }
 
 }  // namespace msched

@@ -25,15 +25,6 @@ std::string Checksums(const std::string& out) {
   return sums;
 }
 
-uint64_t JsonU64(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* node = &j;
-  for (const char* key : path) {
-    if (!node->is_object() || !node->contains(key)) return 0;
-    node = &(*node)[key];
-  }
-  return node->is_number() ? node->get<uint64_t>() : 0;
-}
-
 ProgramRun RunProgram(const std::vector<std::string>& argv, std::map<std::string, std::string> env) {
   static int serial = 0;
   const std::string base = ::testing::TempDir() + "run_" + std::to_string(getpid()) + "_" + std::to_string(serial++);

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "msched/json_checked.h"
+
 namespace msched::testsupport {
 
 struct ProgramRun {
@@ -27,6 +29,6 @@ std::string Slurp(const std::string& path);
 std::string Checksums(const std::string& out);
 
 // The unsigned number at `path` in `j`, or 0 when absent.
-uint64_t JsonU64(const nlohmann::json& j, std::initializer_list<const char*> path);
+using msched::JsonU64;
 
 }  // namespace msched::testsupport

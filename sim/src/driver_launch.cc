@@ -33,6 +33,18 @@ std::vector<msimRange>& LastAccesses() {
   return last;
 }
 
+// msimSetNextLaunch's override, per thread, until that function's launch.
+struct NextLaunch {
+  const KernelDecl* kernel = nullptr;  // none pending
+  std::vector<TouchedRange> ranges;
+  uint64_t compute_ns = 0;
+};
+
+NextLaunch& PendingLaunch() {
+  static thread_local NextLaunch next;
+  return next;
+}
+
 }  // namespace
 
 void SetLastAccesses(const std::vector<TouchedRange>& ranges) {
@@ -88,14 +100,24 @@ CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* para
     std::memcpy(out, reinterpret_cast<const void*>(addr), 8);
     return true;
   };
-  int64_t bytes = 0, flops = 0;
-  if (!EvaluateAccesses(args, read_u64, &ranges, &error) || !EvaluateCost(args, &bytes, &flops)) {
-    ReportError(error.empty() ? "kernel '" + k->name + "': cannot evaluate its cost" : error);
-    return CUDA_ERROR_INVALID_VALUE;
+  uint64_t compute = 0;
+  if (NextLaunch& next = PendingLaunch(); next.kernel == k) {  // a replayed launch
+    ranges = std::move(next.ranges);
+    uint64_t bytes = 0;
+    for (const TouchedRange& r : ranges) bytes += r.end - r.begin;
+    compute = next.compute_ns != 0 ? next.compute_ns
+                                   : UsToNs(prof.kernel_launch_us) + TransferNs(bytes, prof.hbm_gbps);
+    next = NextLaunch{};
+  } else {
+    int64_t bytes = 0, flops = 0;
+    if (!EvaluateAccesses(args, read_u64, &ranges, &error) || !EvaluateCost(args, &bytes, &flops)) {
+      ReportError(error.empty() ? "kernel '" + k->name + "': cannot evaluate its cost" : error);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    compute = UsToNs(prof.kernel_launch_us) +
+              std::max(TransferNs(static_cast<uint64_t>(bytes), prof.hbm_gbps),
+                       static_cast<uint64_t>(static_cast<double>(flops) / (prof.tflops * 1e3)));
   }
-  const uint64_t compute = UsToNs(prof.kernel_launch_us) +
-                           std::max(TransferNs(static_cast<uint64_t>(bytes), prof.hbm_gbps),
-                                    static_cast<uint64_t>(static_cast<double>(flops) / (prof.tflops * 1e3)));
   ++p.counters.launches;
   // A kernel touching memory outside the process's allocations faults on a
   // real GPU: the error surfaces at the next synchronisation, and the host
@@ -282,6 +304,19 @@ MSIM_EXPORT CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, siz
   const std::vector<msimRange>& last = msim::LastAccesses();
   *count = last.size();
   for (size_t i = 0; i < last.size() && i < capacity; ++i) out[i] = last[i];
+  return CUDA_SUCCESS;
+}
+
+MSIM_EXPORT CUresult msimSetNextLaunch(CUfunction f, const msimRange* ranges, size_t count, uint64_t compute_ns) {
+  if (f == nullptr || (ranges == nullptr && count > 0)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    if (ranges[i].end <= ranges[i].begin || ranges[i].mode < 1 || ranges[i].mode > 3) return CUDA_ERROR_INVALID_VALUE;
+  }
+  msim::NextLaunch& next = msim::PendingLaunch();
+  next.kernel = reinterpret_cast<const KernelDecl*>(f);
+  next.ranges.clear();
+  for (size_t i = 0; i < count; ++i) next.ranges.push_back({ranges[i].begin, ranges[i].end, ranges[i].mode});
+  next.compute_ns = compute_ns;
   return CUDA_SUCCESS;
 }
 

@@ -5,7 +5,10 @@
 //   msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]
 //            [--managed] [--no-checksum] [--arrive-ns T]
 //            [--attempts N] [--retry-delay-ns D]
+//   msim-run --replay TRACE [the same options but --set]
 //
+// --replay runs a real program's profile trace (trace_replay.h) in place
+// of a workload file, and says first how its kernels are timed.
 // --managed allocates every device buffer as managed memory, as a
 // unified-memory program does (demand paging without msched).
 // --no-checksum skips reading the checksum buffers back (benchmark scale).
@@ -23,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace_replay.h"
 #include "workload_parse.h"
 #include "workload_run.h"
 
@@ -30,15 +34,48 @@ namespace {
 
 int Usage(const char* why) {
   std::fprintf(stderr, "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n"
-               "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n",
+               "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n"
+               "       msim-run --replay TRACE [--json OUT.json] [--managed] [--no-checksum] [--arrive-ns T]\n"
+               "                [--attempts N] [--retry-delay-ns D]\n",
                why);
   return 2;
+}
+
+// Says how a replay will run (on stdout, before it does: which timing its
+// kernels get, and what the trace could not say), and returns it as JSON.
+nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
+  const uint64_t modelled = r.launches - r.clean_durations;
+  std::printf("replay %s: %llu launches, %llu allocations; kernel times: %llu from the trace's clean durations, "
+              "%llu modelled (the device's kernel launch time plus the bytes touched at its HBM bandwidth)\n",
+              r.workload.name.c_str(), static_cast<unsigned long long>(r.launches),
+              static_cast<unsigned long long>(r.allocations), static_cast<unsigned long long>(r.clean_durations),
+              static_cast<unsigned long long>(modelled));
+  const std::pair<const char*, uint64_t> skipped[] = {
+      {"launches the driver would refuse skipped", r.skipped_launches},
+      {"touched ranges outside every allocation dropped", r.dropped_ranges},
+      {"frees of unknown addresses ignored", r.unknown_frees},
+      {"allocations overlapped by a later one taken as freed", r.replaced_allocations},
+      {"trace lines unreadable", r.problems.size()}};
+  for (const auto& [what, n] : skipped) {
+    if (n != 0) std::fprintf(stderr, "msim-run: replay: %llu %s\n", static_cast<unsigned long long>(n), what);
+  }
+  for (size_t i = 0; i < r.problems.size() && i < 5; ++i) std::fprintf(stderr, "msim-run: %s\n", r.problems[i].c_str());
+  return {{"launches", r.launches},
+          {"allocations", r.allocations},
+          {"clean_durations", r.clean_durations},
+          {"modelled_durations", modelled},
+          {"skipped_launches", r.skipped_launches},
+          {"dropped_ranges", r.dropped_ranges},
+          {"unknown_frees", r.unknown_frees},
+          {"replaced_allocations", r.replaced_allocations},
+          {"unreadable_lines", r.problems.size()}};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path, json_out;
+  bool replay = false;
   std::map<std::string, int64_t> overrides;
   msim::RunOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -65,6 +102,9 @@ int main(int argc, char** argv) {
       if (a == "--arrive-ns") options.arrival_ns = v;
       else if (a == "--attempts") options.max_attempts = static_cast<int>(v);
       else options.retry_delay_ns = v;
+    } else if (a == "--replay" && i + 1 < argc && path.empty()) {
+      path = argv[++i];
+      replay = true;
     } else if (a == "--json" && i + 1 < argc) {
       json_out = argv[++i];
     } else if (!a.empty() && a[0] != '-' && path.empty()) {
@@ -74,7 +114,20 @@ int main(int argc, char** argv) {
     }
   }
   if (path.empty()) return Usage("no workload given");
-  msched::Result<msim::Workload> loaded = msim::LoadWorkload(path, overrides);
+  if (replay && !overrides.empty()) return Usage("--set does not apply to a replay");
+  msched::Result<msim::Workload> loaded = msched::Status::Ok();
+  nlohmann::json replay_json;
+  if (replay) {
+    msched::Result<msim::ReplayedTrace> replayed = msim::ReplayTrace(path);
+    if (!replayed.ok()) {
+      std::fprintf(stderr, "msim-run: %s\n", replayed.status().message().c_str());
+      return 2;
+    }
+    replay_json = ReplaySummary(*replayed);
+    loaded = std::move(replayed->workload);
+  } else {
+    loaded = msim::LoadWorkload(path, overrides);
+  }
   if (!loaded.ok()) {
     std::fprintf(stderr, "msim-run: %s\n", loaded.status().message().c_str());
     return 2;
@@ -98,6 +151,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, t] : r.marks) j["marks"][name] = t;
   if (!r.latencies_ns.empty()) j["latency_ns"] = r.latencies_ns;
   if (!r.error.empty()) j["error"] = r.error;
+  if (replay) j["replay"] = replay_json;
   if (!json_out.empty()) std::ofstream(json_out) << j.dump(2) << "\n";
   if (!r.error.empty()) {
     std::fprintf(stderr, "msim-run: %s: %s\n", w.name.c_str(), r.error.c_str());

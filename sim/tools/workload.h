@@ -19,13 +19,24 @@
 namespace msim {
 
 // One launch argument: a pointer into a buffer, an integer, a float, or a
-// struct of those packed with natural alignment.
+// struct of those packed with natural alignment. kBytes (literal bytes,
+// unaligned) only in replays of traces (trace_replay.h).
 struct ArgSpec {
-  enum class Kind { kPtr, kU64, kU32, kF32, kStruct } kind = Kind::kU64;
+  enum class Kind { kPtr, kU64, kU32, kF32, kStruct, kBytes } kind = Kind::kU64;
   std::string buffer;  // kPtr
+  uint64_t offset = 0; // kPtr: bytes into the buffer, before `value`
   ExprPtr value;       // kPtr: offset; kU64/kU32: value
   double f32 = 0;      // kF32
   std::vector<ArgSpec> fields;  // kStruct
+  std::vector<uint8_t> bytes;   // kBytes
+};
+
+// A byte range of a buffer that a replayed launch touches: [begin, end)
+// bytes from the buffer's start, mode 1 read, 2 write, 3 both.
+struct TouchSpec {
+  std::string buffer;
+  uint64_t begin = 0, end = 0;
+  uint32_t mode = 3;
 };
 
 struct ServeSpec;
@@ -50,6 +61,13 @@ struct Step {
   std::string var;                // kRepeat: loop variable
   std::vector<Step> body;         // kRepeat, kGraph, kServe
   std::shared_ptr<const ServeSpec> serve;  // kServe
+  // kLaunch of a replayed trace: the launch touches exactly `touches` (not
+  // what its kernel's declaration lists) and computes for `compute_ns`
+  // (0: the simulator's model from the bytes touched). msimSetNextLaunch.
+  // Replayed kernels name kReplayStampKernel as their host implementation.
+  bool replayed = false;
+  std::vector<TouchSpec> touches;
+  uint64_t compute_ns = 0;
 };
 
 // A service's requests: `requests` arrive as one seeded Poisson process at
@@ -71,6 +89,10 @@ struct ServeSpec {
   std::vector<std::string> swap_buffers;
   std::string swap_as, swap_from;
 };
+
+// The host implementation of replayed kernels: it stamps the first word of
+// each range the launch writes (trace_replay.h).
+inline constexpr char kReplayStampKernel[] = "msim-replay-stamp";
 
 struct BufferSpec {
   std::string name;

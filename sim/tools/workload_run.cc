@@ -7,6 +7,36 @@
 #include "workload_runner.h"
 
 namespace msim {
+namespace {
+
+// The replayed launch being made, for the stamp kernel: the simulator runs
+// a host implementation within the launch call, on the calling thread.
+struct ReplayStamp {
+  uint64_t launch = 0;    // its place among the run's launches
+  uint64_t identity = 0;  // of its kernel and ranges, so that launches in another order stamp otherwise
+  std::vector<msimRange> ranges;
+};
+thread_local const ReplayStamp* current_stamp = nullptr;
+
+// kReplayStampKernel: mixes each written range's first word with the
+// launch's place, so that the final contents depend on every write and
+// their order.
+void StampWrites(void* const*, const msimLaunchInfo*) {
+  if (current_stamp == nullptr) return;
+  for (size_t i = 0; i < current_stamp->ranges.size(); ++i) {
+    const msimRange& r = current_stamp->ranges[i];
+    if ((r.mode & 2) == 0 || r.end - r.begin < 8) continue;
+    uint64_t z;
+    std::memcpy(&z, reinterpret_cast<const void*>(r.begin), 8);
+    z ^= (current_stamp->launch << 20 | i) + current_stamp->identity;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finaliser
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(reinterpret_cast<void*>(r.begin), &z, 8);
+  }
+}
+
+}  // namespace
 
 RunResult Runner::Run() {
   RunResult result;
@@ -76,6 +106,7 @@ msched::Status Runner::Setup() {
   CUcontext ctx;
   MSCHED_RETURN_IF_ERROR(Check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
   MSCHED_RETURN_IF_ERROR(Check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent"));
+  MSCHED_RETURN_IF_ERROR(Check(msimRegisterHostKernel(kReplayStampKernel, &StampWrites), "registering the stamp"));
   for (const std::string& text : w_.module_texts) {
     CUmodule m;
     MSCHED_RETURN_IF_ERROR(Check(cuModuleLoadData(&m, text.c_str()), "cuModuleLoadData"));
@@ -209,7 +240,7 @@ msched::Result<size_t> Runner::Pack(const ArgSpec& a, std::vector<uint8_t>* out,
     case ArgSpec::Kind::kPtr: {
       Result<Span> buffer = Buffer(a.buffer);
       if (!buffer.ok()) return buffer.status();
-      uint64_t p = buffer->first;
+      uint64_t p = buffer->first + a.offset;
       if (a.value) {
         Result<int64_t> offset = Eval(a.value, "offset");
         if (!offset.ok()) return offset.status();
@@ -232,6 +263,10 @@ msched::Result<size_t> Runner::Pack(const ArgSpec& a, std::vector<uint8_t>* out,
       const float v = static_cast<float>(a.f32);
       return put(&v, 4);
     }
+    case ArgSpec::Kind::kBytes:
+      if (out->size() < at + a.bytes.size()) out->resize(at + a.bytes.size());
+      std::memcpy(out->data() + at, a.bytes.data(), a.bytes.size());
+      return at + a.bytes.size();
     case ArgSpec::Kind::kStruct:
       for (const ArgSpec& f : a.fields) {
         Result<size_t> end = Pack(f, out, at);
@@ -297,21 +332,46 @@ msched::Status Runner::Launch(const Step& s) {
                    CU_LAUNCH_PARAM_END};
   void** kp = s.to == "extra" ? nullptr : params.data();
   void** ex = s.to == "extra" ? extra : nullptr;
+  ReplayStamp stamp;
+  if (s.replayed) {
+    stamp.launch = launches_;
+    stamp.identity = 1469598103934665603ull;  // FNV-1a over the kernel's name and the ranges' offsets
+    const auto mix = [&](uint64_t v) { stamp.identity = (stamp.identity ^ v) * 1099511628211ull; };
+    for (char c : s.kernel) mix(static_cast<uint8_t>(c));
+    for (const TouchSpec& t : s.touches) {
+      Result<Span> buffer = Buffer(t.buffer);
+      if (!buffer.ok()) return buffer.status();
+      stamp.ranges.push_back({buffer->first + t.begin, buffer->first + t.end, t.mode, 0});
+      mix(t.begin), mix(t.end), mix(t.mode);
+    }
+    MSCHED_RETURN_IF_ERROR(
+        Check(msimSetNextLaunch(f, stamp.ranges.data(), stamp.ranges.size(), s.compute_ns), "replaying " + s.kernel));
+    current_stamp = &stamp;
+  }
+  const Status launched = LaunchAs(s, f, dims, *stream, kp, ex);
+  current_stamp = nullptr;
+  MSCHED_RETURN_IF_ERROR(launched);
+  if (launches_++ == 0) msimGetTime(&first_launch_ns_);
+  return Status::Ok();
+}
+
+// The launch call `s` names (cuLaunchKernel unless its pattern says).
+msched::Status Runner::LaunchAs(const Step& s, CUfunction f, const unsigned dims[6], CUstream stream, void** kp,
+                                void** ex) {
   const std::string what = "launching " + s.kernel;
   if (s.pattern == "ex") {
     CUlaunchConfig c{};
     c.gridDimX = dims[0], c.gridDimY = dims[1], c.gridDimZ = dims[2];
     c.blockDimX = dims[3], c.blockDimY = dims[4], c.blockDimZ = dims[5];
-    c.hStream = *stream;
+    c.hStream = stream;
     MSCHED_RETURN_IF_ERROR(Check(cuLaunchKernelEx(&c, f, kp, ex), what));
   } else if (s.pattern == "cooperative") {
     MSCHED_RETURN_IF_ERROR(Check(
-        cuLaunchCooperativeKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, *stream, kp), what));
+        cuLaunchCooperativeKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream, kp), what));
   } else {
     MSCHED_RETURN_IF_ERROR(
-        Check(cuLaunchKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, *stream, kp, ex), what));
+        Check(cuLaunchKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream, kp, ex), what));
   }
-  if (launches_++ == 0) msimGetTime(&first_launch_ns_);
   return Status::Ok();
 }
 

@@ -50,6 +50,7 @@ class Runner {
   Status Exec(const std::vector<Step>& steps);
   Status ExecStep(const Step& s);
   Status Launch(const Step& s);
+  Status LaunchAs(const Step& s, CUfunction f, const unsigned dims[6], CUstream stream, void** kp, void** ex);
   Status Graph(const Step& s);
   Status Write(const Step& s);
   // workload_serve.cc

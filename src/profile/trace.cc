@@ -114,6 +114,9 @@ Result<TraceLaunch> ParseLaunch(const json& j) {
   Result<uint64_t> latency = OptionalU64(j, "latency_ns", 0);
   if (!latency.ok()) return latency.status();
   l.latency_ns = *latency;
+  Result<uint64_t> duration = OptionalU64(j, "duration_ns", 0);
+  if (!duration.ok()) return duration.status();
+  l.duration_ns = *duration;
   return l;
 }
 
@@ -292,6 +295,7 @@ std::string TraceLaunchLine(const TraceLaunch& l) {
             {"block", {l.dims.block[0], l.dims.block[1], l.dims.block[2]}}, {"smem", l.dims.shared_mem},
             {"touched", touched}};
   if (l.latency_ns) j["latency_ns"] = l.latency_ns;
+  if (l.duration_ns) j["duration_ns"] = l.duration_ns;
   return j.dump();
 }
 

@@ -4,7 +4,9 @@
 //   {"type":"header","format":"msched-trace","version":1,"source":"simulator"|"cupti","precision":1,...}
 //   {"type":"alloc","base":N,"size":N}            {"type":"free","base":N}
 //   {"type":"launch","seq":N,"kernel":"...","params":[[off,size],...],"args":["hex",...],
-//    "grid":[x,y,z],"block":[x,y,z],"smem":N,"touched":[[begin,end,mode],...],"latency_ns":N}
+//    "grid":[x,y,z],"block":[x,y,z],"smem":N,"touched":[[begin,end,mode],...],"latency_ns":N,
+//    "duration_ns":N}
+//   (latency_ns and duration_ns optional)
 //   {"type":"note","text":"..."}
 // Touched ranges are exact bytes ("precision": 1) on the simulator, and
 // rounded out to the driver's migration granularity from CUPTI.
@@ -36,7 +38,12 @@ struct TraceLaunch {
   std::vector<std::vector<uint8_t>> args;  // each parameter's bytes
   LaunchDims dims;
   std::vector<TouchedRange> touched;
+  // From the launch call to the kernel's end, the faults that brought its
+  // memory in included (0: not recorded).
   uint64_t latency_ns = 0;
+  // The kernel's own running time with its memory already on the device, as
+  // a replay models it (0: not recorded).
+  uint64_t duration_ns = 0;
   size_t alloc_epoch = 0;  // allocation events that happened before this launch
 };
 

@@ -1,5 +1,6 @@
 // Tests of the simulated driver's API in one process, beside the memory
-// model: host kernels, the extra launch form, events, the idle alarm,
+// model: host kernels, the extra launch form, a replayed launch's ranges
+// and time (msimSetNextLaunch), events, the idle alarm,
 // capture, VMM, pointer attributes, malformed modules, parameter info,
 // cuGetProcAddress semantics, unimplemented calls and sticky errors.
 #include <dlfcn.h>
@@ -52,6 +53,57 @@ TEST_F(SimDriverTest, ExtraFormAndLaunchExReachTheSameKernel) {
   EXPECT_EQ(out, 3.0f);
   size = 8;  // smaller than the layout
   EXPECT_EQ(cuLaunchKernelEx(&config, vadd_, nullptr, extra), CUDA_ERROR_INVALID_VALUE);
+}
+
+std::vector<msimRange> LastAccesses() {
+  size_t n = 0;
+  msimLastLaunchAccesses(nullptr, 0, &n);
+  std::vector<msimRange> out(n);
+  msimLastLaunchAccesses(out.data(), out.size(), &n);
+  return out;
+}
+
+TEST_F(SimDriverTest, ASetNextLaunchReplacesTheAccessesAndTimeOfThatFunctionsNextLaunchOnly) {
+  const uint64_t mib = 1 << 20;
+  CUdeviceptr a = Managed(4 * mib);
+  Prefetch(a, 4 * mib, true);
+  const msimRange ranges[] = {{a + mib, a + 2 * mib, 2, 0}, {a + 3 * mib, a + 3 * mib + 64, 1, 0}};
+  CU_ASSERT(msimSetNextLaunch(touch_, ranges, 2, 5'000'000));
+  Spin(a, 1, nullptr);  // another function: the override waits for touch's launch
+  ASSERT_EQ(LastAccesses().size(), 1u);
+  EXPECT_EQ(LastAccesses()[0].begin, a) << "spin touches what its declaration lists";
+  const uint64_t replayed = Timed([&] { Touch(a, 4096); });
+  const std::vector<msimRange> got = LastAccesses();
+  ASSERT_EQ(got.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(got[i].begin, ranges[i].begin);
+    EXPECT_EQ(got[i].end, ranges[i].end);
+    EXPECT_EQ(got[i].mode, ranges[i].mode);
+  }
+  EXPECT_GE(replayed, 5'000'000u) << "the given compute time";
+  EXPECT_LT(replayed, 5'100'000u);
+  // Once used, it is gone: the next launch is the declaration's again.
+  const uint64_t declared = Timed([&] { Touch(a, 4096); });
+  ASSERT_EQ(LastAccesses().size(), 1u);
+  EXPECT_EQ(LastAccesses()[0].end, a + 4096);
+  EXPECT_LT(declared, 100'000u);
+  // Without a time, the model: launch time plus the bytes at HBM bandwidth,
+  // so a range 64 times larger takes longer.
+  const msimRange small[] = {{a, a + 64 * 1024, 1, 0}}, large[] = {{a, a + 4 * mib, 1, 0}};
+  CU_ASSERT(msimSetNextLaunch(touch_, small, 1, 0));
+  const uint64_t t_small = Timed([&] { Touch(a, 8); });
+  CU_ASSERT(msimSetNextLaunch(touch_, large, 1, 0));
+  const uint64_t t_large = Timed([&] { Touch(a, 8); });
+  EXPECT_GT(t_large, t_small);
+  // No ranges at all: the launch touches nothing.
+  CU_ASSERT(msimSetNextLaunch(touch_, nullptr, 0, 0));
+  Touch(a, 4096);
+  EXPECT_TRUE(LastAccesses().empty());
+  const msimRange empty[] = {{a + 8, a + 8, 1, 0}}, bad_mode[] = {{a, a + 8, 4, 0}};
+  EXPECT_EQ(msimSetNextLaunch(touch_, empty, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(msimSetNextLaunch(touch_, bad_mode, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(msimSetNextLaunch(nullptr, nullptr, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(msimSetNextLaunch(touch_, nullptr, 1, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
 TEST_F(SimDriverTest, EventsMeasureVirtualTime) {

@@ -1,6 +1,6 @@
 // What the fitter and the run-time prediction achieve on real programs: the
-// CUPTI traces recorded on an H200 in ../shared/traces (PyTorch training,
-// a transformers Llama, torchvision ResNet-50; see that folder's README).
+// CUPTI traces recorded on an H200 (PyTorch training, a transformers Llama,
+// torchvision ResNet-50), the copies in bench/traces (see its README).
 // Each case fits templates on some launches and scores msched's run-time
 // prediction (the template, else the pointer fallback) on others, in 2 MiB
 // blocks: fn_blocks, touched but not predicted; fp_blocks, predicted but not
@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Decompresses each shared trace once into a temporary directory.
+// Decompresses each trace once into a temporary directory.
 class SharedTraces {
  public:
   static SharedTraces& Get() {
@@ -38,9 +38,9 @@ class SharedTraces {
   const Trace* Find(const std::string& name, std::string* why) {
     auto it = traces_.find(name);
     if (it != traces_.end()) return &it->second;
-    const fs::path xz = fs::path(MSCHED_SHARED_TRACES) / (name + ".trace.xz");
+    const fs::path xz = fs::path(MSCHED_REAL_TRACES) / (name + ".trace.xz");
     if (!fs::exists(xz)) {
-      *why = xz.string() + " is missing (the shared traces lie beside the repository)";
+      *why = xz.string() + " is missing";
       return nullptr;
     }
     const fs::path out = dir_ / (name + ".trace");

@@ -76,6 +76,15 @@ typedef struct msimRange {
  * *count receives the total; at most `capacity` are written. */
 CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, size_t* count);
 
+/* Replaying a recorded launch (msim-run --replay): the calling thread's
+ * next launch of `f` touches exactly `ranges` (copied; `count` may be 0),
+ * in place of the accesses its declaration lists, and computes for
+ * `compute_ns`, or, with 0, for the device's kernel launch time plus the
+ * touched bytes at its HBM bandwidth (the declaration's cost is not used).
+ * A launch of another function leaves it pending; a second call replaces
+ * it. */
+CUresult msimSetNextLaunch(CUfunction f, const msimRange* ranges, size_t count, uint64_t compute_ns);
+
 /* A host implementation computes a kernel's results on the data (device
  * memory is host memory in the simulator). params[i] points to parameter i,
  * as in cuLaunchKernel's kernelParams. */

@@ -200,16 +200,16 @@ int BenchMain(int argc, char** argv) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "[%6.1f s] %s\n", s, line.c_str());
   };
-  Result<std::map<std::string, std::string>> templates = ProfileWorkloads(chosen, *paths, so);
-  if (!templates.ok()) {
-    std::cerr << "msched bench: " << templates.status().message() << "\n";
+  Result<Prepared> prepared = Prepare(chosen, *paths, so);
+  if (!prepared.ok()) {
+    std::cerr << "msched bench: " << prepared.status().message() << "\n";
     return 1;
   }
   std::vector<ScenarioResult> results;
   std::string sections;
   bool all_ok = true;
   for (const Scenario* s : chosen) {
-    results.push_back(RunScenario(*s, *device, *templates, *paths, so));
+    results.push_back(RunScenario(*s, *device, *prepared, *paths, so));
     const std::string section = ScenarioSection(results.back(), *device);
     std::cout << "\n" << section << std::flush;
     sections += section + "\n";

@@ -286,8 +286,8 @@ std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
       if (ms == nullptr || pr.point.percent <= 100) continue;
       const auto paper = r.scenario->paper_speedup.find(pr.point.percent);
       const double speedup = Speedup(*ms, pr);
-      out << "| " << r.scenario->name << " | " << Footprint(pr.point) << " | "
-          << (speedup > 0 ? Num(speedup, 2) + "x" : ms->ok() ? "-" : "failed") << " | "
+      out << "| " << r.scenario->name << (r.scenario->source.empty() ? "" : " (" + r.scenario->source + ")") << " | "
+          << Footprint(pr.point) << " | " << (speedup > 0 ? Num(speedup, 2) + "x" : ms->ok() ? "-" : "failed") << " | "
           << (paper != r.scenario->paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
           << Times(Speedup(*ms, pr, Policy::kExclusive)) << " | " << Num(100 * OfIdeal(*ms, pr), 1) << " |\n";
     }

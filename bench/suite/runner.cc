@@ -145,7 +145,13 @@ class Stage {
 
   // Starts job `i`; `barrier` > 1 makes it start with that many others.
   Result<Subprocess> Spawn(const JobSpec& job, size_t i, size_t barrier) const {
-    std::vector<std::string> argv = {paths_.msim_run, paths_.workloads_dir + "/" + job.workload, "--json", File(i, "json")};
+    std::vector<std::string> argv = {paths_.msim_run};
+    if (job.trace.empty()) {
+      argv.push_back(paths_.workloads_dir + "/" + job.workload);
+    } else {
+      argv.insert(argv.end(), {"--replay", job.trace});
+    }
+    argv.insert(argv.end(), {"--json", File(i, "json")});
     for (const auto& [k, v] : job.vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
     if (!o_.host_kernels) argv.push_back("--no-checksum");
     if (job.arrival_ns > 0) argv.insert(argv.end(), {"--arrive-ns", std::to_string(job.arrival_ns)});
@@ -275,6 +281,7 @@ Result<BenchPaths> BenchPaths::Locate() {
   const bool installed = access((share + "/bench/scenarios").c_str(), R_OK) == 0;
   p.workloads_dir = installed ? share + "/bench/workloads" : MSCHED_BENCH_DIR "/workloads";
   p.scenarios_dir = installed ? share + "/bench/scenarios" : MSCHED_BENCH_DIR "/scenarios";
+  p.traces_dir = installed ? share + "/bench/traces" : MSCHED_BENCH_DIR "/traces";
   p.devices_dir = installed ? share + "/templates/devices" : MSCHED_DEVICES_DIR;
   // The simulated GPU is never installed: MSCHED_SIM_DIR names one (a build
   // tree's sim/); msched in a build tree uses its own.

@@ -61,6 +61,7 @@ struct BenchPaths {
   std::string libmsched;
   std::string sim_lib_dir;    // holds the simulator's libcuda.so.1
   std::string workloads_dir;  // bench/workloads
+  std::string traces_dir;     // bench/traces: real programs' profile traces (xz)
   std::string scenarios_dir;  // bench/scenarios
   std::string devices_dir;    // the simulator's device profiles
   // Beside the running program: a build tree (tools/, sim/, hook/) or an install.
@@ -71,6 +72,7 @@ struct JobSpec {
   std::string label;     // for reports: "vadd-1"
   std::string user = "user";
   std::string workload;  // file name under the workloads directory
+  std::string trace;     // or a profile trace to replay (msim-run --replay), its path
   std::map<std::string, int64_t> vars;
   uint64_t footprint = 0;  // bytes (for reports and MSCHED_MEM)
   bool declare_memory = false;

@@ -81,7 +81,8 @@ Arrivals ArrivalsOf(const json& a, const std::string& what) {
 ScenarioJob Job(const json& j) {
   ScenarioJob out;
   out.label = j.at("label").get<std::string>();
-  out.count = j.value("count", j.contains("hbm_share") ? 0 : 1);
+  // Unset: as many as the footprint calls for, where a job's size is known.
+  out.count = j.value("count", j.contains("hbm_share") || j.contains("trace") ? 0 : 1);
   out.user = j.value("user", std::string("user"));
   const std::string c = j.value("class", std::string());
   out.job_class = c == "short" ? JobClass::kShort : c == "long" ? JobClass::kLong : JobClass::kUnset;
@@ -98,16 +99,31 @@ ScenarioJob Job(const json& j) {
       }
     }
   }
-  out.workload = j.at("workload").get<std::string>();
   out.share = j.value("share", 0.0);
   out.hbm_share = j.value("hbm_share", 0.0);
-  if ((out.share > 0) == (out.hbm_share > 0) || out.share > 1 || out.hbm_share > 1) {
-    throw Bad{"jobs." + out.label + ": exactly one of share and hbm_share, a fraction from 0 to 1"};
+  if (j.contains("trace")) {
+    if (j.contains("workload")) throw Bad{"jobs." + out.label + ": a workload or a trace, not both"};
+    const json& t = j["trace"];
+    out.trace_full = t.is_string() ? t.get<std::string>() : t.at("full").get<std::string>();
+    out.trace_quick = t.is_string() ? out.trace_full : t.at("quick").get<std::string>();
+    for (const std::string& name : {out.trace_full, out.trace_quick}) {
+      if (name.empty() || name.find('/') != std::string::npos || !name.ends_with(".trace.xz")) {
+        throw Bad{"jobs." + out.label + ".trace: a NAME.trace.xz file under bench/traces"};
+      }
+    }
+    if (out.hbm_share > 0 || out.share > 1) throw Bad{"jobs." + out.label + ": a trace job takes share (0 to 1), not hbm_share"};
+    if (out.share <= 0) out.share = 1;
+    out.unit = j.value("unit", std::string("runs"));
+  } else {
+    out.workload = j.at("workload").get<std::string>();
+    if ((out.share > 0) == (out.hbm_share > 0) || out.share > 1 || out.hbm_share > 1) {
+      throw Bad{"jobs." + out.label + ": exactly one of share and hbm_share, a fraction from 0 to 1"};
+    }
+    out.work_var = j.at("work").get<std::string>();
+    out.unit = j.value("unit", std::string("tasks"));
   }
   if (out.count < 0 || out.count > 64) throw Bad{"jobs." + out.label + ".count: from 0 to 64"};
-  out.work_var = j.at("work").get<std::string>();
   out.instance_var = j.value("instance_var", std::string());
-  out.unit = j.value("unit", std::string("tasks"));
   out.vars = Vars(j, "vars");
   out.full_vars = Vars(j, "full_vars");
   out.quick_vars = Vars(j, "quick_vars");
@@ -184,6 +200,7 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
     s.retry_delay_ms_quick = j["retry_delay_ms"].at("quick").get<double>();
     if (s.retry_delay_ms_full < 0 || s.retry_delay_ms_quick < 0) throw Bad{"retry_delay_ms: not negative"};
   }
+  s.source = j.value("source", std::string());
   s.link_passes_per_unit = j.value("link_passes_per_unit", 0.0);
   if (s.link_passes_per_unit < 0 || s.link_passes_per_unit > 100) {
     throw Bad{"link_passes_per_unit: a number from 0 to 100"};
@@ -258,13 +275,54 @@ std::vector<uint64_t> Arrivals::Times(int count) const {
   return out;
 }
 
-Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick) {
+const std::string& TraceOf(const ScenarioJob& job, bool quick) { return quick ? job.trace_quick : job.trace_full; }
+
+uint64_t ProgramsHbm(const Scenario& s, bool quick, const TraceFiles& traces) {
+  uint64_t largest = 0;
+  for (const ScenarioJob& j : s.jobs) {
+    const auto it = traces.find(TraceOf(j, quick));
+    if (it != traces.end()) largest = std::max(largest, it->second.footprint);
+  }
+  constexpr uint64_t kBlock = 2 << 20;
+  return (2 * largest + kBlock - 1) / kBlock * kBlock;
+}
+
+Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick, const TraceFiles& traces) {
   Point p;
   p.percent = percent;
   p.hbm_bytes = hbm_bytes;
   const double total = static_cast<double>(hbm_bytes) * percent / 100.0;
   for (size_t kind = 0; kind < s.jobs.size(); ++kind) {
     const ScenarioJob& j = s.jobs[kind];
+    const std::string& trace = TraceOf(j, quick);
+    const auto replayed = traces.find(trace);
+    if (!trace.empty()) {
+      // Without its file (not prepared) the job has no program: it fails
+      // when run, saying so, rather than running something else.
+      const TraceFile file = replayed != traces.end() ? replayed->second : TraceFile{};
+      const int count = j.count > 0 ? j.count
+                        : file.footprint == 0
+                            ? 1
+                            : std::max(1, static_cast<int>(std::lround(total * j.share /
+                                                                       static_cast<double>(file.footprint))));
+      for (int i = 1; i <= count; ++i) {
+        JobSpec spec;
+        spec.label = count > 1 ? j.label + "-" + std::to_string(i) : j.label;
+        spec.user = j.user;
+        spec.trace = file.path.empty() ? trace : file.path;
+        spec.footprint = file.footprint;
+        spec.job_class = j.job_class;
+        spec.declare_memory = s.multiuser;
+        spec.priority = j.priority;
+        spec.work_units = 1;
+        p.footprint += spec.footprint;
+        p.work.push_back(spec.work_units);
+        p.units.push_back(j.unit);
+        p.kinds.push_back(kind);
+        p.jobs.push_back(std::move(spec));
+      }
+      continue;
+    }
     const double each = j.share > 0 ? total * j.share : static_cast<double>(hbm_bytes) * j.hbm_share;
     const int count = j.count > 0 ? j.count : std::max(1, static_cast<int>(std::lround(total / each)));
     const std::vector<uint64_t> arrivals = (quick ? j.quick_arrivals : j.full_arrivals).Times(count);

@@ -37,6 +37,11 @@ struct ScenarioJob {
   int priority = 0;        // MSCHED_PRIORITY (an urgent job: above 0)
   Arrivals full_arrivals, quick_arrivals;
   std::string workload;    // under bench/workloads
+  // Or a real program's profile trace under bench/traces (xz), replayed
+  // (msim-run --replay); the quick form may name a smaller one. Such a job's
+  // footprint is its program's, its work one run: `share` is then the part
+  // of the point's footprint its instances make up together (1 when unset).
+  std::string trace_full, trace_quick;
   double share = 0;        // of the point's total footprint, per job
   double hbm_share = 0;    // of HBM, per job (when share is 0)
   std::string work_var;    // the variable counting its work units (TASKS, STEPS)
@@ -95,6 +100,9 @@ struct Scenario {
   // The ideal counts the bytes beyond HBM that many times.
   double link_passes_per_unit = 0;
   std::vector<ScenarioJob> jobs;
+  // Where its jobs come from when not the simulator's own kernels, for the
+  // headline table ("replayed from an H200 trace").
+  std::string source;
   std::map<int, double> paper_speedup;  // msched over um, by footprint percent
   std::string paper_note;
 };
@@ -120,7 +128,24 @@ struct Point {
     return sum;
   }
 };
-Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick);
+// A replayed trace, decompressed: where it lies and its program's peak
+// allocated bytes. By file name under bench/traces.
+struct TraceFile {
+  std::string path;
+  uint64_t footprint = 0;
+};
+using TraceFiles = std::map<std::string, TraceFile>;
+
+// The trace a job replays at this form ("" for a workload's job).
+const std::string& TraceOf(const ScenarioJob& job, bool quick);
+
+// HBM "programs": twice the largest replayed program, so that each fits
+// alone with room for another as large.
+uint64_t ProgramsHbm(const Scenario& s, bool quick, const TraceFiles& traces);
+
+// A trace job's instances: as many of its program as make up `share` of the
+// point's footprint, at least one.
+Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick, const TraceFiles& traces = {});
 
 // The swap policy's one job at `p`: Scenario::swap_workload over the first
 // service instance's variables and footprint, with swap_vars, answering every

@@ -15,6 +15,7 @@
 #include "suite/json_file.h"
 #include "msched/config.h"
 #include "base/subprocess.h"
+#include "profile/trace.h"
 
 namespace msched::bench {
 namespace {
@@ -173,6 +174,7 @@ Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths
 }
 
 std::string TemplatesKey(const ScenarioJob& job) {
+  if (!job.trace_full.empty()) return "trace:" + job.trace_full + "," + job.trace_quick;
   std::string key = job.workload;
   std::map<std::string, int64_t> vars = job.vars;
   for (const auto& [k, v] : job.quick_vars) vars[k] = v;
@@ -183,14 +185,82 @@ std::string TemplatesKey(const ScenarioJob& job) {
   return key;
 }
 
-Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<const Scenario*>& scenarios,
-                                                            const BenchPaths& paths, const SuiteOptions& o) {
-  std::map<std::string, std::string> out;
+namespace {
+
+// Runs `argv` to its end with its output in `stem`.log and .err; the
+// error names `what` and the first line it printed on stderr.
+Status RunTool(const std::vector<std::string>& argv, const std::string& stem, const std::string& what,
+               SpawnOptions so = {}) {
+  so.stdout_path = so.stdout_path.empty() ? stem + ".log" : so.stdout_path;
+  so.stderr_path = stem + ".err";
+  Result<Subprocess> p = Subprocess::Spawn(argv, so);
+  if (!p.ok()) return p.status();
+  if (p->Wait() == 0) return Status::Ok();
+  std::ifstream err(so.stderr_path);
+  std::string first;
+  std::getline(err, first);
+  return Status::Internal(what + " failed: " + first + " (see " + so.stderr_path + ")");
+}
+
+// Each trace the scenarios' jobs replay in this form, decompressed into
+// the work directory, with its program's peak allocated bytes.
+Result<TraceFiles> DecompressTraces(const std::vector<const Scenario*>& scenarios, const BenchPaths& paths,
+                                    const SuiteOptions& o) {
+  TraceFiles out;
+  for (const Scenario* s : scenarios) {
+    for (const ScenarioJob& job : s->jobs) {
+      const std::string& name = TraceOf(job, o.quick);
+      if (name.empty() || out.count(name)) continue;
+      const std::string stem = o.work_dir + "/" + name.substr(0, name.size() - 3);  // without ".xz"
+      SpawnOptions so;
+      so.stdout_path = stem;
+      MSCHED_RETURN_IF_ERROR(RunTool({"xz", "-dc", paths.traces_dir + "/" + name}, stem + ".xz", "decompressing " + name, so));
+      TraceReadResult read = ReadTrace(stem);
+      if (!read.status.ok()) return read.status;
+      TraceFile file{stem, 0};
+      uint64_t live = 0;
+      std::map<uint64_t, uint64_t> sizes;
+      for (const TraceAllocEvent& e : read.trace.allocs) {
+        if (e.alloc) {
+          live += e.size;
+          sizes[e.base] = e.size;
+          file.footprint = std::max(file.footprint, live);
+        } else if (auto it = sizes.find(e.base); it != sizes.end()) {
+          live -= it->second;
+          sizes.erase(it);
+        }
+      }
+      if (file.footprint == 0) return Status::InvalidArgument(name + " allocates nothing");
+      out[name] = file;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Prepared> Prepare(const std::vector<const Scenario*>& scenarios, const BenchPaths& paths,
+                         const SuiteOptions& o) {
+  Prepared prepared;
+  Result<TraceFiles> replayed = DecompressTraces(scenarios, paths, o);
+  if (!replayed.ok()) return replayed.status();
+  prepared.traces = std::move(*replayed);
+  std::map<std::string, std::string>& out = prepared.templates;
   for (const Scenario* s : scenarios) {
     for (const ScenarioJob& job : s->jobs) {
       const std::string key = TemplatesKey(job);
       if (out.count(key)) continue;
       const std::string stem = o.work_dir + "/profile" + std::to_string(out.size());
+      if (const std::string& name = TraceOf(job, o.quick); !name.empty()) {
+        // A real program: fitted from its own trace, as a user would.
+        if (o.progress) o.progress("fitting templates to " + name + " (" + job.label + ") with msched-profile");
+        const std::string templates = stem + ".templates.json";
+        MSCHED_RETURN_IF_ERROR(RunTool({paths.msched_profile, "analyze", prepared.traces.at(name).path, "-o", templates,
+                                        "--report", stem + ".report.md"},
+                                       stem + ".analyze", "msched-profile analyze of " + name));
+        out[key] = templates;
+        continue;
+      }
       if (o.progress) o.progress("profiling " + job.workload + " (" + job.label + ") with msched-profile");
       std::vector<std::string> traces;
       const size_t runs = std::max<size_t>(2, job.profile_vars.size());
@@ -211,41 +281,59 @@ Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<co
         SpawnOptions so;
         so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
                   {"MSIM_DEVICE", device.name()}, {"MSIM_HOST_KERNELS", "off"}};
-        so.stdout_path = stem + ".log";
-        so.stderr_path = stem + ".err";
-        Result<Subprocess> p = Subprocess::Spawn(argv, so);
-        if (!p.ok()) return p.status();
-        if (p->Wait() != 0) {
-          std::ifstream err(so.stderr_path);
-          std::string first;
-          std::getline(err, first);
-          return Status::Internal("profiling " + job.workload + " failed: " + first + " (see " + so.stderr_path + ")");
-        }
+        MSCHED_RETURN_IF_ERROR(RunTool(argv, stem, "profiling " + job.workload, so));
         traces.push_back(trace);
       }
       const std::string templates = stem + ".templates.json";
       std::vector<std::string> argv = {paths.msched_profile, "analyze"};
       argv.insert(argv.end(), traces.begin(), traces.end());
       argv.insert(argv.end(), {"-o", templates, "--report", stem + ".report.md"});
-      SpawnOptions so;
-      so.stdout_path = stem + ".analyze.log";
-      so.stderr_path = stem + ".analyze.err";
-      Result<Subprocess> p = Subprocess::Spawn(argv, so);
-      if (!p.ok()) return p.status();
-      if (p->Wait() != 0) return Status::Internal("msched-profile analyze failed for " + job.workload + " (see " + so.stderr_path + ")");
+      MSCHED_RETURN_IF_ERROR(RunTool(argv, stem + ".analyze", "msched-profile analyze for " + job.workload));
       out[key] = templates;
     }
   }
-  return out;
+  return prepared;
 }
 
-// Traces one work unit of `job` at its size in the point (all memory managed,
-// so that any size runs) and checks its templates on what it touched.
+// Scores `templates` on `trace` with `msched-profile check` into `a`
+// (its per-kernel table beside `stem`).
+void CheckOnTrace(const std::string& templates, const std::string& trace, const BenchPaths& paths,
+                  const std::string& stem, TemplateAccuracy* a) {
+  a->table = stem + ".md";
+  const std::string json_path = stem + ".json";
+  SpawnOptions quiet;
+  quiet.stdout_path = "/dev/null";
+  if (Status s = RunTool({paths.msched_profile, "check", templates, trace, "--report", a->table, "--json", json_path},
+                         stem + ".check", "msched-profile check", quiet);
+      !s.ok()) {
+    a->error = s.message();
+    return;
+  }
+  std::string error;
+  const nlohmann::json j = ReadJsonFile(json_path, &error);
+  if (!j.is_object() || !j.contains("total") || !j["total"].is_object()) {
+    a->error = "unreadable check result: " + (error.empty() ? json_path : error);
+    return;
+  }
+  const nlohmann::json& t = j["total"];
+  a->touched_bytes = t.value("touched_bytes", uint64_t{0});
+  a->predicted_bytes = t.value("predicted_bytes", uint64_t{0});
+  a->fn_bytes = t.value("fn_bytes", uint64_t{0});
+  a->fp_bytes = t.value("fp_bytes", uint64_t{0});
+}
+
+// How `job`'s templates predict what it touches: a replayed program on its
+// own trace; a workload traced for one work unit at its size in the point
+// (all memory managed, so that any size runs).
 TemplateAccuracy CheckAtSize(const JobSpec& job, const ScenarioJob& kind, uint64_t hbm, const BenchPaths& paths,
                              const SuiteOptions& o, const std::string& stem) {
   TemplateAccuracy a;
   a.label = kind.label;
-  a.workload = job.workload;
+  a.workload = job.trace.empty() ? job.workload : TraceOf(kind, o.quick);
+  if (!job.trace.empty()) {
+    CheckOnTrace(job.templates, job.trace, paths, stem, &a);
+    return a;
+  }
   const std::string trace = stem + ".jsonl";
   std::vector<std::string> argv = {paths.msched_profile, "--trace", trace, "-o", stem + ".unused.json", "--",
                                    paths.msim_run, paths.workloads_dir + "/" + job.workload, "--managed",
@@ -258,58 +346,35 @@ TemplateAccuracy CheckAtSize(const JobSpec& job, const ScenarioJob& kind, uint64
   so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
             {"MSIM_DEVICE", device.name()}, {"MSIM_HOST_KERNELS", "off"},
             {"MSIM_HBM_BYTES", std::to_string(hbm)}};
-  so.stdout_path = stem + ".log";
-  so.stderr_path = stem + ".err";
-  Result<Subprocess> p = Subprocess::Spawn(argv, so);
-  if (!p.ok() || p->Wait() != 0) {
-    a.error = "the traced run failed (see " + so.stderr_path + ")";
+  if (Status s = RunTool(argv, stem, "the traced run", so); !s.ok()) {
+    a.error = s.message();
     return a;
   }
-  a.table = stem + ".md";
-  const std::string json_path = stem + ".json";
-  SpawnOptions quiet;
-  quiet.stdout_path = "/dev/null";
-  quiet.stderr_path = stem + ".check.err";
-  Result<Subprocess> c = Subprocess::Spawn(
-      {paths.msched_profile, "check", job.templates, trace, "--report", a.table, "--json", json_path}, quiet);
-  if (!c.ok() || c->Wait() != 0) {
-    a.error = "msched-profile check failed (see " + stem + ".check.err)";
-    return a;
-  }
+  CheckOnTrace(job.templates, trace, paths, stem, &a);
   std::remove(trace.c_str());  // can be large; the table keeps what it showed
-  std::string error;
-  const nlohmann::json j = ReadJsonFile(json_path, &error);
-  if (!j.is_object() || !j.contains("total") || !j["total"].is_object()) {
-    a.error = "unreadable check result: " + (error.empty() ? json_path : error);
-    return a;
-  }
-  const nlohmann::json& t = j["total"];
-  a.touched_bytes = t.value("touched_bytes", uint64_t{0});
-  a.predicted_bytes = t.value("predicted_bytes", uint64_t{0});
-  a.fn_bytes = t.value("fn_bytes", uint64_t{0});
-  a.fp_bytes = t.value("fp_bytes", uint64_t{0});
   return a;
 }
 
-ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
-                           const std::map<std::string, std::string>& templates, const BenchPaths& paths,
-                           const SuiteOptions& o) {
+ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const Prepared& prepared,
+                           const BenchPaths& paths, const SuiteOptions& o) {
   ScenarioResult out;
   out.scenario = &s;
   out.quick = o.quick;
   const std::string hbm_text = o.quick ? s.hbm_quick : s.hbm_full;
   uint64_t hbm = device.hbm_bytes;
-  if (hbm_text != "profile") {
+  if (hbm_text == "programs") {
+    hbm = ProgramsHbm(s, o.quick, prepared.traces);
+  } else if (hbm_text != "profile") {
     Result<uint64_t> parsed = ParseBytes(hbm_text);
     if (parsed.ok()) hbm = *parsed;
   }
   const std::vector<int>& percents = o.quick ? s.points_quick : s.points_full;
   for (int percent : percents) {
     PointResult pr;
-    pr.point = Expand(s, percent, hbm, o.quick);
+    pr.point = Expand(s, percent, hbm, o.quick, prepared.traces);
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
-      const auto it = templates.find(TemplatesKey(s.jobs[pr.point.kinds[i]]));
-      if (it != templates.end()) pr.point.jobs[i].templates = it->second;
+      const auto it = prepared.templates.find(TemplatesKey(s.jobs[pr.point.kinds[i]]));
+      if (it != prepared.templates.end()) pr.point.jobs[i].templates = it->second;
     }
     for (size_t kind = 0; percent == percents.front() && kind < s.jobs.size(); ++kind) {
       for (size_t i = 0; i < pr.point.jobs.size(); ++i) {

@@ -113,15 +113,20 @@ struct ScenarioResult {
   std::vector<TemplateAccuracy> template_accuracy;  // one per job kind with templates
 };
 
-// Profiles every workload `scenarios` use (runs at different sizes, fitted
-// together) and returns the templates file for each job label's workload and
-// variables, keyed by TemplatesKey.
-Result<std::map<std::string, std::string>> ProfileWorkloads(const std::vector<const Scenario*>& scenarios,
-                                                            const BenchPaths& paths, const SuiteOptions& o);
+// What the scenarios' jobs need before they run: every trace they replay
+// in this form, decompressed into the work directory with its footprint;
+// and the templates file for each kind of job, keyed by TemplatesKey,
+// fitted by msched-profile from a replayed program's own trace, or from
+// profiling runs of a workload at different sizes, fitted together.
+struct Prepared {
+  TraceFiles traces;
+  std::map<std::string, std::string> templates;
+};
+Result<Prepared> Prepare(const std::vector<const Scenario*>& scenarios, const BenchPaths& paths,
+                         const SuiteOptions& o);
 std::string TemplatesKey(const ScenarioJob& job);
 
-ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device,
-                           const std::map<std::string, std::string>& templates, const BenchPaths& paths,
-                           const SuiteOptions& o);
+ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const Prepared& prepared,
+                           const BenchPaths& paths, const SuiteOptions& o);
 
 }  // namespace msched::bench

@@ -85,7 +85,7 @@ TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
   for (const b::Scenario& s : *all) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
                                              "ablation-eviction", "ablation-slice", "overhead", "multiuser", "hostphase",
-                                             "urgent", "services"}));
+                                             "urgent", "services", "real-llama", "real-resnet", "real-mix"}));
   const b::Scenario& slice = Named(*all, "ablation-slice");
   EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
   ASSERT_EQ(slice.policies.size(), 2u);
@@ -121,6 +121,41 @@ TEST(BenchScenarioTest, ExpandingSharesTheFootprintAndCountsInstances) {
   EXPECT_EQ(urgent.jobs[0].arrival_ns, 0u);
   EXPECT_EQ(urgent.jobs[1].arrival_ns, 150'000'000u) << "the full form's trace";
   EXPECT_EQ(urgent.jobs[1].priority, 10);
+}
+
+// A replayed program's job has its program's footprint: a point holds as
+// many as its share of the footprint calls for, on a GPU ("programs") twice
+// the largest program; without its trace prepared, one job that names it.
+TEST(BenchScenarioTest, TraceJobsExpandToAsManyProgramsAsTheFootprintHolds) {
+  msched::Result<std::vector<b::Scenario>> all = b::LoadScenarios(SCENARIOS_DIR);
+  ASSERT_TRUE(all.ok());
+  const b::TraceFiles traces = {{"llama-16x2048-t2.trace.xz", {"/work/llama.trace", 1024 * kMiB}},
+                                {"resnet50-b8-s2.trace.xz", {"/work/resnet.trace", 500 * kMiB}}};
+  const b::Scenario& llama = Named(*all, "real-llama");
+  EXPECT_EQ(llama.source, "replayed from an H200 trace");
+  const uint64_t hbm = b::ProgramsHbm(llama, /*quick=*/false, traces);
+  EXPECT_EQ(hbm, 2048 * kMiB);
+  for (const auto& [percent, instances] : std::map<int, size_t>{{150, 3}, {200, 4}, {300, 6}}) {
+    const b::Point p = b::Expand(llama, percent, hbm, false, traces);
+    ASSERT_EQ(p.jobs.size(), instances) << percent;
+    EXPECT_EQ(p.jobs[0].trace, "/work/llama.trace");
+    EXPECT_EQ(p.jobs[0].footprint, 1024 * kMiB);
+    EXPECT_TRUE(p.jobs[0].workload.empty());
+    EXPECT_TRUE(p.jobs[0].vars.empty()) << "a replay takes no variables";
+    EXPECT_EQ(p.work[0], 1u);
+    EXPECT_EQ(p.units[0], "runs");
+    EXPECT_EQ(p.footprint, instances * 1024 * kMiB);
+  }
+  // The mix: each kind about half the footprint, in whole programs.
+  const b::Scenario& mix = Named(*all, "real-mix");
+  const b::Point m = b::Expand(mix, 300, b::ProgramsHbm(mix, false, traces), false, traces);
+  size_t llamas = 0, trains = 0;
+  for (const b::JobSpec& j : m.jobs) (j.trace == "/work/llama.trace" ? llamas : trains)++;
+  EXPECT_EQ(llamas, 3u) << "half of 6 GiB in 1 GiB programs";
+  EXPECT_EQ(trains, 6u) << "half of 6 GiB in 500 MiB programs";
+  const b::Point unprepared = b::Expand(llama, 300, hbm, /*quick=*/true, traces);
+  ASSERT_EQ(unprepared.jobs.size(), 1u);
+  EXPECT_EQ(unprepared.jobs[0].trace, "llama-8x1024-t3.trace.xz");
 }
 
 // Arrivals repeat from their seed, keep their order, and a Poisson process
@@ -179,6 +214,17 @@ TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
   r = b::LoadScenarios(dir);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("shortfalls.speed: a target's name"), std::string::npos) << r.status().message();
+  for (const auto& [job, expect] : std::map<std::string, std::string>{
+           {R"({"label": "x", "workload": "micro_vadd.json", "trace": "a.trace.xz"})", "a workload or a trace, not both"},
+           {R"({"label": "x", "trace": "../a.trace.xz"})", "a NAME.trace.xz file under bench/traces"},
+           {R"({"label": "x", "trace": "a.trace.xz", "hbm_share": 0.5})", "takes share (0 to 1), not hbm_share"}}) {
+    std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
+      "hbm": {"full": "programs", "quick": "programs"}, "points": {"full": [150], "quick": [150]}, "policies": ["um"],
+      "jobs": [)" + job + "]}";
+    r = b::LoadScenarios(dir);
+    ASSERT_FALSE(r.ok()) << job;
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResults) {

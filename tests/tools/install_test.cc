@@ -117,7 +117,8 @@ TEST_F(InstallTest, LaysOutTheProgramsLibraryDataUnitAndDocs) {
   EXPECT_TRUE(fs::is_regular_file(Lib())) << Lib();
   for (const std::string& file :
        {Share() + "/templates/devices/rtx5080-pcie5.json", Share() + "/bench/workloads/micro_vadd.json",
-        Share() + "/bench/scenarios/micro.json", Unit(Prefix()), Prefix() + "/lib/sysusers.d/msched.conf",
+        Share() + "/bench/scenarios/micro.json", Share() + "/bench/traces/llama-8x1024-t3.trace.xz",
+        Share() + "/bench/scenarios/real-llama.json", Unit(Prefix()), Prefix() + "/lib/sysusers.d/msched.conf",
         Prefix() + "/libexec/msched/slurm-taskprolog",
         Prefix() + "/share/doc/msched/operate.md", Prefix() + "/share/doc/msched/README.md",
         Prefix() + "/share/doc/msched/LICENSE"}) {

@@ -55,7 +55,10 @@ PolicyVariant Variant(const json& p) {
   if (!parsed.ok()) throw Bad{"policies: " + parsed.status().message()};
   v.policy = *parsed;
   v.name = p.is_string() ? policy : p.at("name").get<std::string>();
-  if (p.is_object()) v.fixed_slice_ns = p.value("fixed_slice_ms", uint64_t{0}) * 1'000'000;
+  if (p.is_object()) {
+    v.fixed_slice_ns = p.value("fixed_slice_ms", uint64_t{0}) * 1'000'000;
+    v.undeclared = p.value("undeclared", false);
+  }
   return v;
 }
 
@@ -149,6 +152,7 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
   if (kind != "sweep" && kind != "multiuser") throw Bad{"kind: sweep or multiuser"};
   s.multiuser = kind == "multiuser";
   s.headline = j.value("headline", false);
+  s.declare_memory = j.value("declare_memory", false);
   const json* jobs_source = &j;
   if (j.contains("jobs_from")) {
     const auto it = by_name.find(j["jobs_from"].get<std::string>());
@@ -312,7 +316,7 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick, con
         spec.trace = file.path.empty() ? trace : file.path;
         spec.footprint = file.footprint;
         spec.job_class = j.job_class;
-        spec.declare_memory = s.multiuser;
+        spec.declare_memory = s.multiuser || s.declare_memory;
         spec.priority = j.priority;
         spec.work_units = 1;
         p.footprint += spec.footprint;
@@ -333,7 +337,7 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick, con
       spec.workload = j.workload;
       spec.footprint = static_cast<uint64_t>(each) & ~uint64_t{0xffff};  // whole 64 KiB
       spec.job_class = j.job_class;
-      spec.declare_memory = s.multiuser;
+      spec.declare_memory = s.multiuser || s.declare_memory;
       spec.priority = j.priority;
       spec.arrival_ns = arrivals[i - 1];
       spec.vars = j.vars;

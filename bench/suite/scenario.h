@@ -61,6 +61,9 @@ struct PolicyVariant {
   std::string name;
   Policy policy = Policy::kMsched;
   uint64_t fixed_slice_ns = 0;
+  // Its jobs declare no memory though the scenario's do: the coordinator
+  // learns each job's size only as it allocates.
+  bool undeclared = false;
 };
 
 struct Scenario {
@@ -68,6 +71,8 @@ struct Scenario {
   // Reported as users feel it (waits, OOMs, completion by user), not as a
   // throughput sweep; jobs declare their memory and class.
   bool multiuser = false;
+  // Every job declares its footprint (MSCHED_MEM), as multi-user jobs do.
+  bool declare_memory = false;
   bool headline = false;         // its msched speedups go in the headline table
   std::string hbm_full = "profile", hbm_quick = "64M";  // "profile": the device profile's HBM
   std::vector<int> points_full, points_quick;            // total footprint, percent of HBM

@@ -141,7 +141,7 @@ void DeriveFairness(PointResult* pr) {
 
 const PolicyResult* PointResult::Find(Policy p) const {
   for (const PolicyResult& r : policies) {
-    if (r.variant.policy == p && r.variant.fixed_slice_ns == 0) return &r;
+    if (r.variant.policy == p && r.variant.fixed_slice_ns == 0 && !r.variant.undeclared) return &r;
   }
   return nullptr;
 }
@@ -405,8 +405,11 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const P
         ro.trace_path = trace_dir + "/" + s.name + "-" + std::to_string(percent) + "-" + v.name + ".json";
       }
       const auto start = std::chrono::steady_clock::now();
-      RunOutcome run = RunJobs(v.policy == Policy::kSwap ? std::vector<JobSpec>{SwapServer(s, pr.point)} : pr.point.jobs,
-                               ro, paths);
+      std::vector<JobSpec> jobs = v.policy == Policy::kSwap ? std::vector<JobSpec>{SwapServer(s, pr.point)} : pr.point.jobs;
+      if (v.undeclared) {
+        for (JobSpec& j : jobs) j.declare_memory = false;
+      }
+      RunOutcome run = RunJobs(jobs, ro, paths);
       const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       pr.policies.push_back(Derive(v, std::move(run), pr.point,
                                    static_cast<uint64_t>((o.quick ? s.slo_ms_quick : s.slo_ms_full) * 1e6)));

@@ -136,7 +136,9 @@ void Runtime::LoadTemplates() {
     const std::string lib = self.dli_fname;
     installed = lib.substr(0, lib.rfind('/') + 1) + MSCHED_TEMPLATES_FROM_LIBDIR;
   }
-  if (!installed.empty() && is_dir(installed)) {
+  if (!config().shipped_templates) {
+    // MSCHED_SHIPPED_TEMPLATES=off: only the user's own.
+  } else if (!installed.empty() && is_dir(installed)) {
     paths.push_back(installed);
   } else if (is_dir(MSCHED_SHIPPED_TEMPLATES_DIR)) {
     paths.push_back(MSCHED_SHIPPED_TEMPLATES_DIR);

@@ -51,6 +51,7 @@ constexpr std::pair<const char*, Mode> kModes[] = {
     {"off", Mode::kOff}, {"um", Mode::kUm}, {"alloc", Mode::kAlloc}, {"msched", Mode::kMsched}, {"profile", Mode::kProfile}};
 constexpr std::pair<const char*, UnknownPolicy> kUnknown[] = {
     {"pointers", UnknownPolicy::kPointers}, {"fault", UnknownPolicy::kFault}, {"alloc", UnknownPolicy::kAlloc}};
+constexpr std::pair<const char*, bool> kOnOff[] = {{"on", true}, {"off", false}};
 constexpr std::pair<const char*, EvictionPolicy> kEviction[] = {{"opt", EvictionPolicy::kOpt},
                                                                 {"lru", EvictionPolicy::kLru}};
 constexpr std::pair<const char*, CoordMode> kCoord[] = {
@@ -71,8 +72,8 @@ const VarSpec kVars[] = {
     {{"MSCHED_MODE", "off|um|alloc|msched|profile", "msched",
       "off: pass-through; um: demand paging; alloc: prefetch whole allocations; msched: templates + OPT"},
      [](std::string_view v, Config* c) { return PickEnum(v, kModes, &c->mode); }},
-    {{"MSCHED_TEMPLATES", "paths separated by ':' (files or directories)", "(none; shipped templates/ always load)",
-      "extra templates files"},
+    {{"MSCHED_TEMPLATES", "paths separated by ':' (files or directories)", "(none)",
+      "templates files to load after the shipped ones (a kernel's later definition replaces an earlier one)"},
      [](std::string_view v, Config* c) {
        c->template_paths.clear();
        size_t start = 0;
@@ -85,6 +86,10 @@ const VarSpec kVars[] = {
        }
        return !c->template_paths.empty();
      }},
+    {{"MSCHED_SHIPPED_TEMPLATES", "on|off", "on",
+      "load the templates shipped with msched (templates/) before MSCHED_TEMPLATES; off: only one's own, to "
+      "measure them"},
+     [](std::string_view v, Config* c) { return PickEnum(v, kOnOff, &c->shipped_templates); }},
     {{"MSCHED_GPU_MEMORY", "a size such as 8GiB or 512M", "what the device reports",
       "HBM budget msched keeps this job within"},
      [](std::string_view v, Config* c) {

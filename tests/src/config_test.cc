@@ -59,6 +59,7 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   EXPECT_TRUE(p.errors.empty());
   EXPECT_EQ(p.config.mode, Mode::kMsched);
   EXPECT_EQ(p.config.unknown, UnknownPolicy::kPointers);
+  EXPECT_TRUE(p.config.shipped_templates);
   EXPECT_EQ(p.config.coord, CoordMode::kAuto);
   EXPECT_EQ(p.config.log_level, LogLevel::kError);
   EXPECT_FALSE(p.config.gpu_memory.has_value());
@@ -70,6 +71,7 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
 TEST(ConfigTest, ParsesEveryVariable) {
   ConfigParse p = Parse({{"MSCHED_MODE", "UM"},
                          {"MSCHED_TEMPLATES", "/a.json: /dir ::"},
+                         {"MSCHED_SHIPPED_TEMPLATES", "OFF"},
                          {"MSCHED_GPU_MEMORY", "8GiB"},
                          {"MSCHED_UNKNOWN", "alloc"},
                          {"MSCHED_STATS", "/tmp/s.json"},
@@ -89,6 +91,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
   const Config& c = p.config;
   EXPECT_EQ(c.mode, Mode::kUm);
   EXPECT_EQ(c.template_paths, (std::vector<std::string>{"/a.json", "/dir"}));
+  EXPECT_FALSE(c.shipped_templates);
   EXPECT_EQ(c.gpu_memory, 8ull << 30);
   EXPECT_EQ(c.unknown, UnknownPolicy::kAlloc);
   EXPECT_EQ(c.stats_path, "/tmp/s.json");
@@ -123,14 +126,16 @@ TEST(ConfigTest, EachBadValueIsOneErrorAndKeepsTheDefault) {
                          {"MSCHED_GPU_MEMORY", "lots"},
                          {"MSCHED_PRIORITY", "1000"},
                          {"MSCHED_COORD_WAIT", "30"},
+                         {"MSCHED_SHIPPED_TEMPLATES", "no"},
                          {"MSCHED_UNKNOWN", "alloc"}});
-  ASSERT_EQ(p.errors.size(), 4u);
+  ASSERT_EQ(p.errors.size(), 5u);
   EXPECT_EQ(p.errors[0].variable, "MSCHED_MODE");
   EXPECT_NE(p.errors[0].ToString().find("off|um|alloc|msched|profile"), std::string::npos);
   EXPECT_NE(p.errors[0].ToString().find("'fast'"), std::string::npos);
   EXPECT_EQ(p.config.mode, Mode::kMsched);
   EXPECT_FALSE(p.config.gpu_memory.has_value());
   EXPECT_EQ(p.config.priority, 0);
+  EXPECT_TRUE(p.config.shipped_templates);
   EXPECT_EQ(p.config.unknown, UnknownPolicy::kAlloc);  // the good one still applies
 }
 

@@ -153,15 +153,16 @@ TEST_F(InstallTest, MschedRunPreloadsTheInstalledLibrary) {
 // installed library: with the simulator's kernels' templates there, every
 // launch is predicted; without them, only the shipped PyTorch templates
 // load, which match none of the simulator's kernels, and every launch takes
-// the pointer fallback.
+// the pointer fallback. MSCHED_SHIPPED_TEMPLATES=off loads none of them.
 TEST_F(InstallTest, TheInstalledLibraryLoadsTheTemplatesInShare) {
   const std::string stats = root_ + "/stats.json";
   const std::string shipped = Share() + "/templates/basic.templates.json";
-  auto run = [&] {
+  auto run = [&](const std::string& load_shipped = "on") {
     ::unlink(stats.c_str());
     const ts::ProgramRun r = Installed("msched", {"run", "--coord", "off", "--mode", "msched", "--", MSIM_RUN,
                                                   Workload("integrity.json")},
                                        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSCHED_STATS", stats},
+                                        {"MSCHED_SHIPPED_TEMPLATES", load_shipped},
                                         {"MSIM_HBM_BYTES", std::to_string(256ull << 20)}});
     EXPECT_EQ(r.status, 0) << r.err;
     return json::parse(ts::Slurp(stats), nullptr, false);
@@ -170,6 +171,9 @@ TEST_F(InstallTest, TheInstalledLibraryLoadsTheTemplatesInShare) {
   const json with = run();
   EXPECT_GT(ts::JsonU64(with, {"templates", "loaded"}), 0u) << with.dump();
   EXPECT_EQ(ts::JsonU64(with, {"launches", "predicted"}), 16u) << with.dump();
+  const json none = run("off");
+  EXPECT_EQ(ts::JsonU64(none, {"templates", "loaded"}), 0u) << none.dump();
+  EXPECT_EQ(ts::JsonU64(none, {"launches", "predicted"}), 0u) << none.dump();
   fs::remove(shipped);
   const json without = run();
   EXPECT_LT(ts::JsonU64(without, {"templates", "loaded"}), ts::JsonU64(with, {"templates", "loaded"})) << without.dump();

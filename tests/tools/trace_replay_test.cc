@@ -90,8 +90,10 @@ std::string FittedTemplates(const std::string& trace) {
   return out;
 }
 
+// msched with `templates` alone: the shipped ones were fitted from these
+// very traces.
 std::map<std::string, std::string> Msched(const std::string& templates = "") {
-  std::map<std::string, std::string> env = {{"LD_PRELOAD", LIBMSCHED}};
+  std::map<std::string, std::string> env = {{"LD_PRELOAD", LIBMSCHED}, {"MSCHED_SHIPPED_TEMPLATES", "off"}};
   if (!templates.empty()) env["MSCHED_TEMPLATES"] = templates;
   return env;
 }
@@ -272,6 +274,26 @@ TEST(TraceReplayTest, UnderABudgetMschedFaultsAtMostOnePercentOfDemandPaging) {
     EXPECT_LE(static_cast<double>(ms_faults) * 100, percent * static_cast<double>(um_faults)) << name;
     EXPECT_LT(ms_ns * 2, um_ns) << name;
   }
+}
+
+// The trainer at width 512 under templates msched-profile fitted at width
+// 256 (cuBLAS picks other kernels there, and its GEMM operands follow other
+// sizes; issue 30's one case short of its targets): still far fewer faults
+// than demand paging, at 60% of its footprint.
+TEST(TraceReplayTest, TemplatesFittedAtAnotherWidthStillSpareMostFaults) {
+  const std::string trace = RealTrace("train-w512-s3");
+  const uint64_t hbm = Footprint(Read(trace)) * 6 / 10;
+  const Replay um = RunReplay(trace, {"--managed", "--no-checksum"}, {}, hbm);
+  const Replay narrow = RunReplay(trace, {"--no-checksum"}, Msched(FittedTemplates(RealTrace("train-w256-s3"))), hbm);
+  ASSERT_EQ(um.run.status, 0) << um.run.err;
+  ASSERT_EQ(narrow.run.status, 0) << narrow.run.err;
+  const uint64_t um_faults = ts::JsonU64(um.sim, {"faults"}), faults = ts::JsonU64(narrow.sim, {"faults"});
+  const uint64_t um_ns = ts::JsonU64(um.out, {"virtual_time_ns"}), ns = ts::JsonU64(narrow.out, {"virtual_time_ns"});
+  std::printf("train-w512 at 60%%: demand paging %llu faults, %.1f ms; width-256 templates %llu faults, %.1f ms\n",
+              static_cast<unsigned long long>(um_faults), um_ns / 1e6, static_cast<unsigned long long>(faults),
+              ns / 1e6);
+  EXPECT_LE(faults * 10, um_faults);
+  EXPECT_LT(ns * 2, um_ns);
 }
 
 TEST(TraceReplayTest, KernelsTakeTheTracesCleanDurationsOrTheStatedModel) {

@@ -49,6 +49,7 @@ dict_of() {
     templates|sim_workload|sim_module) echo tests/fuzz/json.dict ;;
     config) echo tests/fuzz/config.dict ;;
     sim_expr) echo tests/fuzz/sim_expr.dict ;;
+    http_request) echo tests/fuzz/http.dict ;;
   esac
 }
 

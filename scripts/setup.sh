@@ -9,13 +9,13 @@ set -euo pipefail
 # ThreadSanitizer runtime for the TSan build. The packaging tests: systemd
 # (systemd-analyze verify, no running systemd needed), and dpkg-dev and file,
 # which CPack's .deb generator uses to find the package's dependencies.
-# libcivetweb-dev: the HTTP server behind mschedd --metrics; prometheus:
-# the real Prometheus server tests/tools/prometheus_test.sh has scrape it
-# (the test starts its own on free ports; the package's own service, which
-# Debian enables where systemd runs, is not needed). slurm-wlm (slurmctld,
-# slurmd and the client commands: Slurm 22.05) and munge:
-# tests/tools/slurm_test.sh runs jobs through a real Slurm on loopback under
-# msched's TaskProlog (docs/slurm.md); it too starts its own daemons.
+# prometheus: the real Prometheus server tests/tools/prometheus_test.sh has
+# scrape mschedd --metrics (the test starts its own on free ports; the
+# package's own service, which Debian enables where systemd runs, is not
+# needed). slurm-wlm (slurmctld, slurmd and the client commands: Slurm
+# 22.05) and munge: tests/tools/slurm_test.sh runs jobs through a real Slurm
+# on loopback under msched's TaskProlog (docs/slurm.md); it too starts its
+# own daemons.
 # xz-utils: the real programs' traces in ../shared/traces are xz-compressed
 # (tests/src/real_traces_test.cc decompresses them).
 packages=(cmake make g++ python3 binutils
@@ -23,7 +23,7 @@ packages=(cmake make g++ python3 binutils
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           gnuplot-nox clang libclang-rt-dev libtsan2
           systemd dpkg-dev file
-          libcivetweb-dev prometheus
+          prometheus
           slurm-wlm munge xz-utils)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,64 +1,64 @@
-// mschedd --metrics: `GET /metrics` over HTTP, in the Prometheus text
-// format (src/coord/metrics.h), served by civetweb from its own threads.
-// Those threads read only the MetricsBoard the coordinator publishes to,
-// never the scheduler, and render the latest snapshot per request. It
-// listens at one IPv4 address only; everything but GET or HEAD of /metrics
-// is answered 404 (another path) or 405 (another method). Nothing asks who
-// is reading: what may be published is decided before the snapshot is made
-// (docs/operate.md, "Metrics").
-// Thread-safe; linked only into mschedd.
+// mschedd --metrics: `GET /metrics` over HTTP/1.x, in the Prometheus text
+// format (src/coord/metrics.h), served by one thread of its own that runs
+// an epoll loop over every connection. That thread reads only the
+// MetricsBoard the coordinator publishes to, never the scheduler, and
+// renders the latest snapshot per request. It listens at one IPv4 address
+// only; everything but GET or HEAD of /metrics is answered 404 (another
+// path) or 405 (another method), and each connection is closed after its
+// answer. No number of connections can keep a scrape out: a request must be
+// whole within 1 s of its connection being accepted, and at the cap on open
+// connections a newcomer closes an older one, one already answered or else
+// the oldest still sending its request (docs/operate.md, "Metrics").
+// Nothing asks who is reading: what may be published is decided before the
+// snapshot is made.
+// Start and the destructor are called from one thread; the connections are
+// confined to the server's thread. Linked only into mschedd (and its tests).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
+#include <thread>
 
-#include "base/mutex.h"
-#include "base/thread_annotations.h"
 #include "coord/metrics.h"
 #include "msched/status.h"
-
-struct mg_connection;
-struct mg_context;
 
 namespace msched {
 
 class MetricsHttp {
  public:
   // "ADDR:PORT" with a numeric IPv4 address and a port from 0 to 65535 (0:
-  // any free one), as civetweb's listening_ports wants it; InvalidArgument
-  // naming the accepted form otherwise.
+  // any free one), in canonical form; InvalidArgument naming the accepted
+  // form otherwise.
   static Result<std::string> ParseAddress(std::string_view text);
-  // Serves `board` at `address` (from ParseAddress). Fails with the reason
-  // civetweb gave when it cannot listen there (a port in use). `log` takes
-  // civetweb's error lines from then on, from its threads.
+  // Serves `board` at `address` (from ParseAddress). IoError naming the
+  // address and the reason when it cannot listen there ("Address already in
+  // use"). From then on, `log` takes a line for each error the server meets,
+  // and at most one a minute counting the connections it dropped, from the
+  // server's thread.
   static Result<std::unique_ptr<MetricsHttp>> Start(const std::string& address,
                                                     std::shared_ptr<const MetricsBoard> board,
                                                     std::function<void(const std::string&)> log);
-  // Stops listening and waits for the requests being served.
+  // Stops the server's thread, waits for it and closes every connection.
   ~MetricsHttp();
   MetricsHttp(const MetricsHttp&) = delete;
   MetricsHttp& operator=(const MetricsHttp&) = delete;
 
   // The address it listens at, with the port it got: "127.0.0.1:9400".
   const std::string& address() const { return address_; }
+  // The most connections it holds open at once: 512, or a quarter of the
+  // process's descriptor limit when that is lower.
+  size_t max_connections() const;
 
  private:
-  MetricsHttp(std::shared_ptr<const MetricsBoard> board, std::function<void(const std::string&)> log)
-      : board_(std::move(board)), log_(std::move(log)) {}
-  static int Serve(mg_connection* conn, void* self);
-  static int OnLog(const mg_connection* conn, const char* message);
-  void Log(const std::string& line) MSCHED_EXCLUDES(mu_);
+  class Loop;  // the server thread's state (metrics_http.cc)
+  MetricsHttp(std::unique_ptr<Loop> loop, std::string address);
 
-  const std::shared_ptr<const MetricsBoard> board_;
-  const std::function<void(const std::string&)> log_;
-  mg_context* ctx_ = nullptr;
-  std::string address_;
-  Mutex mu_;
-  bool started_ MSCHED_GUARDED_BY(mu_) = false;
-  std::string start_errors_ MSCHED_GUARDED_BY(mu_);  // civetweb's lines while it starts
+  const std::unique_ptr<Loop> loop_;
+  const std::string address_;
+  std::thread thread_;  // runs loop_
 };
 
 }  // namespace msched

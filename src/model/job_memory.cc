@@ -31,7 +31,10 @@ MoveOutcome JobMemory::MakeResident(const std::vector<PredictedRegion>& regions,
                                     DeviceOps& ops, Load load) {
   if (regions.empty() || budget_.Total() == 0) return {};
   MemoryActions actions;
-  manager_.PlanAccess(regions, seq, &actions);
+  // Left to faults, only what the launch's regions touch comes in.
+  manager_.PlanAccess(regions, seq, &actions,
+                      load == Load::kPrefetch ? MemoryManager::Granularity::kWholeChunks
+                                              : MemoryManager::Granularity::kPredicted);
   if (load == Load::kLeaveToFaults) {
     actions.load.clear();
     actions.load_bytes = 0;

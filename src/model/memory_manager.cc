@@ -88,6 +88,12 @@ uint64_t MemoryManager::UnitBytes(const Alloc& a, size_t i, uint32_t units) cons
   return bytes;
 }
 
+uint32_t MemoryManager::AllUnits(const Alloc& a, size_t i) {
+  const uint64_t chunk_bytes = std::min<uint64_t>(kChunkSize, a.size - i * kChunkSize);
+  const uint32_t last_unit = static_cast<uint32_t>((chunk_bytes - 1) / kUnit);
+  return last_unit == kUnitsPerChunk - 1 ? ~0u : (1u << (last_unit + 1)) - 1;
+}
+
 void MemoryManager::UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const {
   const uint64_t chunk_begin = a.base + i * kChunkSize;
   const uint64_t alloc_end = a.base + a.size;
@@ -228,7 +234,7 @@ void MemoryManager::NoteLaunch(uint64_t signature, uint64_t seq) {
 }
 
 void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch,
-                           MemoryActions* out) {
+                           MemoryActions* out, Granularity granularity) {
   NoteAccessModes(regions, out);
   latest_ = std::max(latest_, seq);
   ++epoch_;
@@ -263,6 +269,7 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   }
   if (launch) NoteLaunch(signature, seq);
   if (!missing && resident_bytes_ <= budget_) return;
+  if (missing && granularity == Granularity::kWholeChunks) WidenToWholeChunks();
   PlannerInput in;
   in.capacity = budget_;
   in.resident = ResidentVictimOrder();
@@ -283,6 +290,22 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   const Plan plan = Planned(in);
   if (launch) out->op = seq;
   Apply(plan.steps.empty() ? StepPlan{} : plan.steps[0], out);
+}
+
+void MemoryManager::WidenToWholeChunks() {
+  uint64_t after = resident_bytes_;
+  for (ChunkId id : need_) {
+    ChunkRef ref;
+    if (!Lookup(id, &ref) || (ref.chunk().need & ~ref.chunk().resident) == 0) continue;
+    after += UnitBytes(*ref.alloc, ref.index, AllUnits(*ref.alloc, ref.index) & ~ref.chunk().resident);
+  }
+  if (after > budget_) return;
+  for (ChunkId id : need_) {
+    ChunkRef ref;
+    if (Lookup(id, &ref) && (ref.chunk().need & ~ref.chunk().resident) != 0) {
+      ref.chunk().need |= AllUnits(*ref.alloc, ref.index);
+    }
+  }
 }
 
 void MemoryManager::SetFuture(std::vector<std::vector<ByteRange>> steps) {

@@ -1,8 +1,9 @@
 // MemoryManager: one process's view of which parts of its managed
 // allocations are resident in HBM, kept within a byte budget. Residency is
 // tracked in 64 KiB units (the driver's fault unit) within 2 MiB chunks: a
-// launch loads exactly the units its predicted ranges touch, and eviction
-// takes whole chunks. For each launch (or copy, or time slice) it decides
+// launch loads the chunks its predicted ranges touch whole while the budget
+// has room for them, else exactly the units they touch; eviction takes whole
+// chunks. For each launch (or copy, or time slice) it decides
 // what to evict and what to load so the predicted working set is resident,
 // by furthest next use over the future it knows (the launch itself, then
 // any timeline the coordinator gave it). For chunks that future does not
@@ -74,12 +75,21 @@ class MemoryManager {
   void AddAllocation(uint64_t base, uint64_t size);
   void RemoveAllocation(uint64_t base);
 
+  // What a launch's loads bring in. kWholeChunks: while the budget has room
+  // for them all, each chunk the launch lacks anything of comes in whole
+  // (within its allocation), so that what a kernel touches beside its
+  // predicted regions in that chunk (a page below its pointer, past a
+  // rounded extent) does not fault; it is what the driver's own prefetch
+  // within a 2 MiB block would bring in at the first fault. Without room,
+  // and with kPredicted, exactly the predicted units.
+  enum class Granularity : uint8_t { kWholeChunks, kPredicted };
   // A launch numbered `seq` (increasing) needs `regions`. Fills `out` with
   // the evictions and loads that make them resident within the budget, and
   // records the new residency. Ranges outside managed allocations are
   // ignored. Leaves `out` empty on the common path (all resident).
-  void PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out) {
-    Access(regions, seq, /*launch=*/true, out);
+  void PlanAccess(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out,
+                  Granularity granularity = Granularity::kWholeChunks) {
+    Access(regions, seq, /*launch=*/true, out, granularity);
   }
   // Every launch numbered <= seq has completed.
   void MarkCompleted(uint64_t seq) { completed_ = std::max(completed_, seq); }
@@ -193,7 +203,11 @@ class MemoryManager {
   uint64_t PredictedNextUse(const Chunk& c, uint64_t loop) const;
   // PlanAccess, and PlanLoad's loads (launch=false: a load is no launch of
   // the program's, so it does not vote).
-  void Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out);
+  void Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out,
+              Granularity granularity = Granularity::kPredicted);
+  // Granularity::kWholeChunks: widens need_'s chunks that lack units to
+  // whole chunks when the budget holds them all.
+  void WidenToWholeChunks();
   // Tracks which allocations launches only read, asking for advice changes in `out`.
   void NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out);
   // Merges chunk ranges that touch into fewer, larger ranges (order kept for
@@ -215,6 +229,8 @@ class MemoryManager {
   void ForEachChunk(const ByteRange& r, Fn&& fn);
   // Bytes that `units` of chunk `i` of `a` hold (the last unit may be partial).
   uint64_t UnitBytes(const Alloc& a, size_t i, uint32_t units) const;
+  // Every unit of chunk `i` that lies within its allocation.
+  static uint32_t AllUnits(const Alloc& a, size_t i);
   // The address ranges of `units` of chunk `i` of `a`, appended.
   void UnitRanges(const Alloc& a, size_t i, uint32_t units, std::vector<ByteRange>* out) const;
   // Applies a plan's first step to the residency and fills `out`.

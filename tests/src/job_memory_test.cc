@@ -75,6 +75,21 @@ TEST(JobMemoryTest, LeftToFaultsNothingIsLoadedButRoomIsMadeWithinTheBudget) {
   EXPECT_EQ(jm.manager().resident_bytes(), 4 * kMiB);
 }
 
+// A prefetch with room brings a partly predicted chunk in whole; left to
+// faults, only what the regions touch counts as held (nothing else came in).
+TEST(JobMemoryTest, OnlyAPrefetchWidensToWholeChunks) {
+  for (const JobMemory::Load load : {JobMemory::Load::kPrefetch, JobMemory::Load::kLeaveToFaults}) {
+    JobMemory jm(EvictionPolicy::kOpt);
+    jm.SetDevice(64 * kMiB);
+    ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
+    FakeDeviceOps ops;
+    const MoveOutcome out = jm.MakeResident({{{0, 64 * 1024}, AccessMode::kRead}}, 1, 7, ops, load);
+    const bool prefetch = load == JobMemory::Load::kPrefetch;
+    EXPECT_EQ(out.loaded, prefetch ? 2 * kMiB : 0u);
+    EXPECT_EQ(jm.manager().resident_bytes(), prefetch ? 2 * kMiB : 64 * 1024u);
+  }
+}
+
 TEST(JobMemoryTest, AJobThatFaultsBeyondItsGrantIsBackWithinItAtItsNextPlannedLaunch) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetDevice(64 * kMiB);

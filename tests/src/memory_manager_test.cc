@@ -372,12 +372,36 @@ TEST(MemoryManagerUnitsTest, GrowingAChunkLoadsOnlyTheNewUnitsAndTailsAreExact) 
   MemoryManager mm(64 * kMiB);
   mm.AddAllocation(0x1000, 100 * 1024);  // ends inside its second unit
   MemoryActions a, b;
-  mm.PlanAccess(Regions({{0x1000, 0x1000 + 4096}}), 1, &a);
+  constexpr auto kPredicted = MemoryManager::Granularity::kPredicted;
+  mm.PlanAccess(Regions({{0x1000, 0x1000 + 4096}}), 1, &a, kPredicted);
   EXPECT_EQ(a.load_bytes, 64 * 1024u);
-  mm.PlanAccess(Regions({{0x1000, 0x1000 + 100 * 1024}}), 2, &b);
+  mm.PlanAccess(Regions({{0x1000, 0x1000 + 100 * 1024}}), 2, &b, kPredicted);
   ASSERT_EQ(b.load.size(), 1u);
   EXPECT_EQ(b.load[0], (ByteRange{0x1000 + 64 * 1024, 0x1000 + 100 * 1024}));
   EXPECT_EQ(mm.resident_bytes(), 100 * 1024u);
+}
+
+// With room in the budget, a chunk a launch lacks anything of comes in
+// whole, within its allocation; a chunk whose predicted units are all
+// resident moves nothing (the common path); without room for every chunk
+// whole, exactly the predicted units.
+TEST(MemoryManagerUnitsTest, WithRoomAChunkComesInWholeWithoutItExactlyThePredictedUnits) {
+  MemoryManager mm(5 * kMiB);
+  mm.AddAllocation(0x10000000, 3 * kMiB);  // a whole chunk and a 1 MiB tail
+  MemoryActions a, b, c;
+  mm.PlanAccess(Regions({{0x10000000 + 4096, 0x10000000 + 8192}, {0x10000000 + 2 * kMiB, 0x10000000 + 2 * kMiB + 8}}),
+                1, &a);
+  EXPECT_EQ(a.load_bytes, 3 * kMiB) << "both chunks whole, the tail only to the allocation's end";
+  ASSERT_EQ(a.load.size(), 1u);
+  EXPECT_EQ(a.load[0], (ByteRange{0x10000000, 0x10000000 + 3 * kMiB}));
+  mm.PlanAccess(Regions({{0x10000000 + kMiB, 0x10000000 + kMiB + 64}}), 2, &b);
+  EXPECT_TRUE(b.empty()) << "already resident: nothing moves";
+  // 3 MiB resident of 5: another allocation's 4 MiB does not fit whole.
+  mm.AddAllocation(0x20000000, 4 * kMiB);
+  mm.PlanAccess(Regions({{0x20000000, 0x20000000 + 64 * 1024}, {0x20000000 + 2 * kMiB, 0x20000000 + 2 * kMiB + 1}}),
+                3, &c);
+  EXPECT_EQ(c.load_bytes, 2 * 64 * 1024u) << "no room for both chunks whole: the predicted units";
+  EXPECT_EQ(c.evict_bytes, 0u);
 }
 
 TEST_F(MemoryManagerTest, InvalidateUndoesFailedTransfers) {

@@ -252,13 +252,11 @@ TEST(TraceReplayTest, ChecksumsAreTheSameWhateverRunsItAndFollowEveryWrite) {
 }
 
 // The replay touches what CUPTI reported, which includes the driver's own
-// prefetch around what a kernel accessed (up to the 2 MiB block below a
-// pointer): bytes no template predicts, since regions start at their
-// pointer. The Llama keeps within the target of 1% of demand paging's
-// faults; the trainer, whose kernels are small beside those blocks, holds
-// to the 1.5% it reaches (its in-sample templates miss no 2 MiB block).
+// prefetch around what a kernel accessed: bytes no template predicts. A
+// launch's loads bring whole chunks in while the budget has room, so those
+// bytes do not fault either (memory_manager.h).
 TEST(TraceReplayTest, UnderABudgetMschedFaultsAtMostOnePercentOfDemandPaging) {
-  for (const auto& [name, percent] : {std::pair{"llama-8x1024-t3", 1.0}, std::pair{"train-w256-s3", 1.5}}) {
+  for (const char* name : {"llama-8x1024-t3", "train-w256-s3"}) {
     const std::string trace = RealTrace(name);
     const uint64_t hbm = Footprint(Read(trace)) * 6 / 10;
     const Replay um = RunReplay(trace, {"--managed", "--no-checksum"}, {}, hbm);
@@ -271,7 +269,7 @@ TEST(TraceReplayTest, UnderABudgetMschedFaultsAtMostOnePercentOfDemandPaging) {
                 static_cast<unsigned long long>(um_faults), um_ns / 1e6, static_cast<unsigned long long>(ms_faults),
                 ms_ns / 1e6);
     EXPECT_GT(um_faults, 10000u) << name;
-    EXPECT_LE(static_cast<double>(ms_faults) * 100, percent * static_cast<double>(um_faults)) << name;
+    EXPECT_LE(ms_faults * 100, um_faults) << name;
     EXPECT_LT(ms_ns * 2, um_ns) << name;
   }
 }
@@ -292,7 +290,7 @@ TEST(TraceReplayTest, TemplatesFittedAtAnotherWidthStillSpareMostFaults) {
   std::printf("train-w512 at 60%%: demand paging %llu faults, %.1f ms; width-256 templates %llu faults, %.1f ms\n",
               static_cast<unsigned long long>(um_faults), um_ns / 1e6, static_cast<unsigned long long>(faults),
               ns / 1e6);
-  EXPECT_LE(faults * 10, um_faults);
+  EXPECT_LE(faults * 20, um_faults) << "it reaches 25x fewer";
   EXPECT_LT(ns * 2, um_ns);
 }
 

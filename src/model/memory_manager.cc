@@ -176,6 +176,7 @@ void MemoryManager::Apply(const StepPlan& step, MemoryActions* out) {
     ChunkRef ref;
     if (!Lookup(id, &ref)) continue;
     Chunk& c = ref.chunk();
+    ref.alloc->touched = true;
     const uint32_t missing = c.need & ~c.resident;
     if (missing == 0) continue;
     const uint64_t bytes = UnitBytes(*ref.alloc, ref.index, missing);
@@ -293,17 +294,37 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
 }
 
 void MemoryManager::WidenToWholeChunks() {
-  uint64_t after = resident_bytes_;
+  // What each widening adds to the resident bytes: the chunks lacking units,
+  // whole; then the rest of the untouched allocations among them.
+  uint64_t chunks = resident_bytes_, fresh = 0;
+  std::vector<Alloc*> untouched;
   for (ChunkId id : need_) {
     ChunkRef ref;
     if (!Lookup(id, &ref) || (ref.chunk().need & ~ref.chunk().resident) == 0) continue;
-    after += UnitBytes(*ref.alloc, ref.index, AllUnits(*ref.alloc, ref.index) & ~ref.chunk().resident);
+    chunks += UnitBytes(*ref.alloc, ref.index, AllUnits(*ref.alloc, ref.index) & ~ref.chunk().resident);
+    if (!ref.alloc->touched && ref.alloc->size <= kMaxWholeAllocation &&
+        std::find(untouched.begin(), untouched.end(), ref.alloc) == untouched.end()) {
+      untouched.push_back(ref.alloc);
+      for (size_t i = 0; i < ref.alloc->chunks.size(); ++i) {
+        if (ref.alloc->chunks[i].epoch != epoch_) fresh += UnitBytes(*ref.alloc, i, AllUnits(*ref.alloc, i));
+      }
+    }
   }
-  if (after > budget_) return;
+  if (chunks > budget_) return;
   for (ChunkId id : need_) {
     ChunkRef ref;
     if (Lookup(id, &ref) && (ref.chunk().need & ~ref.chunk().resident) != 0) {
       ref.chunk().need |= AllUnits(*ref.alloc, ref.index);
+    }
+  }
+  if (chunks + fresh > budget_) return;
+  for (Alloc* a : untouched) {
+    for (size_t i = 0; i < a->chunks.size(); ++i) {
+      Chunk& c = a->chunks[i];
+      if (c.epoch == epoch_) continue;  // needed already, and widened above
+      c.epoch = epoch_;
+      c.need = AllUnits(*a, i);
+      need_.push_back(IdOf(*a, i));
     }
   }
 }

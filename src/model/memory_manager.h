@@ -80,8 +80,14 @@ class MemoryManager {
   // (within its allocation), so that what a kernel touches beside its
   // predicted regions in that chunk (a page below its pointer, past a
   // rounded extent) does not fault; it is what the driver's own prefetch
-  // within a 2 MiB block would bring in at the first fault. Without room,
-  // and with kPredicted, exactly the predicted units.
+  // within a 2 MiB block would bring in at the first fault. An allocation
+  // of at most kMaxWholeAllocation that the launch is the first to touch
+  // comes in whole while there is room for that too: one call instead of
+  // one per launch that touches more of it (a caching allocator's segment
+  // holds many tensors). A larger one (an arena preallocated whole) does
+  // not: what it never uses would cross the link at every switch. Without
+  // room, and with kPredicted, exactly the predicted units.
+  static constexpr uint64_t kMaxWholeAllocation = 256ull << 20;
   enum class Granularity : uint8_t { kWholeChunks, kPredicted };
   // A launch numbered `seq` (increasing) needs `regions`. Fills `out` with
   // the evictions and loads that make them resident within the budget, and
@@ -163,6 +169,10 @@ class MemoryManager {
     std::vector<Chunk> chunks;  // chunk i covers [base + i*2MiB, ...) clipped to size
     uint32_t reads_since_write = 0;  // launches that read it since one last wrote it
     bool read_mostly = false;        // advised so
+    // Some plan has brought part of it in: until then nothing of it was
+    // ever on the device, nor (but for host writes) holds data, so moving
+    // it in whole costs only the call.
+    bool touched = false;
   };
   // Launches that must read an allocation, with no write between, before it
   // is advised read-mostly: weights (written once, then read every step)
@@ -206,7 +216,8 @@ class MemoryManager {
   void Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out,
               Granularity granularity = Granularity::kPredicted);
   // Granularity::kWholeChunks: widens need_'s chunks that lack units to
-  // whole chunks when the budget holds them all.
+  // whole chunks, and adds the other chunks of allocations no plan has
+  // touched yet, as far as the budget holds them all.
   void WidenToWholeChunks();
   // Tracks which allocations launches only read, asking for advice changes in `out`.
   void NoteAccessModes(const std::vector<PredictedRegion>& regions, MemoryActions* out);

@@ -75,9 +75,9 @@ TEST(JobMemoryTest, LeftToFaultsNothingIsLoadedButRoomIsMadeWithinTheBudget) {
   EXPECT_EQ(jm.manager().resident_bytes(), 4 * kMiB);
 }
 
-// A prefetch with room brings a partly predicted chunk in whole; left to
+// A prefetch with room brings an untouched allocation in whole; left to
 // faults, only what the regions touch counts as held (nothing else came in).
-TEST(JobMemoryTest, OnlyAPrefetchWidensToWholeChunks) {
+TEST(JobMemoryTest, OnlyAPrefetchWidens) {
   for (const JobMemory::Load load : {JobMemory::Load::kPrefetch, JobMemory::Load::kLeaveToFaults}) {
     JobMemory jm(EvictionPolicy::kOpt);
     jm.SetDevice(64 * kMiB);
@@ -85,8 +85,8 @@ TEST(JobMemoryTest, OnlyAPrefetchWidensToWholeChunks) {
     FakeDeviceOps ops;
     const MoveOutcome out = jm.MakeResident({{{0, 64 * 1024}, AccessMode::kRead}}, 1, 7, ops, load);
     const bool prefetch = load == JobMemory::Load::kPrefetch;
-    EXPECT_EQ(out.loaded, prefetch ? 2 * kMiB : 0u);
-    EXPECT_EQ(jm.manager().resident_bytes(), prefetch ? 2 * kMiB : 64 * 1024u);
+    EXPECT_EQ(out.loaded, prefetch ? 8 * kMiB : 0u);
+    EXPECT_EQ(jm.manager().resident_bytes(), prefetch ? 8 * kMiB : 64 * 1024u);
   }
 }
 
@@ -118,8 +118,8 @@ TEST(JobMemoryTest, APauseTakesBackEveryAllocationAndDropsReadMostlyDuplicates) 
   const JobMemory::SliceEnd end = jm.EndSlice(5, UINT64_MAX, /*wait=*/true, ops);
   const MoveOutcome& out = end.moved;
   EXPECT_TRUE(out.status.ok());
-  EXPECT_EQ(out.evicted, 4 * kMiB) << "what it knew to be there";
-  EXPECT_EQ(end.working_set, 4 * kMiB);
+  EXPECT_EQ(out.evicted, 8 * kMiB) << "what it knew to be there: the allocation came in whole at its first launch";
+  EXPECT_EQ(end.working_set, 4 * kMiB) << "what the launches used";
   // Every allocation to the host first (a read duplicate is dropped there),
   // then the advice off and the read-mostly one again (what the driver
   // kept), then the wait.

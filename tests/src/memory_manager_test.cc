@@ -39,9 +39,11 @@ class MemoryManagerTest : public ::testing::Test {
   MemoryManagerTest() : mm_(16 * kMiB) {
     for (uint64_t base : {a_, b_, c_}) mm_.AddAllocation(base, 8 * kMiB);
   }
+  // Loads exactly the predicted units: these tests are about what is
+  // planned and evicted (MemoryManagerUnitsTest has the widening).
   MemoryActions Access(std::initializer_list<ByteRange> ranges) {
     MemoryActions act;
-    mm_.PlanAccess(Regions(ranges), ++seq_, &act);
+    mm_.PlanAccess(Regions(ranges), ++seq_, &act, MemoryManager::Granularity::kPredicted);
     return act;
   }
   MemoryManager mm_;
@@ -381,27 +383,46 @@ TEST(MemoryManagerUnitsTest, GrowingAChunkLoadsOnlyTheNewUnitsAndTailsAreExact) 
   EXPECT_EQ(mm.resident_bytes(), 100 * 1024u);
 }
 
-// With room in the budget, a chunk a launch lacks anything of comes in
+// With room in the budget, an allocation no plan has touched comes in whole
+// at its first launch; later, a chunk a launch lacks anything of comes in
 // whole, within its allocation; a chunk whose predicted units are all
 // resident moves nothing (the common path); without room for every chunk
-// whole, exactly the predicted units.
-TEST(MemoryManagerUnitsTest, WithRoomAChunkComesInWholeWithoutItExactlyThePredictedUnits) {
-  MemoryManager mm(5 * kMiB);
-  mm.AddAllocation(0x10000000, 3 * kMiB);  // a whole chunk and a 1 MiB tail
-  MemoryActions a, b, c;
-  mm.PlanAccess(Regions({{0x10000000 + 4096, 0x10000000 + 8192}, {0x10000000 + 2 * kMiB, 0x10000000 + 2 * kMiB + 8}}),
-                1, &a);
-  EXPECT_EQ(a.load_bytes, 3 * kMiB) << "both chunks whole, the tail only to the allocation's end";
-  ASSERT_EQ(a.load.size(), 1u);
-  EXPECT_EQ(a.load[0], (ByteRange{0x10000000, 0x10000000 + 3 * kMiB}));
-  mm.PlanAccess(Regions({{0x10000000 + kMiB, 0x10000000 + kMiB + 64}}), 2, &b);
-  EXPECT_TRUE(b.empty()) << "already resident: nothing moves";
-  // 3 MiB resident of 5: another allocation's 4 MiB does not fit whole.
-  mm.AddAllocation(0x20000000, 4 * kMiB);
-  mm.PlanAccess(Regions({{0x20000000, 0x20000000 + 64 * 1024}, {0x20000000 + 2 * kMiB, 0x20000000 + 2 * kMiB + 1}}),
-                3, &c);
-  EXPECT_EQ(c.load_bytes, 2 * 64 * 1024u) << "no room for both chunks whole: the predicted units";
-  EXPECT_EQ(c.evict_bytes, 0u);
+// whole, exactly the predicted units; an allocation over
+// kMaxWholeAllocation comes in by chunks.
+TEST(MemoryManagerUnitsTest, WithRoomLoadsWidenToWholeChunksAndUntouchedAllocations) {
+  MemoryManager mm(13 * kMiB);
+  const uint64_t a = 0x10000000, b = 0x20000000, c = 0x30000000;
+  mm.AddAllocation(a, 5 * kMiB);  // two whole chunks and a 1 MiB tail
+  MemoryActions first, again, partial, later, tight;
+  mm.PlanAccess(Regions({{a + 4096, a + 8192}}), 1, &first);
+  EXPECT_EQ(first.load_bytes, 5 * kMiB) << "untouched: the whole allocation, to its end";
+  ASSERT_EQ(first.load.size(), 1u);
+  EXPECT_EQ(first.load[0], (ByteRange{a, a + 5 * kMiB}));
+  mm.PlanAccess(Regions({{a + kMiB, a + kMiB + 64}}), 2, &again);
+  EXPECT_TRUE(again.empty()) << "already resident: nothing moves";
+  // Touched before, evicted, needed again: by chunks, not whole.
+  mm.PlanEviction(UINT64_MAX, &partial);
+  mm.PlanAccess(Regions({{a + 2 * kMiB, a + 2 * kMiB + 64}}), 3, &later);
+  EXPECT_EQ(later.load_bytes, 2 * kMiB) << "the one chunk, whole";
+  // 2 MiB resident of 13: an untouched 8 MiB allocation whole would fit
+  // (10), and with it 4 MiB more does not.
+  mm.AddAllocation(b, 8 * kMiB);
+  mm.AddAllocation(c, 4 * kMiB);
+  MemoryActions both;
+  mm.PlanAccess(Regions({{b, b + 64 * 1024}, {c, c + 64 * 1024}}), 4, &both);
+  EXPECT_EQ(both.load_bytes, 2 * 2 * kMiB) << "no room for both whole: the two chunks whole";
+  mm.PlanAccess(Regions({{b + 6 * kMiB, b + 6 * kMiB + 1}, {c + 2 * kMiB, c + 2 * kMiB + 1}}), 5, &tight);
+  EXPECT_EQ(tight.load_bytes, 4 * kMiB) << "room for these two chunks whole (10 of 13)";
+  MemoryActions exact;
+  mm.PlanAccess(Regions({{b + 2 * kMiB, b + 2 * kMiB + 1}, {b + 4 * kMiB, b + 4 * kMiB + 1}}), 6, &exact);
+  EXPECT_EQ(exact.load_bytes, 2 * 64 * 1024u) << "no room for two more chunks whole: the predicted units";
+  EXPECT_EQ(exact.evict_bytes, 0u);
+  // Past the cap: by chunks even when untouched.
+  MemoryManager big(1024 * kMiB);
+  big.AddAllocation(a, MemoryManager::kMaxWholeAllocation + 2 * kMiB);
+  MemoryActions chunk;
+  big.PlanAccess(Regions({{a, a + 64}}), 1, &chunk);
+  EXPECT_EQ(chunk.load_bytes, 2 * kMiB);
 }
 
 TEST_F(MemoryManagerTest, InvalidateUndoesFailedTransfers) {

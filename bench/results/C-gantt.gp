@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,608
 set output '/tmp/fullbench/C-gantt.png'
 set multiplot layout 2,1 title "Combination C, hybrid: the four DNNs of B plus one LLM decode (paper Table 3, Figure 7): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:4777.77]
+set xrange [0:4777.48]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

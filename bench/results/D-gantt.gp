@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,664
 set output '/tmp/fullbench/D-gantt.png'
 set multiplot layout 2,1 title "Combination D, multiple LLM decode: Llama3-8B-like instances (paper Table 3, Figure 7): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:1885.6]
+set xrange [0:1885.24]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,664
 set output '/tmp/fullbench/real-llama-gantt.png'
 set multiplot layout 2,1 title "Real programs: several transformers Llama decoders, replayed from an H200 trace (the paper's LLM case): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:92.078]
+set xrange [0:89.1692]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,776
 set output '/tmp/fullbench/real-mix-gantt.png'
 set multiplot layout 2,1 title "Real programs: Llama decoders beside ResNet-50 training, replayed from H200 traces: who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:160.323]
+set xrange [0:159.853]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,664
 set output '/tmp/fullbench/real-resnet-gantt.png'
 set multiplot layout 2,1 title "Real programs: several torchvision ResNet-50 training jobs, replayed from an H200 trace (the paper's deep-learning case): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:139.285]
+set xrange [0:139.438]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -170,9 +170,18 @@ TEST_F(MetricsHttpTest, SlowReadersOfALargeAnswerHoldUpNoOtherScrape) {
     size = r.body.size();
   }
   EXPECT_GT(size, 4u << 20) << "a large answer";
-  for (int fd : slow) {
-    ts::SetTimeouts(fd, milliseconds(3000));
-    const ts::HttpReply r = ts::ReadReply(fd);
+  // Then each takes its answer, all at once: one after another, the last
+  // would start past the server's 5 s to take an answer on a loaded host.
+  std::vector<ts::HttpReply> replies(slow.size());
+  std::vector<std::thread> readers;
+  for (size_t i = 0; i < slow.size(); ++i) {
+    readers.emplace_back([&, i] {
+      ts::SetTimeouts(slow[i], milliseconds(3000));
+      replies[i] = ts::ReadReply(slow[i]);
+    });
+  }
+  for (std::thread& t : readers) t.join();
+  for (const ts::HttpReply& r : replies) {
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body.size(), size);
   }

@@ -1,5 +1,6 @@
 // How long evaluating a kernel's template takes on the launch path, for
-// templates of 1, 4 and 16 regions. BM_Linear: every region linear in a
+// templates of 1, 4 and 16 regions, each compiled once beforehand (as the
+// template store does when it loads them). BM_Linear: every region linear in a
 // product of two argument words (the common T2 shape). BM_WithStrided: every
 // fourth region strided, 64 pieces 1 MiB apart (each piece its own range).
 // BM_WidestShipped: the widest shipped template (templates/), then cut to the
@@ -42,22 +43,22 @@ KernelTemplate MakeTemplate(int regions, bool strided) {
 }
 
 void Evaluate(benchmark::State& state, bool strided) {
-  const KernelTemplate t = MakeTemplate(static_cast<int>(state.range(0)), strided);
+  const CompiledTemplate t(MakeTemplate(static_cast<int>(state.range(0)), strided));
   uint64_t values[18];
   void* params[18];
   for (int i = 0; i < 16; ++i) values[i] = 0x7f0000000000ull + (uint64_t{1} << 30) * i;
   values[16] = 64;    // rows
   values[17] = 1024;  // columns
   for (int i = 0; i < 18; ++i) params[i] = &values[i];
-  const ArgView args = ArgView::FromKernelParams(t.layout, params);
+  const ArgView args = ArgView::FromKernelParams(t.source().layout, params);
   const LaunchDims dims;
   Prediction out;
   for (auto _ : state) {
     out.Clear();
-    EvaluateTemplate(t, args, dims, &out);
+    t.Evaluate(args, dims, &out);
     benchmark::DoNotOptimize(out.regions().data());
   }
-  state.counters["regions"] = static_cast<double>(t.regions.size());
+  state.counters["regions"] = static_cast<double>(t.source().regions.size());
   state.counters["ranges_out"] = static_cast<double>(out.regions().size());
 }
 
@@ -87,12 +88,13 @@ void BM_WidestShipped(benchmark::State& state) {
     std::memcpy(reinterpret_cast<uint8_t*>(buffer.data()) + widest->layout[r.base.param].offset + r.base.offset, &base, 8);
     (void)allocs.Insert(base, uint64_t{1} << 29, AllocKind::kManaged);
   }
+  const CompiledTemplate compiled(*widest);  // as the template store holds it
   const ArgView args = ArgView::FromBuffer(widest->layout, buffer.data(), buffer.size() * 4);
   const LaunchDims dims;
   Prediction out;
   for (auto _ : state) {
     out.Clear();
-    EvaluateTemplate(*widest, args, dims, &out);
+    compiled.Evaluate(args, dims, &out);
     if (state.range(0)) ClipToAllocations(allocs, 0, &out);
     benchmark::DoNotOptimize(out.regions().data());
   }

@@ -129,7 +129,7 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
   const PredictionSource source =
       ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
   if (source == PredictionSource::kNone) return false;
-  if (source == PredictionSource::kTemplate) EvaluateTemplate(*k->tmpl, args, dims, &pred);
+  if (source == PredictionSource::kTemplate) k->tmpl->Evaluate(args, dims, &pred);
   const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
   if (!rule && pred.failed_regions() > 0) return false;
   {

@@ -20,7 +20,7 @@ struct KernelInfo {
   std::string name;
   ParamLayout layout;
   bool layout_known = false;          // false: the driver would not say
-  const KernelTemplate* tmpl = nullptr;
+  const CompiledTemplate* tmpl = nullptr;
   std::string why_unpredicted;        // when tmpl is null
 };
 

@@ -119,7 +119,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
       ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
   switch (source) {
     case PredictionSource::kTemplate:
-      if (k->tmpl != nullptr) EvaluateTemplate(*k->tmpl, args, s.dims, &pred);
+      if (k->tmpl != nullptr) k->tmpl->Evaluate(args, s.dims, &pred);
       c.launches_predicted->Add();
       c.eval_failures->Add(pred.failed_regions());
       break;

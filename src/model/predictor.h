@@ -1,5 +1,5 @@
 // Predicting one launch's working set: choosing how (ChoosePrediction), then
-// from its template when there is one (EvaluateTemplate in template_eval.h,
+// from its template when there is one (CompiledTemplate in template_eval.h,
 // which needs no lock), or from the pointers among its argument words: from
 // each pointer to the end of its allocation (the fallback for kernels
 // without a template), or whole allocations (the MSched paper's naive

@@ -1,5 +1,8 @@
 #include "model/template_eval.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace msched {
 namespace {
 
@@ -7,29 +10,13 @@ namespace {
 // real extent.
 constexpr int64_t kMaxIntermediate = int64_t{1} << 62;
 
-bool FactorValue(const Factor& f, const ArgView& args, const LaunchDims& dims, uint64_t* out) {
-  switch (f.kind) {
-    case Factor::Kind::kArg: {
-      std::optional<uint64_t> v = args.Read(f.arg);
-      if (!v) return false;
-      *out = *v;
-      return true;
-    }
-    case Factor::Kind::kGridX: *out = dims.grid[0]; return true;
-    case Factor::Kind::kGridY: *out = dims.grid[1]; return true;
-    case Factor::Kind::kGridZ: *out = dims.grid[2]; return true;
-    case Factor::Kind::kBlockX: *out = dims.block[0]; return true;
-    case Factor::Kind::kBlockY: *out = dims.block[1]; return true;
-    case Factor::Kind::kBlockZ: *out = dims.block[2]; return true;
-  }
-  return false;
-}
-
 }  // namespace
 
-void Prediction::Add(const ByteRange& r, AccessMode mode) {
-  if (r.empty()) return;
-  regions_.push_back({r.AlignedOut(alignment_), mode});
+// Out of line, the range by value: inlined into the evaluation loop it cost
+// more (the vector's append, outlined anyway, reloaded the range from the
+// stack in a 16-byte load that store forwarding could not serve).
+void Prediction::Add(ByteRange r, AccessMode mode) {
+  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode});
 }
 
 uint64_t Prediction::TotalBytes() const {
@@ -38,43 +25,118 @@ uint64_t Prediction::TotalBytes() const {
   return total;
 }
 
-bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& dims, uint64_t* out) {
+template <typename Reader>
+inline bool CompiledTemplate::Value(const Expr& e, const Reader& read, const uint64_t* dims, uint64_t* out) const {
+  switch (e.shape) {
+    case Shape::kConstant: *out = e.value; return true;
+    case Shape::kNever: return false;
+    case Shape::kScaled: {
+      uint64_t v = 0;
+      if (!read(operands_[e.first].word, &v) || v > e.value) return false;
+      *out = static_cast<uint64_t>(e.coef) * v;
+      return true;
+    }
+    case Shape::kGeneral: return Product(e, read, dims, out);
+  }
+  return false;
+}
+
+template <typename Reader>
+bool CompiledTemplate::Product(const Expr& e, const Reader& read, const uint64_t* dims, uint64_t* out) const {
   // 64-bit arithmetic with overflow checks: anything past kMaxIntermediate
   // fails anyway, so no wider type is needed (a 128-bit product and quotient
   // cost more than the rest of a region's evaluation).
   int64_t acc = e.coef;
-  if (e.coef != 0) {
-    for (const Factor& f : e.factors) {
-      uint64_t v = 0;
-      if (!FactorValue(f, args, dims, &v)) return false;
-      if (v > static_cast<uint64_t>(kMaxIntermediate) || __builtin_mul_overflow(acc, static_cast<int64_t>(v), &acc) ||
-          acc > kMaxIntermediate || acc < -kMaxIntermediate) {
-        return false;
-      }
+  for (const Operand* o = operands_.data() + e.first; o != operands_.data() + e.first + e.count; ++o) {
+    uint64_t v = 0;
+    if (o->dim >= 0) {
+      v = dims[o->dim];
+    } else if (!read(o->word, &v)) {
+      return false;
+    }
+    if (v > static_cast<uint64_t>(kMaxIntermediate) || __builtin_mul_overflow(acc, static_cast<int64_t>(v), &acc) ||
+        acc > kMaxIntermediate || acc < -kMaxIntermediate) {
+      return false;
     }
   }
-  if (e.div <= 0) return false;
-  if (e.div != 1) acc /= e.div;
+  if (e.div != 1) acc /= e.div;  // > 0: Compile made any other divisor kNever
   if (__builtin_add_overflow(acc, e.add, &acc)) return false;
   if (acc < 0 || static_cast<uint64_t>(acc) > kMaxRegionBytes) return false;
   *out = static_cast<uint64_t>(acc);
   return true;
 }
 
-void EvaluateTemplate(const KernelTemplate& t, const ArgView& args, const LaunchDims& dims, Prediction* out) {
-  for (const Region& r : t.regions) {
-    std::optional<uint64_t> ptr = args.Read(r.base);
-    if (ptr && r.kind == Region::Kind::kRest) {  // cut at its allocation's end by whoever holds the map
-      out->Add({*ptr, *ptr + std::min(kMaxRegionBytes, UINT64_MAX - *ptr)}, r.mode);
+CompiledTemplate::CompiledTemplate(KernelTemplate t) : source_(std::move(t)) {
+  steps_.reserve(source_.regions.size());
+  for (const Region& r : source_.regions) {
+    Step s;
+    s.base = ResolveArgRef(source_.layout, r.base);
+    s.base_offset = r.base_offset;
+    s.kind = r.kind;
+    s.mode = r.mode;
+    if (r.kind == Region::Kind::kRest) {  // its extent is never evaluated
+      steps_.push_back(s);
+      continue;
+    }
+    s.extent = Compile(r.extent);
+    if (r.kind == Region::Kind::kStrided) {
+      s.strided = static_cast<uint32_t>(strided_.size());
+      strided_.push_back(Compile(r.count));
+      strided_.push_back(Compile(r.stride));
+    }
+    steps_.push_back(s);
+  }
+}
+
+CompiledTemplate::Expr CompiledTemplate::Compile(const LinearExpr& e) {
+  Expr c;
+  c.first = static_cast<uint32_t>(operands_.size());
+  c.coef = e.coef;
+  c.div = e.div;
+  c.add = e.add;
+  if (e.coef != 0) {  // else its factors are never read
+    for (const Factor& f : e.factors) {
+      Operand o;  // a kind outside the enum stays unreadable
+      if (f.kind == Factor::Kind::kArg) {
+        o.word = ResolveArgRef(source_.layout, f.arg);
+      } else if (f.kind >= Factor::Kind::kGridX && f.kind <= Factor::Kind::kBlockZ) {
+        o.dim = static_cast<int8_t>(static_cast<int>(f.kind) - static_cast<int>(Factor::Kind::kGridX));
+      }
+      if (o.dim < 0 && o.word.bytes == 0) c.shape = Shape::kNever;
+      operands_.push_back(o);
+    }
+    c.count = static_cast<uint32_t>(e.factors.size());
+  }
+  if (c.shape == Shape::kNever || e.div <= 0) {
+    c.shape = Shape::kNever;
+  } else if (c.count == 0) {  // evaluated now, once and for all
+    const auto no_words = [](const ArgSlot&, uint64_t*) { return false; };
+    c.shape = Value(c, no_words, nullptr, &c.value) ? Shape::kConstant : Shape::kNever;
+  } else if (c.count == 1 && operands_[c.first].dim < 0 && c.coef > 0 && c.div == 1 && c.add == 0) {
+    // coef * v is checked below 2^62 and then within [0, kMaxRegionBytes]:
+    // together, v at most kMaxRegionBytes / coef.
+    c.shape = Shape::kScaled;
+    c.value = kMaxRegionBytes / static_cast<uint64_t>(c.coef);
+  }
+  return c;
+}
+
+template <typename Reader>
+void CompiledTemplate::Run(const Reader& read, const uint64_t* dims, Prediction* out) const {
+  for (const Step& r : steps_) {
+    uint64_t ptr = 0;
+    const bool have_ptr = read(r.base, &ptr);
+    if (have_ptr && r.kind == Region::Kind::kRest) {  // cut at its allocation's end by whoever holds the map
+      out->Add({ptr, ptr + std::min(kMaxRegionBytes, UINT64_MAX - ptr)}, r.mode);
       continue;
     }
     uint64_t extent = 0;
-    if (!ptr || !EvaluateExpr(r.extent, args, dims, &extent)) {
+    if (!have_ptr || !Value(r.extent, read, dims, &extent)) {
       out->CountFailure();
       continue;
     }
-    const uint64_t base = *ptr + static_cast<uint64_t>(r.base_offset);
-    if (r.base_offset >= 0 ? base < *ptr : base > *ptr) {  // wrapped around
+    const uint64_t base = ptr + static_cast<uint64_t>(r.base_offset);
+    if (r.base_offset >= 0 ? base < ptr : base > ptr) {  // wrapped around
       out->CountFailure();
       continue;
     }
@@ -87,7 +149,7 @@ void EvaluateTemplate(const KernelTemplate& t, const ArgView& args, const Launch
       continue;
     }
     uint64_t count = 0, stride = 0;
-    if (!EvaluateExpr(r.count, args, dims, &count) || !EvaluateExpr(r.stride, args, dims, &stride)) {
+    if (!Value(strided_[r.strided], read, dims, &count) || !Value(strided_[r.strided + 1], read, dims, &stride)) {
       out->CountFailure();
       continue;
     }
@@ -108,6 +170,11 @@ void EvaluateTemplate(const KernelTemplate& t, const ArgView& args, const Launch
       out->Add({begin, begin + extent}, r.mode);
     }
   }
+}
+
+void CompiledTemplate::Evaluate(const ArgView& args, const LaunchDims& dims, Prediction* out) const {
+  const uint64_t dim_values[] = {dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1], dims.block[2]};
+  args.WithReader([&](const auto& read) { Run(read, dim_values, out); });
 }
 
 }  // namespace msched

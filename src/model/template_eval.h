@@ -1,8 +1,12 @@
 // Evaluating a kernel template on one launch's arguments: the page-aligned
-// byte ranges the launch will touch. Runs on the launch hot path, so it
-// allocates nothing once its output buffer has grown, and never throws.
-// Functions are thread-safe on distinct Prediction buffers.
-// Used by the predictor (hook) and by the profiler's accuracy report.
+// byte ranges the launch will touch. A template is compiled once, when it is
+// loaded (CompiledTemplate), into a flat form that the launch path evaluates
+// without lookups: every argument word resolved against the layout, every
+// factor in one array. Evaluation allocates nothing once its output buffer
+// has grown, and never throws. A CompiledTemplate is immutable: thread-safe;
+// a Prediction is confined to one thread.
+// Used by the template store, the predictor (hook) and the profiler's
+// accuracy report.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +43,7 @@ class Prediction {
     failed_regions_ = 0;
     enveloped_regions_ = 0;
   }
-  void Add(const ByteRange& r, AccessMode mode);
+  void Add(ByteRange r, AccessMode mode);
   const std::vector<PredictedRegion>& regions() const { return regions_; }
   std::vector<PredictedRegion>* mutable_regions() { return &regions_; }
   uint64_t TotalBytes() const;
@@ -57,13 +61,75 @@ class Prediction {
   uint32_t enveloped_regions_ = 0;
 };
 
-// Evaluates `e`; false on a missing argument, overflow, or a result outside
-// [0, kMaxRegionBytes].
-bool EvaluateExpr(const LinearExpr& e, const ArgView& args, const LaunchDims& dims, uint64_t* out);
+// A KernelTemplate in the form the launch path evaluates. Expressions mean
+// what templates.h says (checked 64-bit arithmetic; a missing argument,
+// an intermediate magnitude past 2^62, or a result outside
+// [0, kMaxRegionBytes] fails the region, which is counted and skipped).
+// Example:
+//   const CompiledTemplate t(std::move(kernel_template));
+//   t.Evaluate(ArgView::FromKernelParams(t.source().layout, params), dims, &prediction);
+class CompiledTemplate {
+ public:
+  explicit CompiledTemplate(KernelTemplate t);
 
-// Appends the ranges of every region of `t` to `out` (without clearing it).
-// A kRest region comes out as kMaxRegionBytes from its base: callers cut it
-// to its allocation (ClipToAllocations in model/predictor.h).
-void EvaluateTemplate(const KernelTemplate& t, const ArgView& args, const LaunchDims& dims, Prediction* out);
+  const KernelTemplate& source() const { return source_; }
+
+  // Appends the ranges of every region to `out` (without clearing it). A
+  // kRest region comes out as kMaxRegionBytes from its base: callers cut it
+  // to its allocation (ClipToAllocations in model/predictor.h).
+  // REQUIRES: `args` has a layout equal to source().layout (TemplateStore::
+  // Find and the profiler match layouts), or is empty (every region fails).
+  void Evaluate(const ArgView& args, const LaunchDims& dims, Prediction* out) const;
+
+ private:
+  // One factor: launch dimension `dim` (0-5: grid x, y, z, block x, y, z)
+  // when dim >= 0, else argument word `word`.
+  struct Operand {
+    ArgSlot word;
+    int8_t dim = -1;
+  };
+  // How an expression is evaluated, decided when it is compiled.
+  enum class Shape : uint8_t {
+    kConstant,  // `value` on every launch
+    kNever,     // fails on every launch: a word that cannot be read, a divisor <= 0, a constant out of range
+    kScaled,    // coef (> 0) times its one argument word, for a word of at most `value` (the common T2 shape)
+    kGeneral,   // coef times operands_[first, first + count), divided by div (> 0), plus add; checked at each step
+  };
+  struct Expr {  // a LinearExpr
+    Shape shape = Shape::kGeneral;
+    uint32_t first = 0;
+    uint32_t count = 0;
+    int64_t coef = 0;
+    int64_t div = 1;
+    int64_t add = 0;
+    uint64_t value = 0;
+  };
+  // One region, in source order (a kRest region's extent is unused).
+  struct Step {
+    ArgSlot base;
+    int64_t base_offset = 0;
+    Expr extent;
+    uint32_t strided = 0;  // kStrided: its count is strided_[strided], its stride the next
+    Region::Kind kind = Region::Kind::kFixed;
+    AccessMode mode = AccessMode::kReadWrite;
+  };
+
+  // `e` with its words resolved against source_.layout (its operands
+  // appended to operands_) and its Shape chosen.
+  Expr Compile(const LinearExpr& e);
+  // Evaluate's loop and one expression's value, with the reader made for
+  // the arguments' form (ArgView::WithReader).
+  template <typename Reader>
+  void Run(const Reader& read, const uint64_t* dims, Prediction* out) const;
+  template <typename Reader>
+  bool Value(const Expr& e, const Reader& read, const uint64_t* dims, uint64_t* out) const;
+  template <typename Reader>
+  bool Product(const Expr& e, const Reader& read, const uint64_t* dims, uint64_t* out) const;  // kGeneral
+
+  KernelTemplate source_;
+  std::vector<Step> steps_;
+  std::vector<Operand> operands_;
+  std::vector<Expr> strided_;
+};
 
 }  // namespace msched

@@ -8,7 +8,7 @@ namespace msched {
 void TemplateStore::Add(KernelTemplate t) {
   unpredictable_.erase(t.name);
   std::string name = t.name;
-  by_name_[std::move(name)] = std::move(t);
+  by_name_.insert_or_assign(std::move(name), CompiledTemplate(std::move(t)));
 }
 
 void TemplateStore::AddUnpredictable(UnpredictableKernel u) {
@@ -45,7 +45,7 @@ void TemplateStore::LoadPaths(const std::vector<std::string>& paths, std::vector
   }
 }
 
-const KernelTemplate* TemplateStore::Find(std::string_view name, const ParamLayout& layout, std::string* why) const {
+const CompiledTemplate* TemplateStore::Find(std::string_view name, const ParamLayout& layout, std::string* why) const {
   const std::string key(name);
   auto it = by_name_.find(key);
   if (it == by_name_.end()) {
@@ -53,7 +53,7 @@ const KernelTemplate* TemplateStore::Find(std::string_view name, const ParamLayo
     if (why) *why = u == unpredictable_.end() ? "no template" : "unpredictable: " + u->second;
     return nullptr;
   }
-  if (it->second.layout != layout) {
+  if (it->second.source().layout != layout) {
     if (why) *why = "its parameter layout differs from the template's (another build of the kernel?)";
     return nullptr;
   }

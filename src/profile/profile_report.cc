@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -33,9 +34,9 @@ std::string KindOf(const KernelTemplate& t) {
 // The template's ranges for one launch, each within the allocation it
 // starts in, as the hook prefetches them; *failed counts the regions it could
 // not evaluate.
-RangeSet Predict(const KernelTemplate& t, const Observation& o, uint32_t* failed = nullptr) {
+RangeSet Predict(const CompiledTemplate& t, const Observation& o, uint32_t* failed = nullptr) {
   Prediction p(/*alignment=*/1);
-  EvaluateTemplate(t, o.args, o.launch->dims, &p);
+  t.Evaluate(o.args, o.launch->dims, &p);
   if (failed != nullptr) *failed = p.failed_regions();
   AllocationMap allocs;
   for (const ByteRange& a : o.pointed) (void)allocs.Insert(a.begin, a.size(), AllocKind::kManaged);
@@ -118,8 +119,9 @@ ProfileReport Analyze(const Trace& trace) {
       if (!held.predictable) {
         k.reason = "held-out fit failed: " + held.reason;
       } else {
+        const CompiledTemplate compiled(std::move(held.tmpl));
         for (const Observation* o : test) {
-          k.tmpl.Add(Compare(Predict(held.tmpl, *o), o->touched));
+          k.tmpl.Add(Compare(Predict(compiled, *o), o->touched));
           k.naive.Add(Compare(o->naive, o->touched));
         }
         k.heldout_calls = test.size();
@@ -142,21 +144,23 @@ ProfileReport Analyze(const Trace& trace) {
 
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) {
   TemplateCheck check;
-  // Each kernel launched: its entry in check.kernels and its template (null: none).
-  std::map<std::pair<std::string, ParamLayout>, std::pair<size_t, const KernelTemplate*>> index;
+  // Each kernel launched: its entry in check.kernels and its template, compiled (none: the fallback).
+  std::map<std::pair<std::string, ParamLayout>, std::pair<size_t, std::optional<CompiledTemplate>>> index;
   for (const Observation& o : Observe(trace)) {
     auto [it, fresh] = index.emplace(std::make_pair(o.launch->kernel, o.launch->layout),
-                                     std::make_pair(check.kernels.size(), nullptr));
+                                     std::make_pair(check.kernels.size(), std::nullopt));
     if (fresh) {
+      const KernelTemplate* found = nullptr;
       for (const KernelTemplate& t : templates.kernels) {
-        if (t.name == o.launch->kernel && t.layout == o.launch->layout) it->second.second = &t;
+        if (t.name == o.launch->kernel && t.layout == o.launch->layout) found = &t;
       }
+      if (found != nullptr) it->second.second.emplace(*found);
       KernelReport k;
       k.name = o.launch->kernel;
-      k.kind = it->second.second ? KindOf(*it->second.second) : "fallback";
+      k.kind = found ? KindOf(*found) : "fallback";
       check.kernels.push_back(std::move(k));
     }
-    const KernelTemplate* t = it->second.second;
+    const std::optional<CompiledTemplate>& t = it->second.second;
     KernelReport& k = check.kernels[it->second.first];
     // As the hook predicts (model/predictor.h): the template, and the
     // fallback where there is none or where one of its regions failed.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 namespace msched {
 namespace {
@@ -35,6 +36,32 @@ TEST(ArgViewTest, ReadsKernelParamsForm) {
   EXPECT_EQ(v.Read({2, 0, 8}), 1000u);  // narrow parameter: zero-extended
   EXPECT_FALSE(v.Read({2, 4, 4}).has_value());  // past the parameter
   EXPECT_FALSE(v.Read({3, 0, 8}).has_value());  // no such parameter
+}
+
+// A word resolved once reads what Read(ArgRef) reads, in either form; a
+// word that can never be read resolves to no bytes (issue 30).
+TEST(ArgViewTest, ResolvedWordsReadAsTheirRefs) {
+  const ParamLayout layout = Layout();
+  EXPECT_EQ(ResolveArgRef(layout, {1, 12, 4}).buffer_offset, 20u);
+  EXPECT_EQ(ResolveArgRef(layout, {2, 0, 8}).bytes, 4u);  // narrow parameter: its 4 bytes
+  EXPECT_EQ(ResolveArgRef(layout, {2, 4, 4}).bytes, 0u);  // past the parameter
+  EXPECT_EQ(ResolveArgRef(layout, {3, 0, 8}).bytes, 0u);  // no such parameter
+  EXPECT_EQ(ResolveArgRef(layout, {0, 0, 2}).bytes, 0u);  // a width templates never use
+  alignas(8) uint8_t buf[40] = {};
+  TensorArg t{0xbeef0000, {3, 5}, 64};
+  const int32_t n = 1000;
+  std::memcpy(buf + 8, &t, sizeof t);
+  std::memcpy(buf + 32, &n, 4);
+  void* params[] = {buf, buf + 8, buf + 32};
+  for (const ArgView& v : {ArgView::FromKernelParams(layout, params), ArgView::FromBuffer(layout, buf, sizeof buf)}) {
+    for (const ArgRef ref : {ArgRef{1, 0, 8}, ArgRef{1, 12, 4}, ArgRef{2, 0, 8}, ArgRef{2, 4, 4}, ArgRef{3, 0, 8}}) {
+      uint64_t value = 0;
+      const bool read = v.Read(ResolveArgRef(layout, ref), &value);
+      EXPECT_EQ(read ? std::optional<uint64_t>(value) : std::nullopt, v.Read(ref));
+    }
+  }
+  uint64_t value = 0;
+  EXPECT_FALSE(ArgView().Read(ResolveArgRef(layout, {0, 0, 8}), &value));
 }
 
 TEST(ArgViewTest, ReadsExtraFormThroughTokens) {

@@ -29,7 +29,7 @@ uint64_t Predicted(const KernelTemplate& t, const std::vector<std::vector<uint8_
   std::vector<void*> ptrs;
   for (const auto& p : params) ptrs.push_back(const_cast<uint8_t*>(p.data()));
   Prediction out(/*alignment=*/1);
-  EvaluateTemplate(t, ArgView::FromKernelParams(t.layout, ptrs.data()), LaunchDims{}, &out);
+  CompiledTemplate(t).Evaluate(ArgView::FromKernelParams(t.layout, ptrs.data()), LaunchDims{}, &out);
   return out.TotalBytes();
 }
 
@@ -115,7 +115,7 @@ TEST(RoundedFitTest, AnExtentNoRuleExplainsRunsToTheEndOfItsAllocation) {
   uint64_t a = kA, bb = kB + 4096, n = 77;
   void* params[] = {&a, &bb, &n};
   Prediction out(/*alignment=*/1);
-  EvaluateTemplate(fit.tmpl, ArgView::FromKernelParams(fit.tmpl.layout, params), LaunchDims{}, &out);
+  CompiledTemplate(fit.tmpl).Evaluate(ArgView::FromKernelParams(fit.tmpl.layout, params), LaunchDims{}, &out);
   ClipToAllocations(allocs, 0, &out);
   ASSERT_EQ(out.regions().size(), 2u);
   EXPECT_EQ(out.regions()[1].range, (ByteRange{kB + 4096, kB + kSize}));

@@ -38,9 +38,9 @@ TEST(TemplateStoreTest, LoadsTemplatesFilesBelowDirectoriesAndLetsLaterFilesOver
   store.LoadPaths({dir}, &problems);
   EXPECT_TRUE(problems.empty()) << problems[0].ToString();
   std::string why;
-  const KernelTemplate* t = store.Find("k", {{0, 8}, {8, 8}}, &why);
+  const CompiledTemplate* t = store.Find("k", {{0, 8}, {8, 8}}, &why);
   ASSERT_NE(t, nullptr) << why;
-  EXPECT_EQ(t->regions[0].extent.add, 8192);  // sub/b.json sorts after a.json
+  EXPECT_EQ(t->source().regions[0].extent.add, 8192);  // sub/b.json sorts after a.json
   EXPECT_EQ(store.Find("k", {{0, 8}}, &why), nullptr);
   EXPECT_NE(why.find("layout differs"), std::string::npos);
   EXPECT_EQ(store.Find("chase", {}, &why), nullptr);

@@ -1,3 +1,7 @@
+// The coordinator's event loop: the listening socket, reading and
+// dispatching the jobs' messages, closing connections, the watchdog and the
+// tick's chores. Registration, control requests and the gates and orders are
+// in coord_server_{register,control,orders}.cc.
 #include "coord/coord_server.h"
 
 #include <sys/epoll.h>
@@ -9,20 +13,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
-
-#include "coord/status_report.h"
 
 namespace msched {
 namespace {
 
 constexpr int kTickMs = 100;  // watchdog and idle checks
 constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jobs still saying hello
-// Orders queued for a job whose socket takes no more. Consecutive Budgets
-// merge, so a job that does not read (stopped, suspended by Slurm) while its
-// neighbours' usage moves its grant holds one; the queue grows only with
-// Go and Stop, which a job off the rotation is not sent.
-constexpr size_t kMaxQueuedOrders = 256;
 
 // The version msched_build_info reports.
 #ifndef MSCHED_VERSION
@@ -35,21 +31,11 @@ uint64_t NowMs() {
           .count());
 }
 
-std::string Who(uint32_t uid, int32_t pid) { return "pid " + std::to_string(pid) + " (uid " + std::to_string(uid) + ")"; }
-
 }  // namespace
 
-struct CoordServer::Conn {
-  int fd = -1;
-  PeerCred peer;
-  uint64_t job = 0;  // 0: not (yet) a job; a control connection
-  FrameReader reader;
-  uint64_t opened_ms = 0;
-  uint64_t partial_since_ms = 0;  // when the frame now pending began (0: none)
-  std::string writing;              // the unwritten rest of the order being sent
-  std::deque<proto::Message> queued;  // orders after it, not yet begun
-  bool watching_writable = false;   // EPOLLOUT registered while anything waits
-};
+std::string CoordServer::Who(uint32_t uid, int32_t pid) {
+  return "pid " + std::to_string(pid) + " (uid " + std::to_string(uid) + ")";
+}
 
 Result<std::unique_ptr<CoordServer>> CoordServer::Start(ServerOptions options) {
   Result<int> listen_fd = ListenUnix(options.socket_path, ::geteuid() == 0);
@@ -286,199 +272,6 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   }
 }
 
-void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
-  const int fd = c.fd;
-  auto refuse = [&](const std::string& reason) {
-    Log("refused a job from " + Who(c.peer.uid, c.peer.pid) + ": " + reason);
-    (void)SendMessage(fd, proto::Refused{reason});
-    Close(fd, "refused");
-  };
-  if (!Privileged(c.peer.uid) && ConnectionsOf(c.peer.uid, true) >= options_.max_jobs_per_user) {
-    return refuse("uid " + std::to_string(c.peer.uid) + " already has " + std::to_string(options_.max_jobs_per_user) +
-                  " jobs here, the most one user may have");
-  }
-  uint32_t slot = kShmSlots;
-  for (uint32_t i = 0; i < kShmSlots && slot == kShmSlots; ++i) {
-    if (shm_.slot(i).job.load(std::memory_order_relaxed) == 0) slot = i;
-  }
-  if (slot == kShmSlots) return refuse("the coordinator serves " + std::to_string(kShmSlots) + " jobs at most");
-  Job j;
-  j.id = next_job_++;
-  j.uid = c.peer.uid;
-  j.pid = c.peer.pid;
-  j.name = hello.name.empty() ? "pid" + std::to_string(c.peer.pid) : hello.name;
-  j.job_class = hello.job_class;
-  j.priority = hello.priority;
-  if (!Privileged(c.peer.uid) && j.priority > options_.max_guest_priority) {
-    Log("job " + std::to_string(j.id) + " of " + Who(c.peer.uid, c.peer.pid) + " asked for priority " +
-        std::to_string(j.priority) + "; other users' jobs may have at most " +
-        std::to_string(options_.max_guest_priority));
-    j.priority = options_.max_guest_priority;
-  }
-  j.declared = hello.declared_mem;
-  j.allocated = hello.allocated;
-  c.job = j.id;
-  fd_of_job_[j.id] = fd;
-  slot_of_job_[j.id] = slot;
-  shm_.slot(slot).may_run.store(0, std::memory_order_relaxed);
-  shm_.slot(slot).messages_handled.store(0, std::memory_order_relaxed);
-  shm_.slot(slot).orders_sent.store(0, std::memory_order_relaxed);
-  shm_.slot(slot).pid.store(c.peer.pid, std::memory_order_relaxed);
-  shm_.slot(slot).job.store(j.id, std::memory_order_release);
-  const uint64_t id = j.id;
-  const std::string name = j.name;
-  const Commands commands = scheduler_.Submit(std::move(j), hello.device_total, hello.now_ns);
-  const Job* added = scheduler_.Find(id);
-  proto::Welcome w;
-  w.job = id;
-  w.slot = slot;
-  w.admitted = added != nullptr && added->state == JobState::kRunning;
-  w.idle_yield_ns = options_.idle_yield_ns;
-  Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) + ") registered: " +
-      FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
-  // The gates before the welcome: once the new job blocks, waiting for its
-  // turn, the running ones already see the slice end its arrival brought.
-  SyncSlots();
-  if (!SendMessage(fd, w, shm_.reader_fd()).ok()) return Close(fd, "cannot write to it");
-  Apply(commands);
-}
-
-void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
-  proto::ControlReply reply;
-  if (m.op == proto::ControlOp::kStatus) {
-    reply.ok = true;
-    reply.text = StatusReport(scheduler_, {options_.socket_path, options_.idle_yield_ns, c.peer.uid});
-  } else {
-    const Job* j = scheduler_.Find(m.job);
-    Result<Commands> r = Status::NotFound("no job " + std::to_string(m.job));
-    if (j != nullptr && j->state != JobState::kFinished) {
-      if (c.peer.uid != 0 && c.peer.uid != j->uid) {
-        r = Status::PermissionDenied("job " + std::to_string(m.job) + " belongs to uid " + std::to_string(j->uid) +
-                                     "; only its owner or root may change it");
-      } else if (m.op == proto::ControlOp::kPriority && !Privileged(c.peer.uid) &&
-                 m.priority > options_.max_guest_priority) {
-        r = Status::PermissionDenied("other users' jobs may have priority " +
-                                     std::to_string(options_.max_guest_priority) +
-                                     " at most on this coordinator (mschedd --max-guest-priority)");
-      } else if (m.op == proto::ControlOp::kPause) {
-        r = scheduler_.Pause(m.job);
-      } else if (m.op == proto::ControlOp::kResume) {
-        r = scheduler_.Resume(m.job);
-      } else {
-        r = scheduler_.SetPriority(m.job, m.priority);
-      }
-    }
-    reply.ok = r.ok();
-    if (r.ok()) {
-      const char* verb = m.op == proto::ControlOp::kPause    ? "paused"
-                         : m.op == proto::ControlOp::kResume ? "resumed"
-                                                             : "reprioritised";
-      reply.text = "job " + std::to_string(m.job) + " " + verb;
-      Log(reply.text + " by " + Who(c.peer.uid, c.peer.pid));
-      Apply(*r);
-    } else {
-      reply.text = r.status().message();
-    }
-  }
-  (void)SendMessage(c.fd, reply);
-  Close(c.fd, "request served");
-}
-
-void CoordServer::Apply(const Commands& commands) {
-  if (trace_) trace_->Sent(scheduler_, commands);
-  // The gates first: a job acts on its Go at once and launches only while
-  // its gate is open too; one it found still closed would cost it a recheck
-  // period.
-  SyncSlots();
-  for (const Command& cmd : commands) {
-    auto it = fd_of_job_.find(cmd.job);
-    if (it == fd_of_job_.end()) continue;
-    proto::Message m;
-    switch (cmd.kind) {
-      case Command::Kind::kGo: m = cmd.go; break;
-      case Command::Kind::kStop: m = cmd.stop; break;
-      case Command::Kind::kBudget: m = cmd.budget; break;
-      case Command::Kind::kRefuse: {
-        m = proto::Refused{cmd.reason};
-        const Job* j = scheduler_.Find(cmd.job);
-        Log("job " + std::to_string(cmd.job) + (j ? " (" + j->name + ")" : std::string()) + " refused: " + cmd.reason);
-        break;
-      }
-    }
-    // Counted before it is written: one the job has not received is on its way.
-    std::atomic<uint64_t>* sent = nullptr;
-    if (auto s = slot_of_job_.find(cmd.job); s != slot_of_job_.end() && cmd.kind != Command::Kind::kRefuse) {
-      sent = &shm_.slot(s->second).orders_sent;
-      sent->fetch_add(1, std::memory_order_release);
-    }
-    auto conn = conns_.find(it->second);
-    if (conn == conns_.end() || !Deliver(*conn->second, std::move(m), sent)) {
-      // Broken, or more orders behind than a live job leaves unread: no
-      // further message could be read from it. Shut down, EPOLLRDHUP/EOF
-      // removes it; the watchdog covers the gap.
-      if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
-      ::shutdown(it->second, SHUT_RDWR);
-      Log("cannot write to job " + std::to_string(cmd.job) + "; dropping its connection");
-    }
-  }
-}
-
-bool CoordServer::Deliver(Conn& c, proto::Message m, std::atomic<uint64_t>* sent) {
-  // Orders wait in `queued` only while the socket takes no more. A Budget
-  // behind a Budget replaces it: the job acts on its latest grant, and on
-  // the latest ask answered (they only rise); the order it replaces is no
-  // longer on its way.
-  auto* budget = std::get_if<proto::Budget>(&m);
-  auto* last = c.queued.empty() ? nullptr : std::get_if<proto::Budget>(&c.queued.back());
-  if (budget != nullptr && last != nullptr) {
-    last->budget = budget->budget;
-    last->answers = std::max(last->answers, budget->answers);
-    if (sent != nullptr) sent->fetch_sub(1, std::memory_order_release);
-    return true;
-  }
-  if (c.queued.size() >= kMaxQueuedOrders) return false;
-  c.queued.push_back(std::move(m));
-  return Flush(c);
-}
-
-bool CoordServer::Flush(Conn& c) {
-  for (;;) {
-    if (c.writing.empty()) {
-      if (c.queued.empty()) break;
-      c.writing = proto::Encode(c.queued.front());
-      c.queued.pop_front();
-    }
-    const ssize_t n = ::send(c.fd, c.writing.data(), c.writing.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (n <= 0) return false;
-    c.writing.erase(0, static_cast<size_t>(n));
-  }
-  // Told when the socket takes more, while anything waits.
-  const bool waiting = !c.writing.empty() || !c.queued.empty();
-  if (waiting != c.watching_writable) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | (waiting ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-    ev.data.fd = c.fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
-    c.watching_writable = waiting;
-  }
-  return true;
-}
-
-void CoordServer::SyncSlots() {
-  const uint64_t end = scheduler_.slice_end_ns();
-  for (const auto& [id, slot] : slot_of_job_) {
-    const Job* j = scheduler_.Find(id);
-    ShmSlot& s = shm_.slot(slot);
-    const bool run = j != nullptr && scheduler_.MayRun(*j);
-    s.slice_end_ns.store(run ? end : 0, std::memory_order_relaxed);
-    s.may_run.store(run ? 1 : 0, std::memory_order_release);
-  }
-  if (trace_) trace_->Sync(scheduler_);
-  if (metrics_) metrics_->Sync(scheduler_);
-}
-
 void CoordServer::Watchdog() {
   const std::set<uint64_t> awaiting = scheduler_.Awaiting();
   const uint64_t now = NowMs();
@@ -534,12 +327,6 @@ void CoordServer::PublishMetrics() {
   if (metrics_published_ms_ != 0 && now - metrics_published_ms_ < kTickMs) return;
   metrics_published_ms_ = now;
   options_.metrics->Publish(std::make_shared<const MetricsSnapshot>(metrics_->Snapshot(scheduler_)));
-}
-
-size_t CoordServer::ConnectionsOf(uint32_t uid, bool jobs_only) const {
-  size_t n = 0;
-  for (const auto& [fd, c] : conns_) n += c->peer.uid == uid && (!jobs_only || c->job != 0);
-  return n;
 }
 
 }  // namespace msched

@@ -30,12 +30,17 @@
 //   - Each job learns `idle_yield_ns` with its welcome: a job that holds its
 //     turn that long without work while others wait gives it up.
 // Run() is single-threaded; Shutdown() may be called from any thread.
+// The class is defined across files by concern: the event loop
+// (coord_server.cc), registration (coord_server_register.cc), control
+// requests (coord_server_control.cc), and the gates and orders
+// (coord_server_orders.cc).
 // Used by mschedd and by tests and benchmarks that run a coordinator
 // in-process.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -82,7 +87,18 @@ class CoordServer {
   const std::string& socket_path() const { return options_.socket_path; }
 
  private:
-  struct Conn;
+  // One connection: a job (once it said hello) or a CLI request.
+  struct Conn {
+    int fd = -1;
+    PeerCred peer;
+    uint64_t job = 0;  // 0: not (yet) a job; a control connection
+    FrameReader reader;
+    uint64_t opened_ms = 0;
+    uint64_t partial_since_ms = 0;  // when the frame now pending began (0: none)
+    std::string writing;              // the unwritten rest of the order being sent
+    std::deque<proto::Message> queued;  // orders after it, not yet begun
+    bool watching_writable = false;   // EPOLLOUT registered while anything waits
+  };
   CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm,
               std::unique_ptr<CoordTrace> trace);
   void Accept();
@@ -111,6 +127,8 @@ class CoordServer {
   bool Privileged(uint32_t uid) const { return uid == 0 || uid == own_uid_; }
   size_t ConnectionsOf(uint32_t uid, bool jobs_only) const;
   void Log(const std::string& line) const { options_.log(line); }
+  // How the log names a peer.
+  static std::string Who(uint32_t uid, int32_t pid);
 
   ServerOptions options_;
   int listen_fd_;

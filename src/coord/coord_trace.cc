@@ -89,14 +89,14 @@ void CoordTrace::Sync(const Scheduler& s) {
 void CoordTrace::Sent(const Scheduler& s, const Commands& commands) {
   for (const Command& c : commands) {
     Track& t = TrackOf(s, c.job);
-    if (c.kind == Command::Kind::kRefuse) {
-      Instant(t, "refused", s.now(), {{"job", c.job}, {"reason", c.reason}});
-    } else if (c.kind == Command::Kind::kStop && c.stop.reason == proto::StopReason::kPreempt) {
+    if (const auto* refused = std::get_if<proto::Refused>(&c.order)) {
+      Instant(t, "refused", s.now(), {{"job", c.job}, {"reason", refused->reason}});
+    } else if (const auto* stop = std::get_if<proto::Stop>(&c.order); stop && stop->reason == proto::StopReason::kPreempt) {
       Instant(t, "preempted", s.now(), {{"job", c.job}});
-    } else if (c.kind == Command::Kind::kGo && c.go.load) {
+    } else if (const auto* go = std::get_if<proto::Go>(&c.order); go && go->load) {
       const Job* j = s.Find(c.job);
-      t.load_from = c.go.start_ns;
-      t.load_estimate = j ? std::min(j->WorkingSetEstimate(), c.go.budget) : 0;
+      t.load_from = go->start_ns;
+      t.load_estimate = j ? std::min(j->WorkingSetEstimate(), go->budget) : 0;
     }
   }
 }

@@ -11,25 +11,21 @@ constexpr uint64_t kMinLoadForBandwidth = 16 << 20;  // smaller loads say little
 // A stop for `job`, which then owes one more answer.
 Command StopCommand(Job& job, uint64_t evict, proto::StopReason reason) {
   ++job.stops_owed;
-  Command c;
-  c.kind = Command::Kind::kStop;
-  c.job = job.id;
-  c.stop.evict_bytes = evict;
-  c.stop.reason = reason;
-  return c;
+  proto::Stop stop;
+  stop.evict_bytes = evict;
+  stop.reason = reason;
+  return {job.id, stop};
 }
 
 // Tells an active job that reported going idle to go on with its turn as it
 // was: dated when it went idle, which its clock has passed (a Go never moves
 // a job's clock back).
 Command CarryOn(const Job& j, uint64_t at, uint64_t slice_end) {
-  Command c;
-  c.kind = Command::Kind::kGo;
-  c.job = j.id;
-  c.go.start_ns = at;
-  c.go.budget = j.budget;
-  c.go.slice_end_ns = slice_end;
-  return c;
+  proto::Go go;
+  go.start_ns = at;
+  go.budget = j.budget;
+  go.slice_end_ns = slice_end;
+  return {j.id, go};
 }
 
 }  // namespace
@@ -113,11 +109,7 @@ Commands Scheduler::Submit(Job job, uint64_t device_total, uint64_t now) {
     Job& j = jobs_[id];
     j.state = JobState::kFinished;
     j.finished_ns = now;
-    Command c;
-    c.kind = Command::Kind::kRefuse;
-    c.job = id;
-    c.reason = never;
-    out.push_back(std::move(c));
+    out.push_back({id, proto::Refused{never}});
     return out;
   }
   Reschedule(false, &out);
@@ -298,11 +290,7 @@ void Scheduler::AnswerAsks(Commands* out) {
     if (j == nullptr) continue;
     // The grant in force: that of a job on the GPU (after any order it was
     // just given); a job off it learns its grant from its next Go.
-    Command c;
-    c.kind = Command::Kind::kBudget;
-    c.job = id;
-    c.budget = {j->active ? j->budget : 0, ask};
-    out->push_back(std::move(c));
+    out->push_back({id, proto::Budget{j->active ? j->budget : 0, ask}});
   }
   unanswered_.clear();
 }
@@ -423,21 +411,15 @@ void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
     const uint64_t budget = budgets.at(id);
     const bool waiting = !j.active || reported_.count(id) > 0;  // blocked until told to go on
     if (waiting) {
-      Command c;
-      c.kind = Command::Kind::kGo;
-      c.job = id;
-      c.go.start_ns = start;
-      c.go.budget = budget;
-      c.go.slice_end_ns = slice_end;
-      c.go.load = !j.active && j.last_ran_ns > 0;  // back from a switch: bring its working set in
-      if (c.go.load) ++j.swaps_in;
-      out->push_back(std::move(c));
+      proto::Go go;
+      go.start_ns = start;
+      go.budget = budget;
+      go.slice_end_ns = slice_end;
+      go.load = !j.active && j.last_ran_ns > 0;  // back from a switch: bring its working set in
+      if (go.load) ++j.swaps_in;
+      out->push_back({id, go});
     } else if (budget != j.budget) {
-      Command c;
-      c.kind = Command::Kind::kBudget;
-      c.job = id;
-      c.budget.budget = budget;
-      out->push_back(std::move(c));
+      out->push_back({id, proto::Budget{budget, 0}});
     }
     if (!j.active || waiting) {
       j.last_ran_ns = std::max<uint64_t>(start, 1);

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include <variant>
+
 #include "coord/admission.h"
 #include "coord/job.h"
 #include "msched/status.h"
@@ -40,14 +42,11 @@
 
 namespace msched {
 
+// What the scheduler tells one job: exactly the message the server sends it.
+using Order = std::variant<proto::Go, proto::Stop, proto::Budget, proto::Refused>;
 struct Command {
-  enum class Kind : uint8_t { kGo, kStop, kBudget, kRefuse };
-  Kind kind = Kind::kGo;
   uint64_t job = 0;
-  proto::Go go;         // kGo
-  proto::Stop stop;     // kStop
-  proto::Budget budget; // kBudget
-  std::string reason;   // kRefuse
+  Order order;
 };
 using Commands = std::vector<Command>;
 

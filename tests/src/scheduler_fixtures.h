@@ -33,10 +33,12 @@ inline Job NewJob(uint64_t id, uint64_t mem, int priority = 0, JobClass c = JobC
   return j;
 }
 
-// The command of `kind` for `job` among `cs`, or nullptr.
-inline const Command* Find(const Commands& cs, Command::Kind kind, uint64_t job) {
+// The first order of type `O` (proto::Go, Stop, Budget or Refused) for
+// `job` among `cs`, or nullptr.
+template <typename O>
+const O* Find(const Commands& cs, uint64_t job) {
   for (const Command& c : cs) {
-    if (c.kind == kind && c.job == job) return &c;
+    if (const O* o = std::get_if<O>(&c.order); o != nullptr && c.job == job) return o;
   }
   return nullptr;
 }

@@ -17,7 +17,6 @@ using testing_fixtures::kGiB;
 using testing_fixtures::NewJob;
 using testing_fixtures::Options;
 using testing_fixtures::StoppedAt;
-using Kind = Command::Kind;
 
 TEST(SchedulerTest, PauseEvictsEverythingAndTheOthersGetTheMemory) {
   Scheduler s(Options());
@@ -25,10 +24,10 @@ TEST(SchedulerTest, PauseEvictsEverythingAndTheOthersGetTheMemory) {
   s.Submit(NewJob(2, 10 * kGiB), 0, 0);  // two groups, job 1 running
   Result<Commands> c = s.Pause(2);
   ASSERT_TRUE(c.ok());
-  const Command* stop = Find(*c, Kind::kStop, 2);
+  const proto::Stop* stop = Find<proto::Stop>(*c, 2);
   ASSERT_NE(stop, nullptr);
-  EXPECT_EQ(stop->stop.evict_bytes, proto::kNever);
-  EXPECT_EQ(stop->stop.reason, proto::StopReason::kPause);
+  EXPECT_EQ(stop->evict_bytes, proto::kNever);
+  EXPECT_EQ(stop->reason, proto::StopReason::kPause);
   const Commands after = s.Stopped(2, StoppedAt(50, 0, 0));
   EXPECT_EQ(s.slice_end_ns(), proto::kNever) << "job 1 alone: no more turns";
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
@@ -47,16 +46,16 @@ TEST(SchedulerTest, APauseDuringASwitchIsDoneOnlyOnceItsOwnStopIsAnswered) {
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);
   s.Submit(NewJob(2, 10 * kGiB), 0, 0);
   const Commands ended = s.SliceEnded(1, 5000);  // the switch to job 2 begins: job 1 stops
-  ASSERT_NE(Find(ended, Kind::kStop, 1), nullptr);
+  ASSERT_NE(Find<proto::Stop>(ended, 1), nullptr);
   Result<Commands> c = s.Pause(1);
   ASSERT_TRUE(c.ok());
-  const Command* stop = Find(*c, Kind::kStop, 1);
+  const proto::Stop* stop = Find<proto::Stop>(*c, 1);
   ASSERT_NE(stop, nullptr) << "a stop that gives everything back follows the slice's";
-  EXPECT_EQ(stop->stop.evict_bytes, proto::kNever);
+  EXPECT_EQ(stop->evict_bytes, proto::kNever);
   EXPECT_TRUE(s.Find(1)->Pausing());
   const Commands after_slice_stop = s.Stopped(1, StoppedAt(5100, 4 * kGiB, 10 * kGiB));
   EXPECT_TRUE(s.Find(1)->Pausing()) << "the slice's stop left memory behind: the pause is not done";
-  EXPECT_NE(Find(after_slice_stop, Kind::kGo, 2), nullptr) << "the switch completes";
+  EXPECT_NE(Find<proto::Go>(after_slice_stop, 2), nullptr) << "the switch completes";
   s.Stopped(1, StoppedAt(5200, 0, 0));
   EXPECT_FALSE(s.Find(1)->Pausing());
   EXPECT_EQ(s.Find(1)->resident, 0u);
@@ -72,17 +71,20 @@ TEST(SchedulerTest, AJobPausedWhileItsAskIsOpenIsAnsweredWithNoGrantAndRunsAfter
   const Commands grew = s.Allocated(1, 6 * kGiB, 10, /*ask=*/1);
   Result<Commands> c = s.Pause(1);
   ASSERT_TRUE(c.ok());
-  ASSERT_NE(Find(*c, Kind::kStop, 1), nullptr);
+  ASSERT_NE(Find<proto::Stop>(*c, 1), nullptr);
   const Commands answered = s.Stopped(1, StoppedAt(20, 0, 4 * kGiB));
   bool ask_answered = false;
   for (const Commands* cs : std::initializer_list<const Commands*>{&grew, &*c, &answered}) {
-    for (const Command& cmd : *cs) ask_answered |= cmd.kind == Kind::kBudget && cmd.job == 1 && cmd.budget.answers == 1;
+    for (const Command& cmd : *cs) {
+      const auto* b = std::get_if<proto::Budget>(&cmd.order);
+      ask_answered |= b != nullptr && cmd.job == 1 && b->answers == 1;
+    }
   }
   EXPECT_TRUE(ask_answered) << "the ask is answered, so the job's launches do not wait on it for ever";
   EXPECT_FALSE(s.MayRun(*s.Find(1))) << "paused: its launches stay held";
   Result<Commands> r = s.Resume(1);
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(Find(*r, Kind::kGo, 1), nullptr) << "both fit: it runs again at once";
+  EXPECT_NE(Find<proto::Go>(*r, 1), nullptr) << "both fit: it runs again at once";
 }
 
 TEST(SchedulerTest, AJobPausedBeforeItsAdmissionHoldsNothingAndReturnsToTheQueue) {
@@ -92,10 +94,10 @@ TEST(SchedulerTest, AJobPausedBeforeItsAdmissionHoldsNothingAndReturnsToTheQueue
   ASSERT_EQ(s.Find(2)->state, JobState::kWaiting);
   Result<Commands> c = s.Pause(2);
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(Find(*c, Kind::kStop, 2), nullptr) << "it holds nothing to give back";
+  EXPECT_EQ(Find<proto::Stop>(*c, 2), nullptr) << "it holds nothing to give back";
   EXPECT_FALSE(s.Find(2)->Pausing());
   const Commands done = s.Exited(1, 100);
-  EXPECT_EQ(Find(done, Kind::kGo, 2), nullptr) << "paused: not admitted in its turn";
+  EXPECT_EQ(Find<proto::Go>(done, 2), nullptr) << "paused: not admitted in its turn";
   ASSERT_TRUE(s.Resume(2).ok());
   EXPECT_TRUE(s.MayRun(*s.Find(2))) << "admitted on resume, the GPU being free";
 }

@@ -14,17 +14,16 @@ using testing_fixtures::NewJob;
 using testing_fixtures::Options;
 using testing_fixtures::Find;
 using testing_fixtures::StoppedAt;
-using Kind = Command::Kind;
 
 TEST(SchedulerTest, AJobAloneRunsWithTheWholeGpuAndNoSliceEnd) {
   Scheduler s(Options());
   const Commands c = s.Submit(NewJob(1, 4 * kGiB), 0, 100);
-  const Command* go = Find(c, Kind::kGo, 1);
+  const proto::Go* go = Find<proto::Go>(c, 1);
   ASSERT_NE(go, nullptr);
-  EXPECT_EQ(go->go.start_ns, 100u);
-  EXPECT_EQ(go->go.budget, 16 * kGiB);
-  EXPECT_EQ(go->go.slice_end_ns, proto::kNever);
-  EXPECT_FALSE(go->go.load);
+  EXPECT_EQ(go->start_ns, 100u);
+  EXPECT_EQ(go->budget, 16 * kGiB);
+  EXPECT_EQ(go->slice_end_ns, proto::kNever);
+  EXPECT_FALSE(go->load);
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
 }
 
@@ -32,10 +31,10 @@ TEST(SchedulerTest, JobsThatFitTogetherRunTogetherWithBudgets) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 4 * kGiB), 0, 0);
   const Commands c = s.Submit(NewJob(2, 4 * kGiB), 0, 10);
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.budget, 8 * kGiB);
-  ASSERT_NE(Find(c, Kind::kBudget, 1), nullptr) << "job 1's budget shrinks to make room";
-  EXPECT_EQ(Find(c, Kind::kBudget, 1)->budget.budget, 8 * kGiB);
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2)->budget, 8 * kGiB);
+  ASSERT_NE(Find<proto::Budget>(c, 1), nullptr) << "job 1's budget shrinks to make room";
+  EXPECT_EQ(Find<proto::Budget>(c, 1)->budget, 8 * kGiB);
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
 }
 
@@ -55,31 +54,33 @@ TEST(SchedulerTest, AnAskIsAnsweredOnceTheGrantsAreSettled) {
   StartTwoJobsOf4GiB(s);
   ASSERT_TRUE(s.MayRun(*s.Find(1)) && s.MayRun(*s.Find(2))) << "8 of 16 GiB: together";
 
-  auto answer = [](const Commands& c, uint64_t job) -> const Command* {
-    for (const Command& cmd : c) {
-      if (cmd.kind == Kind::kBudget && cmd.job == job && cmd.budget.answers != 0) return &cmd;
+  // The answer to an ask for `job` among `c`, and its place there.
+  auto answer = [](const Commands& c, uint64_t job) -> std::pair<const proto::Budget*, size_t> {
+    for (size_t i = 0; i < c.size(); ++i) {
+      const auto* b = std::get_if<proto::Budget>(&c[i].order);
+      if (b != nullptr && c[i].job == job && b->answers != 0) return {b, i};
     }
-    return nullptr;
+    return {nullptr, 0};
   };
   // Job 2 grows to 14 GiB: the two no longer fit, and one of them must leave.
   const Commands grown = s.Allocated(2, 14 * kGiB, 40, /*ask=*/3);
   const Command* stop = nullptr;
   for (const Command& c : grown) {
-    if (c.kind == Kind::kStop) stop = &c;
+    if (std::holds_alternative<proto::Stop>(c.order)) stop = &c;
   }
   ASSERT_NE(stop, nullptr) << "the group no longer fits: a switch begins";
-  EXPECT_EQ(answer(grown, 2), nullptr) << "no answer while the switch is under way";
+  EXPECT_EQ(answer(grown, 2).first, nullptr) << "no answer while the switch is under way";
 
   const Commands done = s.Stopped(stop->job, StoppedAt(50, 0, stop->job == 2 ? 14 * kGiB : 4 * kGiB));
-  const Command* a = answer(done, 2);
+  const auto [a, place] = answer(done, 2);
   ASSERT_NE(a, nullptr) << "answered once the switch is done";
-  EXPECT_EQ(a->budget.answers, 3u);
-  EXPECT_EQ(a - done.data(), static_cast<ptrdiff_t>(done.size()) - 1) << "after the orders the growth caused";
+  EXPECT_EQ(a->answers, 3u);
+  EXPECT_EQ(place, done.size() - 1) << "after the orders the growth caused";
   if (stop->job == 2) {
-    EXPECT_EQ(a->budget.budget, 0u) << "off the GPU: its grant comes with its next Go";
+    EXPECT_EQ(a->budget, 0u) << "off the GPU: its grant comes with its next Go";
   } else {
-    EXPECT_EQ(a->budget.budget, s.Find(2)->budget) << "its grant as it stands";
-    EXPECT_GE(a->budget.budget, 14 * kGiB);
+    EXPECT_EQ(a->budget, s.Find(2)->budget) << "its grant as it stands";
+    EXPECT_GE(a->budget, 14 * kGiB);
   }
 }
 
@@ -89,7 +90,7 @@ TEST(SchedulerTest, AJobThatExitsIsNotAnsweredAndHoldsNobodysAnswerBack) {
   const Commands grown = s.Allocated(2, 14 * kGiB, 40, /*ask=*/1);  // a switch begins
   uint64_t stopped = 0;
   for (const Command& c : grown) {
-    if (c.kind == Kind::kStop) stopped = c.job;
+    if (std::holds_alternative<proto::Stop>(c.order)) stopped = c.job;
   }
   ASSERT_NE(stopped, 0u);
   // The asking job exits before the switch is done: nothing is sent to it.
@@ -103,9 +104,10 @@ TEST(SchedulerTest, AnAskThatChangesNothingIsAnsweredAtOnce) {
   s.Submit(NewJob(1, 4 * kGiB), 0, 0);
   const Commands c = s.Allocated(1, 6 * kGiB, 10, /*ask=*/1);
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].kind, Kind::kBudget);
-  EXPECT_EQ(c[0].budget.answers, 1u);
-  EXPECT_EQ(c[0].budget.budget, 16 * kGiB) << "alone: the whole GPU";
+  const auto* b = std::get_if<proto::Budget>(&c[0].order);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->answers, 1u);
+  EXPECT_EQ(b->budget, 16 * kGiB) << "alone: the whole GPU";
   EXPECT_TRUE(s.Allocated(1, 5 * kGiB, 20).empty()) << "a report that asks nothing gets nothing";
 }
 
@@ -149,32 +151,32 @@ TEST(SchedulerTest, JobsThatDoNotFitTakeTurnsWithOneSwapPerSwitch) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);
   Commands c = s.Submit(NewJob(2, 10 * kGiB), 0, 100);
-  EXPECT_EQ(Find(c, Kind::kGo, 2), nullptr) << "job 2 waits for its turn";
+  EXPECT_EQ(Find<proto::Go>(c, 2), nullptr) << "job 2 waits for its turn";
   EXPECT_NE(s.slice_end_ns(), proto::kNever) << "job 1's turn now ends";
   EXPECT_EQ(s.group_count(), 2u);
 
   c = s.SliceEnded(1, 2000);
-  const Command* stop = Find(c, Kind::kStop, 1);
+  const proto::Stop* stop = Find<proto::Stop>(c, 1);
   ASSERT_NE(stop, nullptr);
-  EXPECT_EQ(stop->stop.reason, proto::StopReason::kSlice);
-  EXPECT_EQ(stop->stop.evict_bytes, 4 * kGiB) << "10 resident + 10 needed on 16: evict the 4 missing";
-  EXPECT_EQ(Find(c, Kind::kGo, 2), nullptr) << "job 2 goes once job 1 has stopped";
+  EXPECT_EQ(stop->reason, proto::StopReason::kSlice);
+  EXPECT_EQ(stop->evict_bytes, 4 * kGiB) << "10 resident + 10 needed on 16: evict the 4 missing";
+  EXPECT_EQ(Find<proto::Go>(c, 2), nullptr) << "job 2 goes once job 1 has stopped";
   EXPECT_FALSE(s.MayRun(*s.Find(1)));
 
   c = s.Stopped(1, StoppedAt(2100, 6 * kGiB, 9 * kGiB));
-  const Command* go = Find(c, Kind::kGo, 2);
+  const proto::Go* go = Find<proto::Go>(c, 2);
   ASSERT_NE(go, nullptr);
-  EXPECT_EQ(go->go.start_ns, 2100u) << "from when job 1 had drained";
-  EXPECT_GT(go->go.slice_end_ns, 2100u);
+  EXPECT_EQ(go->start_ns, 2100u) << "from when job 1 had drained";
+  EXPECT_GT(go->slice_end_ns, 2100u);
   EXPECT_EQ(s.switches(), 1u);
-  const uint64_t job2_slice_end = go->go.slice_end_ns;  // c is reassigned below
+  const uint64_t job2_slice_end = go->slice_end_ns;  // c is reassigned below
 
   c = s.SliceEnded(2, job2_slice_end);
-  ASSERT_NE(Find(c, Kind::kStop, 2), nullptr);
+  ASSERT_NE(Find<proto::Stop>(c, 2), nullptr);
   c = s.Stopped(2, StoppedAt(job2_slice_end + 50, 8 * kGiB, 10 * kGiB));
-  const Command* back = Find(c, Kind::kGo, 1);
+  const proto::Go* back = Find<proto::Go>(c, 1);
   ASSERT_NE(back, nullptr);
-  EXPECT_TRUE(back->go.load) << "job 1 comes back with its working set";
+  EXPECT_TRUE(back->load) << "job 1 comes back with its working set";
   EXPECT_EQ(s.Find(1)->working_set, 9 * kGiB);
   EXPECT_EQ(s.Find(1)->swaps_in, 1u);
 }
@@ -186,17 +188,17 @@ TEST(SchedulerTest, WhenAJobLeavesTheRestStopTakingTurns) {
   s.SliceEnded(1, 5000);
   s.Stopped(1, StoppedAt(5000, 6 * kGiB, 10 * kGiB));  // job 2 runs
   const Commands c = s.Exited(2, 6000);
-  const Command* go = Find(c, Kind::kGo, 1);
+  const proto::Go* go = Find<proto::Go>(c, 1);
   ASSERT_NE(go, nullptr);
-  EXPECT_EQ(go->go.slice_end_ns, proto::kNever);
-  EXPECT_EQ(go->go.start_ns, 6000u);
+  EXPECT_EQ(go->slice_end_ns, proto::kNever);
+  EXPECT_EQ(go->start_ns, 6000u);
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
 }
 
 TEST(SchedulerTest, AJobThatCanNeverFitIsRefusedAtOnce) {
   Scheduler s(Options(2.0));
   const Commands c = s.Submit(NewJob(1, 40 * kGiB), 0, 0);
-  const Command* r = Find(c, Kind::kRefuse, 1);
+  const proto::Refused* r = Find<proto::Refused>(c, 1);
   ASSERT_NE(r, nullptr);
   EXPECT_NE(r->reason.find("more than this GPU serves"), std::string::npos);
   EXPECT_EQ(s.Find(1)->state, JobState::kFinished);
@@ -206,11 +208,11 @@ TEST(SchedulerTest, WithoutOversubscriptionJobsQueueUntilMemoryFrees) {
   Scheduler s(Options(1.0));
   s.Submit(NewJob(1, 12 * kGiB), 0, 0);
   Commands c = s.Submit(NewJob(2, 8 * kGiB), 0, 10);
-  EXPECT_EQ(Find(c, Kind::kGo, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2), nullptr);
   EXPECT_EQ(s.Find(2)->state, JobState::kWaiting);
   c = s.Exited(1, 500);
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.start_ns, 500u);
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2)->start_ns, 500u);
   EXPECT_EQ(s.Find(2)->admitted_ns, 500u);
 }
 
@@ -220,24 +222,24 @@ TEST(SchedulerTest, ShortJobsPassLongOnesInTheQueue) {
   s.Submit(NewJob(2, 10 * kGiB, 0, JobClass::kLong), 0, 10);
   s.Submit(NewJob(3, 10 * kGiB, 0, JobClass::kShort), 0, 20);
   const Commands c = s.Exited(1, 100);
-  EXPECT_NE(Find(c, Kind::kGo, 3), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2), nullptr);
+  EXPECT_NE(Find<proto::Go>(c, 3), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2), nullptr);
 }
 
 TEST(SchedulerTest, AHigherPriorityJobPreemptsAndItsWorkingSetMovesInAtOnce) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);
   const Commands c = s.Submit(NewJob(2, 10 * kGiB, 10), 0, 100);
-  const Command* stop = Find(c, Kind::kStop, 1);
+  const proto::Stop* stop = Find<proto::Stop>(c, 1);
   ASSERT_NE(stop, nullptr);
-  EXPECT_EQ(stop->stop.reason, proto::StopReason::kPreempt);
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr) << "no waiting for job 1 to drain";
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.start_ns, 100u);
+  EXPECT_EQ(stop->reason, proto::StopReason::kPreempt);
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr) << "no waiting for job 1 to drain";
+  EXPECT_EQ(Find<proto::Go>(c, 2)->start_ns, 100u);
   // Job 1 does not run again while job 2 exists.
   s.Stopped(1, StoppedAt(150, 6 * kGiB, 10 * kGiB));
   const Commands again = s.SliceEnded(2, s.slice_end_ns());
-  EXPECT_EQ(Find(again, Kind::kGo, 1), nullptr);
-  EXPECT_NE(Find(again, Kind::kGo, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(again, 1), nullptr);
+  EXPECT_NE(Find<proto::Go>(again, 2), nullptr);
 }
 
 TEST(SchedulerTest, RaisingAPriorityPreempts) {
@@ -246,8 +248,8 @@ TEST(SchedulerTest, RaisingAPriorityPreempts) {
   s.Submit(NewJob(2, 10 * kGiB), 0, 0);
   Result<Commands> c = s.SetPriority(2, 20);
   ASSERT_TRUE(c.ok());
-  EXPECT_NE(Find(*c, Kind::kStop, 1), nullptr);
-  EXPECT_NE(Find(*c, Kind::kGo, 2), nullptr);
+  EXPECT_NE(Find<proto::Stop>(*c, 1), nullptr);
+  EXPECT_NE(Find<proto::Go>(*c, 2), nullptr);
 }
 
 TEST(SchedulerTest, ADeadJobDuringASwitchDoesNotStallIt) {
@@ -257,8 +259,8 @@ TEST(SchedulerTest, ADeadJobDuringASwitchDoesNotStallIt) {
   s.SliceEnded(1, 5000);
   EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1}));
   const Commands c = s.Exited(1, 5100);  // killed mid-swap
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.slice_end_ns, proto::kNever);
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2)->slice_end_ns, proto::kNever);
 }
 
 TEST(SchedulerTest, AnUnresponsiveJobIsPassedOverUntilItIsHeardFrom) {
@@ -271,9 +273,9 @@ TEST(SchedulerTest, AnUnresponsiveJobIsPassedOverUntilItIsHeardFrom) {
   s.SliceEnded(1, 9000);
   EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{2})) << "job 2 has not reported its slice end";
   const Commands c = s.Unresponsive(2);
-  EXPECT_NE(Find(c, Kind::kStop, 2), nullptr) << "told to stop, should it wake";
-  EXPECT_NE(Find(c, Kind::kGo, 3), nullptr) << "the others fit without it: they run";
-  EXPECT_NE(Find(c, Kind::kGo, 1), nullptr);
+  EXPECT_NE(Find<proto::Stop>(c, 2), nullptr) << "told to stop, should it wake";
+  EXPECT_NE(Find<proto::Go>(c, 3), nullptr) << "the others fit without it: they run";
+  EXPECT_NE(Find<proto::Go>(c, 1), nullptr);
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
   EXPECT_TRUE(s.Awaiting().empty()) << "nobody waits for job 2";
   EXPECT_FALSE(s.MayRun(*s.Find(2)));
@@ -290,8 +292,8 @@ TEST(SchedulerTest, AnUnresponsiveJobOwingAStopDoesNotHoldUpTheSwitch) {
   s.SliceEnded(1, 5000);  // stop 1 is now owed
   EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1}));
   const Commands c = s.Unresponsive(1);
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.slice_end_ns, proto::kNever) << "job 1 is out of the rotation";
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2)->slice_end_ns, proto::kNever) << "job 1 is out of the rotation";
 }
 
 // An urgent job submitted while a long one holds 70% of HBM gets
@@ -305,29 +307,29 @@ TEST(SchedulerTest, AnUrgentJobGetsTheGpuAtOnceAndTheLongJobComesBackWithItsWork
   s.Stopped(1, StoppedAt(0, 0, 0));  // an answer nobody waited for: nothing changes
   const Commands c = s.Submit(NewJob(2, 6 * kGiB, /*priority=*/10), 0, 1000);
   ASSERT_EQ(c.size(), 2u) << "one stop and one go, nothing else";
-  const Command* stop = Find(c, Kind::kStop, 1);
+  const proto::Stop* stop = Find<proto::Stop>(c, 1);
   ASSERT_NE(stop, nullptr);
-  EXPECT_EQ(stop->stop.reason, proto::StopReason::kPreempt);
-  EXPECT_EQ(stop->stop.evict_bytes, long_ws + 6 * kGiB - 16 * kGiB) << "one bulk eviction of what is missing";
-  const Command* go = Find(c, Kind::kGo, 2);
+  EXPECT_EQ(stop->reason, proto::StopReason::kPreempt);
+  EXPECT_EQ(stop->evict_bytes, long_ws + 6 * kGiB - 16 * kGiB) << "one bulk eviction of what is missing";
+  const proto::Go* go = Find<proto::Go>(c, 2);
   ASSERT_NE(go, nullptr) << "the urgent job does not wait for the long one to drain";
-  EXPECT_EQ(go->go.start_ns, 1000u);
+  EXPECT_EQ(go->start_ns, 1000u);
   EXPECT_FALSE(s.MayRun(*s.Find(1)));
   EXPECT_TRUE(s.MayRun(*s.Find(2)));
 
   EXPECT_TRUE(s.Stopped(1, StoppedAt(1200, long_ws - (long_ws + 6 * kGiB - 16 * kGiB), long_ws)).empty());
   const Commands again = s.SliceEnded(2, s.slice_end_ns());
-  EXPECT_EQ(Find(again, Kind::kGo, 1), nullptr) << "the long job waits while the urgent one lives";
+  EXPECT_EQ(Find<proto::Go>(again, 1), nullptr) << "the long job waits while the urgent one lives";
   EXPECT_EQ(s.Find(1)->state, JobState::kRunning) << "stopped, not dropped";
 
   const uint64_t gone = s.now() + 1000;
   const Commands back = s.Exited(2, gone);
-  const Command* resume = Find(back, Kind::kGo, 1);
+  const proto::Go* resume = Find<proto::Go>(back, 1);
   ASSERT_NE(resume, nullptr);
-  EXPECT_TRUE(resume->go.load) << "its working set is brought back before its first launch";
-  EXPECT_EQ(resume->go.start_ns, gone);
-  EXPECT_EQ(resume->go.budget, 16 * kGiB);
-  EXPECT_EQ(resume->go.slice_end_ns, proto::kNever);
+  EXPECT_TRUE(resume->load) << "its working set is brought back before its first launch";
+  EXPECT_EQ(resume->start_ns, gone);
+  EXPECT_EQ(resume->budget, 16 * kGiB);
+  EXPECT_EQ(resume->slice_end_ns, proto::kNever);
   EXPECT_EQ(s.Find(1)->working_set, long_ws) << "the working set it reported is what it reloads";
   EXPECT_EQ(s.Find(1)->swaps_in, 1u);
 }
@@ -345,18 +347,18 @@ TEST(SchedulerTest, JobsArrivingOverTimeAreAdmittedInOrderAsMemoryFrees) {
   for (uint64_t id : {3, 4, 5}) EXPECT_EQ(s.Find(id)->state, JobState::kWaiting) << id;
 
   Commands c = s.Exited(1, 100);
-  ASSERT_NE(Find(c, Kind::kGo, 3), nullptr) << "the first to arrive";
-  EXPECT_EQ(Find(c, Kind::kGo, 4), nullptr);
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr) << "the first to arrive";
+  EXPECT_EQ(Find<proto::Go>(c, 4), nullptr);
   EXPECT_EQ(s.Find(3)->admitted_ns, 100u);
   EXPECT_EQ(s.Find(4)->state, JobState::kWaiting);
 
   c = s.Exited(2, 200);
-  ASSERT_NE(Find(c, Kind::kGo, 4), nullptr);
+  ASSERT_NE(Find<proto::Go>(c, 4), nullptr);
   EXPECT_EQ(s.Find(4)->admitted_ns, 200u);
   EXPECT_EQ(s.Find(5)->state, JobState::kWaiting);
 
   c = s.Exited(4, 250);
-  ASSERT_NE(Find(c, Kind::kGo, 5), nullptr);
+  ASSERT_NE(Find<proto::Go>(c, 5), nullptr);
   EXPECT_EQ(s.Find(5)->admitted_ns, 250u);
   EXPECT_EQ(s.Find(5)->submitted_ns, 40u);
 }
@@ -377,10 +379,10 @@ TEST(SchedulerTest, AnIdleJobGivesItsTurnUpAsOfWhenItWentIdle) {
   ASSERT_TRUE(s.MayRun(*s.Find(1)));
   ASSERT_NE(s.slice_end_ns(), proto::kNever) << "job 2 waits";
   Commands c = s.Idle(1, 500);
-  const Command* stop = Find(c, Kind::kStop, 1);
+  const proto::Stop* stop = Find<proto::Stop>(c, 1);
   ASSERT_NE(stop, nullptr);
-  EXPECT_EQ(stop->stop.evict_bytes, 4 * kGiB) << "what job 2 lacks room for";
-  EXPECT_EQ(Find(c, Kind::kGo, 2), nullptr) << "job 2 goes once job 1 has evicted";
+  EXPECT_EQ(stop->evict_bytes, 4 * kGiB) << "what job 2 lacks room for";
+  EXPECT_EQ(Find<proto::Go>(c, 2), nullptr) << "job 2 goes once job 1 has evicted";
   EXPECT_FALSE(s.MayRun(*s.Find(1)));
   EXPECT_TRUE(s.Find(1)->idle);
   EXPECT_EQ(s.Find(1)->idle_yields, 1u);
@@ -388,10 +390,10 @@ TEST(SchedulerTest, AnIdleJobGivesItsTurnUpAsOfWhenItWentIdle) {
 
   // It answers when its clock is far past the moment it went idle.
   c = s.Stopped(1, StoppedAt(900, 6 * kGiB, 10 * kGiB));
-  const Command* go = Find(c, Kind::kGo, 2);
+  const proto::Go* go = Find<proto::Go>(c, 2);
   ASSERT_NE(go, nullptr);
-  EXPECT_EQ(go->go.start_ns, 500u) << "the GPU was free from when job 1 went idle";
-  EXPECT_EQ(go->go.slice_end_ns, proto::kNever) << "job 1 is out of the rotation: nobody waits";
+  EXPECT_EQ(go->start_ns, 500u) << "the GPU was free from when job 1 went idle";
+  EXPECT_EQ(go->slice_end_ns, proto::kNever) << "job 1 is out of the rotation: nobody waits";
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
   EXPECT_EQ(s.switches(), 1u);
   EXPECT_EQ(s.now(), 900u);
@@ -401,8 +403,8 @@ TEST(SchedulerTest, AnIdleJobsTurnNeverPassesOnBeforeItBegan) {
   Scheduler s = TwoTakingTurns();
   s.Idle(1, 50);  // idle since before job 2 arrived at 100
   const Commands c = s.Stopped(1, StoppedAt(900, 6 * kGiB, 10 * kGiB));
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.start_ns, 100u) << "job 2 waited from 100";
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2)->start_ns, 100u) << "job 2 waited from 100";
 }
 
 TEST(SchedulerTest, AnIdleJobComesBackInTheRotationAtItsNextLaunch) {
@@ -416,11 +418,11 @@ TEST(SchedulerTest, AnIdleJobComesBackInTheRotationAtItsNextLaunch) {
   EXPECT_GT(s.slice_end_ns(), 1000u);
   EXPECT_FALSE(s.MayRun(*s.Find(1)));
   c = s.SliceEnded(2, s.slice_end_ns());
-  ASSERT_NE(Find(c, Kind::kStop, 2), nullptr);
+  ASSERT_NE(Find<proto::Stop>(c, 2), nullptr);
   c = s.Stopped(2, StoppedAt(s.slice_end_ns() + 10, 6 * kGiB, 10 * kGiB));
-  const Command* go = Find(c, Kind::kGo, 1);
+  const proto::Go* go = Find<proto::Go>(c, 1);
   ASSERT_NE(go, nullptr);
-  EXPECT_TRUE(go->go.load) << "back with its working set";
+  EXPECT_TRUE(go->load) << "back with its working set";
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
 }
 
@@ -429,12 +431,12 @@ TEST(SchedulerTest, WithNobodyWaitingAnIdleJobKeepsTheGpu) {
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);
   const Commands c = s.Idle(1, 500);
   ASSERT_EQ(c.size(), 1u);
-  const Command* go = Find(c, Kind::kGo, 1);
+  const proto::Go* go = Find<proto::Go>(c, 1);
   ASSERT_NE(go, nullptr) << "told to carry on";
-  EXPECT_EQ(go->go.start_ns, 500u) << "dated when it went idle: its clock does not move";
-  EXPECT_EQ(go->go.slice_end_ns, proto::kNever);
-  EXPECT_EQ(go->go.budget, 16 * kGiB);
-  EXPECT_FALSE(go->go.load);
+  EXPECT_EQ(go->start_ns, 500u) << "dated when it went idle: its clock does not move";
+  EXPECT_EQ(go->slice_end_ns, proto::kNever);
+  EXPECT_EQ(go->budget, 16 * kGiB);
+  EXPECT_FALSE(go->load);
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
   EXPECT_FALSE(s.Find(1)->idle);
   EXPECT_EQ(s.Find(1)->idle_yields, 0u);
@@ -448,21 +450,21 @@ TEST(SchedulerTest, InAGroupAnIdleJobCarriesOnUntilTheOthersTurnsEnd) {
   s.Submit(NewJob(3, 10 * kGiB), 0, 0);  // groups {3, 1} and {2}: turns
   ASSERT_TRUE(s.Find(1)->active && s.Find(2)->active);
   Commands c = s.Idle(1, 300);
-  ASSERT_NE(Find(c, Kind::kGo, 1), nullptr) << "job 2 still runs: job 1 carries on";
-  EXPECT_EQ(Find(c, Kind::kStop, 1), nullptr);
+  ASSERT_NE(Find<proto::Go>(c, 1), nullptr) << "job 2 still runs: job 1 carries on";
+  EXPECT_EQ(Find<proto::Stop>(c, 1), nullptr);
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
   const uint64_t end = s.slice_end_ns();
   s.SliceEnded(2, end);
   // With job 2 at its slice end, job 1's idleness ends the group's turn; out
   // of the rotation, it leaves room for jobs 3 and 2 to run together.
   c = s.Idle(1, end - 1);
-  EXPECT_NE(Find(c, Kind::kStop, 1), nullptr);
-  EXPECT_EQ(Find(c, Kind::kStop, 2), nullptr) << "job 2 runs in the next group too";
+  EXPECT_NE(Find<proto::Stop>(c, 1), nullptr);
+  EXPECT_EQ(Find<proto::Stop>(c, 2), nullptr) << "job 2 runs in the next group too";
   EXPECT_TRUE(s.Find(1)->idle);
   c = s.Stopped(1, StoppedAt(end + 100, 0, 5 * kGiB));
-  ASSERT_NE(Find(c, Kind::kGo, 3), nullptr);
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr) << "job 2 waited at its slice end";
-  EXPECT_EQ(Find(c, Kind::kGo, 3)->go.start_ns, end + 100) << "beside a job at its slice end, as at any switch";
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr) << "job 2 waited at its slice end";
+  EXPECT_EQ(Find<proto::Go>(c, 3)->start_ns, end + 100) << "beside a job at its slice end, as at any switch";
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
 }
 
@@ -475,15 +477,15 @@ TEST(SchedulerTest, IdleReportsDuringASwitchOrFromStoppedOrPausedJobsAreHarmless
   EXPECT_FALSE(s.Find(1)->idle);
   EXPECT_FALSE(s.Find(2)->idle);
   Commands c = s.Stopped(1, StoppedAt(5100, 6 * kGiB, 10 * kGiB));
-  ASSERT_NE(Find(c, Kind::kGo, 2), nullptr);
-  EXPECT_EQ(Find(c, Kind::kGo, 2)->go.start_ns, 5100u) << "an ordinary switch";
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 2)->start_ns, 5100u) << "an ordinary switch";
 
   // A preemption under way: the urgent job runs while job 2's stop is owed.
   c = s.Submit(NewJob(3, 10 * kGiB, /*priority=*/5), 0, 6000);
-  ASSERT_NE(Find(c, Kind::kStop, 2), nullptr);
+  ASSERT_NE(Find<proto::Stop>(c, 2), nullptr);
   c = s.Idle(3, 6500);
-  ASSERT_NE(Find(c, Kind::kGo, 3), nullptr) << "no switch starts during one: it carries on";
-  EXPECT_EQ(Find(c, Kind::kStop, 3), nullptr);
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr) << "no switch starts during one: it carries on";
+  EXPECT_EQ(Find<proto::Stop>(c, 3), nullptr);
   EXPECT_FALSE(s.Find(3)->idle);
 
   // A paused job.

@@ -83,19 +83,19 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
                                     : std::min<std::chrono::nanoseconds>(kAutoAnswerWait,
                                                                          std::chrono::nanoseconds(config_.coord_wait_ns));
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&side_.mu());
     const auto deadline = std::chrono::steady_clock::now() + answer_wait;
-    bool answered = welcomed_ || !refused_.empty() || dropped_;
+    bool answered = side_.welcomed() || !refused_.empty() || side_.dropped();
     for (auto now = std::chrono::steady_clock::now(); !answered && now < deadline;
          now = std::chrono::steady_clock::now()) {
-      cv_.WaitFor(&mu_, deadline - now);
-      answered = welcomed_ || !refused_.empty() || dropped_;
+      cv_.WaitFor(&side_.mu(), deadline - now);
+      answered = side_.welcomed() || !refused_.empty() || side_.dropped();
     }
-    if (!answered || dropped_) {
+    if (!answered || side_.dropped()) {
       const std::string what = "the coordinator at " + socket_ +
-                               (dropped_ ? " closed the connection without welcoming this job (see its log)"
-                                         : " did not answer within " +
-                                               std::to_string(answer_wait.count() / 1000000) + " ms");
+                               (side_.dropped() ? " closed the connection without welcoming this job (see its log)"
+                                                : " did not answer within " +
+                                                      std::to_string(answer_wait.count() / 1000000) + " ms");
       if (required) {
         refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + what);
         LogError("{}; this job's allocations fail", refusal_.message());
@@ -111,7 +111,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   }
   std::atexit(SayGoodbye);
   WaitTurn(rt);  // queued jobs wait here for admission; refusals arrive here
-  MutexLock lock(&mu_);
+  MutexLock lock(&side_.mu());
   if (!refused_.empty()) {
     refusal_ = Status::ResourceExhausted("the coordinator refused this job: " + refused_);
     LogError("{}; its allocations fail with CUDA_ERROR_OUT_OF_MEMORY", refusal_.message());
@@ -159,8 +159,7 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   if (!fd.ok()) return fd.status();
   proto::Hello h;
   h.declared_mem = config_.job_memory.value_or(0);
-  h.allocated = std::max(allocated, allocated_.load());
-  hello_allocated_.store(h.allocated);
+  h.allocated = side_.Hello(allocated);
   {
     MutexLock lock(&rt_.mu());
     rt_.LearnDeviceMemory();
@@ -190,7 +189,6 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
 
 void CoordClient::ReaderLoop() {
   auto backoff = kReconnectEvery;
-  bool welcomed_here = false;  // this connection has had its welcome
   for (;;) {
     const int fd = fd_.load();
     int passed_fd = -1;
@@ -198,11 +196,7 @@ void CoordClient::ReaderLoop() {
     if (!m.ok()) {
       ::close(fd);
       fd_.store(-1);
-      {
-        MutexLock lock(&mu_);
-        if (!welcomed_here) dropped_ = true;
-      }
-      BecomeStandalone("lost the coordinator (" + m.status().message() + ")");
+      const bool welcomed_here = BecomeStandalone("lost the coordinator (" + m.status().message() + ")");
       if (given_up_.load()) return;
       // A coordinator that drops the job before welcoming it would do so
       // again at once: wait longer each time. One that served the job and
@@ -213,17 +207,16 @@ void CoordClient::ReaderLoop() {
         std::this_thread::sleep_for(backoff);
         backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::seconds>(kMaxReconnectEvery));
       }
-      welcomed_here = false;
-      Result<int> again = Connect(allocated_.load());
+      Result<int> again = Connect(0);  // what the job holds (JobSide::Hello)
       while (!again.ok()) {
         std::this_thread::sleep_for(backoff);
-        again = Connect(allocated_.load());
+        again = Connect(0);
       }
       LogWarn("connected again to a coordinator at {}", socket_);
       UseConnection(*again);
       continue;
     }
-    MutexLock lock(&mu_);
+    MutexLock lock(&side_.mu());
     if (auto* w = std::get_if<proto::Welcome>(&*m)) {
       Result<CoordShm> shm = CoordShm::OpenReadOnly(passed_fd);
       if (!shm.ok() || w->slot >= kShmSlots) {
@@ -236,19 +229,9 @@ void CoordClient::ReaderLoop() {
       gate_.store(&mapping->slot(w->slot), std::memory_order_release);
       gate_page_ = mapping;
       gate_slot_ = w->slot;
-      running_.store(false);
       job_id_.store(w->job);
-      {
-        MutexLock usage(&usage_mu_);  // this connection's hello told it all
-        seen_allocated_ = last_ask_bytes_ = hello_allocated_.load();
-        RaiseAnswered(asks_.load());
-      }
-      idleness_ = Idleness::kBusy;
-      idle_yield_ns_.store(w->idle_yield_ns);
+      side_.OnWelcome(*w);
       DeviceSetIdleAlarm(w->idle_yield_ns, &CoordClient::OnIdleAlarm);
-      welcomed_ = true;
-      welcomed_here = true;
-      dropped_ = false;
       active_.store(this, std::memory_order_release);
       LogInfo("registered with the coordinator as job {}{}", w->job, w->admitted ? "" : " (queued)");
     } else {
@@ -266,48 +249,27 @@ void CoordClient::ReaderLoop() {
   }
 }
 
-void CoordClient::BecomeStandalone(const std::string& why) {
+bool CoordClient::BecomeStandalone(const std::string& why) {
   if (active_.exchange(nullptr) != nullptr) LogWarn("{}; running alone until a coordinator returns", why);
-  running_.store(false);
-  {
-    MutexLock lock(&rt_.mu());
-    rt_.job().SetGranted(0);  // back to its own budget (JobBudget)
-  }
-  MutexLock lock(&mu_);
+  const bool welcomed = side_.ConnectionLost();
+  MutexLock lock(&side_.mu());
   inbox_.clear();
-  welcomed_ = false;
-  idleness_ = Idleness::kBusy;
   attention_.store(false);
   cv_.NotifyAll();
+  return welcomed;
 }
 
 void CoordClient::ReportUsage() {
-  MutexLock order(&usage_mu_);
+  MutexLock order(&side_.usage_mu());
   uint64_t bytes = 0;
   {
     MutexLock lock(&rt_.mu());
     bytes = rt_.allocs().total_bytes();
   }
-  allocated_.store(bytes);  // the next hello's figure, even while the job runs alone
-  if (Active() == nullptr) return;
-  uint64_t ask = 0;
-  if (bytes > seen_allocated_) {
-    last_ask_bytes_ = bytes;
-    ask = asks_.fetch_add(1) + 1;
-  } else {
-    seen_allocated_ = bytes;
-    last_ask_bytes_ = std::min(last_ask_bytes_, bytes);
-  }
-  Send(proto::Usage{bytes, DeviceNow(), Counters(), ask});
+  side_.ReportUsage(bytes, Active() != nullptr);
 }
 
-void CoordClient::RaiseAnswered(uint64_t answer) {
-  uint64_t seen = answered_.load();
-  while (seen < answer && !answered_.compare_exchange_weak(seen, answer)) {
-  }
-}
-
-proto::JobCounters CoordClient::Counters() const {
+proto::JobCounters CoordClient::Counters() {
   return {SimulatedFaults(), rt_.counters().bytes_prefetched->value()};
 }
 
@@ -339,22 +301,22 @@ void CoordClient::SayGoodbye() {
   c->HoldUntilHeard();
 }
 
+CoordClient::Gate CoordClient::ReadGate() const {
+  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
+  if (slot == nullptr) return {};
+  const bool open = slot->may_run.load(std::memory_order_acquire) != 0;
+  return {open, slot->slice_end_ns.load(std::memory_order_relaxed)};
+}
+
 bool CoordClient::MayLaunch() {
-  if (attention_.load(std::memory_order_acquire) || !running_.load()) return false;
-  if (answered_.load(std::memory_order_acquire) < asks_.load(std::memory_order_acquire)) return false;
+  if (attention_.load(std::memory_order_acquire) || !side_.Runnable()) return false;
   // Simulator: a report that asked nothing may still let the coordinator
   // admit or wake another job as of this moment, and an order counted in
   // the gate page is carried out at this launch whether or not it has
   // arrived yet (WaitTurn holds for both).
   if (DeviceIsSimulated() && (MessageUnhandled() || OrderInFlight())) return false;
-  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
-  if (slot == nullptr || slot->may_run.load(std::memory_order_acquire) == 0) return false;
-  const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
-  if (end == proto::kNever) return true;
-  const uint64_t now = DeviceNow();
-  if (now >= end || IdleSince(now, end) != 0) return false;
-  NoteActive(now, end);
-  return true;
+  const Gate gate = ReadGate();
+  return gate.open && side_.Pass(gate.end);
 }
 
 bool CoordClient::EnterGate() {
@@ -364,8 +326,9 @@ bool CoordClient::EnterGate() {
   // them run (a job preempted by another's arrival stopped at a different
   // launch in each run).
   DeviceWaitForTurn();
-  // Sequentially consistent with the closing of the gate (OnStop, Yield):
-  // either this call sees the gate closed, or the closer sees its pass.
+  // Sequentially consistent with the closing of the gate (JobSide::OnStop,
+  // Yield): either this call sees the gate closed, or the closer sees its
+  // pass.
   passes_held_.fetch_add(1);
   if (MayLaunch()) return true;
   passes_held_.fetch_sub(1);
@@ -373,10 +336,7 @@ bool CoordClient::EnterGate() {
 }
 
 void CoordClient::LeaveGate() {
-  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
-  const uint64_t end = slot != nullptr ? slot->slice_end_ns.load(std::memory_order_relaxed) : proto::kNever;
-  if (end != proto::kNever) NoteActive(DeviceNow(), end);
-  passes_.fetch_add(1, std::memory_order_release);  // its work is queued: a synchronisation from now covers it
+  side_.Passed(ReadGate().end);
   passes_held_.fetch_sub(1);
 }
 

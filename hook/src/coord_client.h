@@ -19,6 +19,12 @@
 //     bring the working set back in access order; Budget: evict down to
 //     it), and wait, marked blocked for the simulator's lockstep, until it
 //     may run.
+// What the job does on each order, ask, slice end and idle turn is decided
+// by its JobSide (src/coord/job_side.h), driver-free and unit-tested, which
+// also holds the protocol's state and the locks that guard it; this class
+// is its clock, its device and its link to the coordinator (the driver,
+// the Runtime's JobMemory, the socket and the gate page), and runs it on
+// the job's threads.
 // Idle yield: while others wait for their turns (its slice has an end), a
 // job that holds its turn, has nothing in flight, has synchronised what it
 // launched, and has launched nothing for the welcome's idle yield gives the
@@ -28,12 +34,12 @@
 // and, should neither have fired, at its next launch, dated when it went
 // idle. Given up, it is out of the rotation: its next launch says it has
 // work again and waits for its turn.
-// A reader thread receives messages and only queues them; orders are carried
-// out one at a time (exec_mu_) by an application thread, or by the timer or
-// alarm that yielded the turn, with the Runtime's lock taken inside. If the
-// coordinator goes away the job carries on alone with its own budget, and
-// the reader thread reconnects to a new coordinator when one appears,
-// backing off while coordinators drop it before welcoming it.
+// A reader thread receives messages and only queues them; orders are
+// carried out one at a time (side_.order_mu()) by an application thread, or
+// by the timer or alarm that yielded the turn, with the Runtime's lock taken
+// inside. If the coordinator goes away the job carries on alone with its own
+// budget, and the reader thread reconnects to a new coordinator when one
+// appears, backing off while coordinators drop it before welcoming it.
 // The class is defined across files by concern: the connection, the gate
 // and usage reports (coord_client.cc), the orders and the wait for a turn
 // (coord_orders.cc), idle yield (idle_yield.cc), and the simulator's
@@ -54,6 +60,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "coord/coord_shm.h"
+#include "coord/job_side.h"
 #include "hook_guard.h"
 #include "log.h"
 #include "msched/no_destructor.h"
@@ -87,7 +94,7 @@ class [[nodiscard]] GatePass {
   CoordClient* holder_ = nullptr;
 };
 
-class CoordClient {
+class CoordClient : private JobClock, private JobDevice, private CoordLink {
  public:
   // The process's client, or nullptr when coordination is off (MSCHED_COORD
   // =off, or a mode that does not manage memory).
@@ -99,7 +106,7 @@ class CoordClient {
   // At an allocation of `bytes`: registers on the first call and waits while
   // queued. Not OK when the job may not run: refused (ResourceExhausted) or,
   // with MSCHED_COORD=required, no coordinator (Unavailable).
-  Status Register(Runtime& rt, uint64_t bytes) MSCHED_EXCLUDES(register_mu_, mu_);
+  Status Register(Runtime& rt, uint64_t bytes) MSCHED_EXCLUDES(register_mu_, side_.mu());
   // Allocated bytes changed (after an allocation or a free): reports the
   // job's total. Above what the coordinator last knew it to hold, the job
   // asks the coordinator to see it before launching again: its launches
@@ -109,7 +116,7 @@ class CoordClient {
   // the others showed their size, are too large, and kernels queued on them
   // fault when they shrink.) Reports leave in the order their totals were
   // read, so the coordinator's last figure is the job's latest.
-  void ReportUsage() MSCHED_EXCLUDES(usage_mu_);
+  void ReportUsage() MSCHED_EXCLUDES(side_.usage_mu());
 
   // The launch path: true when the job may launch now (no system call),
   // holding the gate open until LeaveGate.
@@ -117,12 +124,12 @@ class CoordClient {
   void LeaveGate();
   // The slow path: blocks until the job may launch, doing what the
   // coordinator asks, and passes the gate (no pass once it runs alone).
-  GatePass WaitAtGate(Runtime& rt) MSCHED_EXCLUDES(exec_mu_, mu_);
+  GatePass WaitAtGate(Runtime& rt) MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
 
   // Launches and copies that have passed the gate and returned so far (their
   // work is queued); a synchronisation takes this before it starts and, once
   // it succeeded, reports it: all of that work is complete.
-  uint64_t passes() const { return passes_.load(std::memory_order_acquire); }
+  uint64_t passes() const { return side_.passes(); }
   void Synchronized(uint64_t passes_before);
 
  private:
@@ -135,13 +142,14 @@ class CoordClient {
   // which a Go's move of the clock may fire, does nothing there.
   using ExecutingOrder = ThreadMark<struct CarryingOutAnOrder>;
 
-
-  enum class Idleness : uint8_t {
-    kBusy,     // holds its turn or waits for one
-    kAsked,    // reported going idle; the coordinator's Stop or Go answers
-    kYielded,  // stopped after that report: out of the rotation until it says it has work
+  // The job's slot in the gate page as of now: whether the coordinator lets
+  // it run, and the slice end in force (kNever: none, or no slot yet). Every
+  // look at the slot goes through here.
+  struct Gate {
+    bool open = false;
+    uint64_t end = proto::kNever;
   };
-
+  Gate ReadGate() const;
   bool MayLaunch();
   // Something the job sent (an ask, a slice's end, a stop's reply...) that
   // the coordinator has not handled yet (the gate page counts them).
@@ -150,18 +158,18 @@ class CoordClient {
   bool OrderInFlight() const;
   // Another job is blocked in the simulator with an order on its way to it
   // (it was woken with this one, say). Callers check for the simulator.
-  bool PeerAboutToWake() const MSCHED_REQUIRES(mu_);
+  bool PeerAboutToWake() const MSCHED_REQUIRES(side_.mu());
   // Simulator: the job must keep its place on the clock for now: a message
   // of its is unhandled, an order to it on its way, or a job it woke not
   // yet back on the clock (docs/simulator.md, "Determinism").
-  bool Unsettled() const MSCHED_REQUIRES(mu_);
+  bool Unsettled() const MSCHED_REQUIRES(side_.mu());
   // The sum of the counts Unsettled looks at: it moves when either side
   // makes progress.
   uint64_t Progress() const;
   // One look's wait while unsettled. It also waits for its turn at its own
   // time, which stamps its activity: a holder silent for kIdleMs would
   // look idle to the simulator, and the others would pass it.
-  void HoldAWhile() MSCHED_REQUIRES(mu_);
+  void HoldAWhile() MSCHED_REQUIRES(side_.mu());
   // Installs a new connection's socket: both sides count messages and
   // orders from its hello on.
   void UseConnection(int fd) MSCHED_EXCLUDES(send_mu_);
@@ -169,33 +177,27 @@ class CoordClient {
   // report's stop reply): holds the process's place on the clock until the
   // coordinator has handled it and the jobs it woke are back on the clock
   // (bounded by kHandledWait).
-  void HoldUntilHeard() MSCHED_EXCLUDES(mu_);
+  void HoldUntilHeard() MSCHED_EXCLUDES(side_.mu());
   // Blocks until it may launch, doing what the coordinator asks.
-  void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(exec_mu_, mu_);
-  // Carries out the orders queued in the inbox, in order, dropping mu_ while
-  // each runs (under exec_mu_).
-  void ExecuteInbox() MSCHED_REQUIRES(mu_) MSCHED_EXCLUDES(exec_mu_);
+  void WaitTurn(Runtime& rt) MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
+  // Carries out the orders queued in the inbox, in order, dropping mu()
+  // while each runs (under order_mu()).
+  void ExecuteInbox() MSCHED_REQUIRES(side_.mu()) MSCHED_EXCLUDES(side_.order_mu());
   // Blocks until no call holds a pass (the gate is closed).
   void WaitForPasses() const;
 
-  // Idle yield. The job's activity while its slice has an end: the device
-  // time of its last launch, copy or synchronisation, and the slice end then
-  // in force (a new end starts a new count).
-  void NoteActive(uint64_t now, uint64_t end);
-  // When the job went idle, by the rules above, or 0 if it is not idle at
-  // `now` under slice end `end`.
-  uint64_t IdleSince(uint64_t now, uint64_t end) const;
-  // Gives the turn up as of `since` if the job is still idle once its gate is
-  // closed (then true: the report is on its way); else opens the gate again.
-  bool Yield(uint64_t since) MSCHED_EXCLUDES(exec_mu_, mu_);
+  // Idle yield (the rules are JobSide's). Gives the turn up as of `since`
+  // if the job is still idle once its gate is closed (then true: the report
+  // is on its way); else opens the gate again.
+  bool Yield(uint64_t since) MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
   // After Yield on a thread that does not launch: carries out orders until
   // the coordinator has answered the report.
-  void AwaitYieldAnswer() MSCHED_EXCLUDES(exec_mu_, mu_);
+  void AwaitYieldAnswer() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
   // The simulator's idle alarm, on the application thread that moves the
   // clock: yields in virtual time.
   static void OnIdleAlarm();
   // Real GPU: the timer thread's loop.
-  void IdleTimerLoop() MSCHED_EXCLUDES(exec_mu_, mu_);
+  void IdleTimerLoop() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
 
   // No coordinator can be joined, because of `why`: with MSCHED_COORD=
   // required that is the job's refusal (its allocations fail; `waited`
@@ -208,18 +210,27 @@ class CoordClient {
   Result<std::string> ChooseSocket() const;
   // Connects to socket_ and says hello; returns the socket.
   Result<int> Connect(uint64_t allocated);
-  void ReaderLoop() MSCHED_EXCLUDES(mu_);
-  // The coordinator's orders, carried out on rt_ (the Runtime's lock taken
-  // inside, never held by the caller).
-  void Execute(const proto::Message& m) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
-  void OnStop(const proto::Stop& stop) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
-  void OnGo(const proto::Go& go) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
-  void OnBudget(uint64_t budget) MSCHED_REQUIRES(exec_mu_) MSCHED_EXCLUDES(mu_);
-  void Send(const proto::Message& m) MSCHED_EXCLUDES(send_mu_);
-  // The job's running totals that its reports carry, for mschedd's metrics.
-  proto::JobCounters Counters() const;
-  void BecomeStandalone(const std::string& why) MSCHED_EXCLUDES(mu_);
+  void ReaderLoop() MSCHED_EXCLUDES(side_.mu());
+  // One order from the coordinator, carried out by side_ (the Runtime's
+  // lock taken inside, never held by the caller).
+  void Execute(const proto::Message& m) MSCHED_REQUIRES(side_.order_mu()) MSCHED_EXCLUDES(side_.mu());
+  // The connection ended: the job runs alone. Returns whether it had been
+  // welcomed.
+  bool BecomeStandalone(const std::string& why) MSCHED_EXCLUDES(side_.mu());
   static void SayGoodbye();
+
+  // side_'s clock, device and link (coord_orders.cc).
+  uint64_t Now() override;
+  void AdvanceTo(uint64_t t) override;
+  void Drain() override;
+  Ended EndSlice(uint64_t evict_bytes, bool wait) override;
+  uint64_t StartSlice(uint64_t budget, bool load) override;
+  void FitBudget(uint64_t budget) override;
+  void WithdrawGrant() override;
+  // The job's running totals that its reports carry, for mschedd's metrics.
+  proto::JobCounters Counters() override;
+  void Send(const proto::Message& m) override MSCHED_EXCLUDES(send_mu_);
+  uint64_t SliceEnd() override { return ReadGate().end; }
 
   static std::atomic<CoordClient*> active_;
   Runtime& rt_;
@@ -236,22 +247,21 @@ class CoordClient {
   Mutex send_mu_;  // one message at a time on the socket
   std::atomic<int> fd_{-1};
 
-  // One order carried out at a time, and a yield decided with none running.
-  Mutex exec_mu_ MSCHED_ACQUIRED_AFTER(register_mu_);
-
-  Mutex mu_ MSCHED_ACQUIRED_AFTER(register_mu_, exec_mu_);
-  CondVar cv_;  // signalled under mu_ when the fields below change
-  std::deque<proto::Message> inbox_ MSCHED_GUARDED_BY(mu_);
-  bool welcomed_ MSCHED_GUARDED_BY(mu_) = false;
-  bool dropped_ MSCHED_GUARDED_BY(mu_) = false;  // a connection ended before its welcome
+  // The protocol's state and its locks: order_mu() (one order carried out
+  // at a time, and a yield decided with none running), mu() (the fields
+  // below, with cv_) and usage_mu() (one usage report at a time), taken
+  // after register_mu_.
+  JobSide side_{*this, *this, *this};
+  CondVar cv_;  // signalled under side_.mu() when the fields below or side_'s change
+  std::deque<proto::Message> inbox_ MSCHED_GUARDED_BY(side_.mu());
   std::atomic<bool> given_up_{false};   // required and unanswered: the reader thread stops
-  std::string refused_ MSCHED_GUARDED_BY(mu_);  // the coordinator's reason
+  std::string refused_ MSCHED_GUARDED_BY(side_.mu());  // the coordinator's reason
   // The job's slot in the coordinator's shared memory. A mapping is never
   // unmapped (a launch may be reading an old one when the job reconnects).
   std::atomic<const ShmSlot*> gate_{nullptr};
   // The whole page and this job's slot in it: the other jobs' slots.
-  const CoordShm* gate_page_ MSCHED_GUARDED_BY(mu_) = nullptr;
-  uint32_t gate_slot_ MSCHED_GUARDED_BY(mu_) = 0;
+  const CoordShm* gate_page_ MSCHED_GUARDED_BY(side_.mu()) = nullptr;
+  uint32_t gate_slot_ MSCHED_GUARDED_BY(side_.mu()) = 0;
   std::atomic<bool> attention_{false};  // messages wait in the inbox
   // Orders received on this connection (compared with the gate page's
   // orders_sent); written by the reader thread.
@@ -261,34 +271,7 @@ class CoordClient {
   // job id it was welcomed as.
   std::atomic<uint64_t> messages_sent_{0};
   std::atomic<uint64_t> job_id_{0};
-  // Holds its turn (last Go not yet followed by a Stop or an idle report):
-  // written under exec_mu_, or by the reader thread on a new connection.
-  std::atomic<bool> running_{false};
-  bool slice_end_sent_ MSCHED_GUARDED_BY(mu_) = false;
-  Idleness idleness_ MSCHED_GUARDED_BY(mu_) = Idleness::kBusy;
-  std::atomic<uint64_t> idle_yield_ns_{0};  // the welcome's; 0: never yield
-  std::atomic<uint32_t> passes_held_{0};    // calls between passing the gate and returning
-  std::atomic<uint64_t> passes_{0};         // calls that passed the gate and returned
-  std::atomic<uint64_t> synced_passes_{0};  // of which the work is known complete
-  std::atomic<uint64_t> last_active_ns_{0};
-  std::atomic<uint64_t> last_active_end_{0};
-
-  uint64_t loaded_bytes_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
-  uint64_t load_ns_ MSCHED_GUARDED_BY(rt_.mu()) = 0;
-  std::atomic<uint64_t> allocated_{0};
-  // Usage asks sent (proto::Usage::ask) and the last one answered; launches
-  // wait while an ask is unanswered. A new connection forgets old asks (its
-  // hello carries what the job holds).
-  std::atomic<uint64_t> asks_{0};
-  std::atomic<uint64_t> answered_{0};  // only ever raised (RaiseAnswered)
-  void RaiseAnswered(uint64_t answer);
-  std::atomic<uint64_t> hello_allocated_{0};  // what the last hello reported
-  Mutex usage_mu_ MSCHED_ACQUIRED_AFTER(exec_mu_, mu_);  // one report at a time, in order
-  // What the coordinator knows the job holds once its reports so far are
-  // answered: raised to the last ask's bytes when that is answered, lowered
-  // at once by a report that asks nothing.
-  uint64_t seen_allocated_ MSCHED_GUARDED_BY(usage_mu_) = 0;
-  uint64_t last_ask_bytes_ MSCHED_GUARDED_BY(usage_mu_) = 0;
+  std::atomic<uint32_t> passes_held_{0};  // calls between passing the gate and returning
 };
 
 void GatePass::Release() {

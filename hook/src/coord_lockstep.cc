@@ -10,7 +10,7 @@ namespace msched::hook {
 void CoordClient::HoldUntilHeard() {
   if (!DeviceIsSimulated()) return;
   HoldDeadline hold;
-  MutexLock lock(&mu_);
+  MutexLock lock(&side_.mu());
   const ShmSlot* slot = gate_.load(std::memory_order_acquire);
   // A goodbye's slot may be freed, and taken by another job, once handled.
   auto mine = [&] { return slot != nullptr && slot->job.load(std::memory_order_acquire) == job_id_.load(); };
@@ -51,10 +51,10 @@ uint64_t CoordClient::Progress() const {
 }
 
 void CoordClient::HoldAWhile() {
-  mu_.Unlock();
+  side_.mu().Unlock();
   DeviceWaitForTurn();
-  mu_.Lock();
-  cv_.WaitFor(&mu_, kHandledRecheckEvery);
+  side_.mu().Lock();
+  cv_.WaitFor(&side_.mu(), kHandledRecheckEvery);
 }
 
 }  // namespace msched::hook

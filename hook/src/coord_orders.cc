@@ -1,7 +1,8 @@
 // The job's orders from the coordinator: queued by the reader thread,
-// carried out one at a time in order (ExecuteInbox), waited for at the
-// gate (WaitTurn), and what Go, Stop and Budget do to the job's memory
-// (JobMemory's StartSlice, EndSlice and FitBudget) and its gate.
+// carried out one at a time in order (ExecuteInbox) by the JobSide, waited
+// for at the gate (WaitTurn); and the JobSide's clock and device: what Go,
+// Stop and Budget do to the driver and the job's memory (JobMemory's
+// StartSlice, EndSlice and FitBudget).
 #include "coord_client.h"
 #include "coord_lockstep.h"
 #include "device_clock.h"
@@ -14,20 +15,20 @@ namespace msched::hook {
 
 void CoordClient::ExecuteInbox() {
   while (!inbox_.empty()) {
-    // exec_mu_ is taken before the message is: threads that carry orders out
+    // order_mu() is taken before the message is: threads that carry orders out
     // (application threads, the idle yield's) run them in the order sent.
-    mu_.Unlock();
-    exec_mu_.Lock();
-    mu_.Lock();
+    side_.mu().Unlock();
+    side_.order_mu().Lock();
+    side_.mu().Lock();
     std::optional<proto::Message> m;
     if (!inbox_.empty()) {
       m = std::move(inbox_.front());
       inbox_.pop_front();
     }
-    mu_.Unlock();
+    side_.mu().Unlock();
     if (m) Execute(*m);
-    exec_mu_.Unlock();
-    mu_.Lock();
+    side_.order_mu().Unlock();
+    side_.mu().Lock();
   }
   attention_.store(false, std::memory_order_release);
 }
@@ -35,7 +36,7 @@ void CoordClient::ExecuteInbox() {
 void CoordClient::WaitTurn(Runtime& rt) {
   const uint64_t since = DeviceNow();
   HoldDeadline hold;  // how long it holds its place on the clock (below)
-  MutexLock lock(&mu_);
+  MutexLock lock(&side_.mu());
   bool blocked = false;
   for (;;) {
     if (blocked && !inbox_.empty()) {
@@ -47,45 +48,36 @@ void CoordClient::WaitTurn(Runtime& rt) {
     }
     ExecuteInbox();
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
-    if (idleness_ == Idleness::kYielded) {
-      // It gave its turn up and has work again: back in the rotation.
-      idleness_ = Idleness::kBusy;
-      Send(proto::Idle{DeviceNow(), false});
-    }
+    side_.HasWork();  // if it had given its turn up: back in the rotation
     // Running, and the coordinator has seen what the job holds.
-    if (running_.load() && answered_.load() >= asks_.load()) {
-      const ShmSlot* slot = gate_.load(std::memory_order_acquire);
-      if (slot->may_run.load(std::memory_order_acquire) != 0) {
-        const uint64_t end = slot->slice_end_ns.load(std::memory_order_relaxed);
-        const uint64_t now = DeviceNow();
-        if (end == proto::kNever || now < end) {
-          const uint64_t idle = IdleSince(now, end);
-          if (idle == 0) {
-            // Simulator: jobs woken by one decision go on in virtual-time
-            // order, not in the order the host happens to wake them, and a
-            // report's consequences are drawn before the job goes on.
-            if (Unsettled() && hold.Open(Progress())) {
-              HoldAWhile();
-              continue;
-            }
-            if (end != proto::kNever) NoteActive(now, end);
-            break;
+    if (side_.Runnable()) {
+      const Gate gate = ReadGate();
+      if (gate.open) {
+        const JobSide::Position p = side_.Look(gate.end);
+        if (p.at == JobSide::At::kOpen) {
+          // Simulator: jobs woken by one decision go on in virtual-time
+          // order, not in the order the host happens to wake them, and a
+          // report's consequences are drawn before the job goes on.
+          if (Unsettled() && hold.Open(Progress())) {
+            HoldAWhile();
+            continue;
           }
+          side_.NoteActive(p.now, gate.end);
+          break;
+        }
+        if (p.at == JobSide::At::kIdle) {
           // Idle longer than the idle yield and no timer caught it: the turn
           // passes on as of then, and this launch waits for the next.
           lock.Unlock();
-          const bool yielded = Yield(idle);
+          const bool yielded = Yield(p.idle_since);
           lock.Lock();
           if (!yielded) {
-            NoteActive(now, end);  // busy after all: another call was under way
+            side_.NoteActive(p.now, gate.end);  // busy after all: another call was under way
             break;
           }
           continue;
         }
-        if (!slice_end_sent_) {
-          slice_end_sent_ = true;
-          Send(proto::SliceEnd{now});
-        }
+        side_.ReachedSliceEnd(p.now);
       }  // else the coordinator closed the gate: its Stop is on the way
     }
     // Simulator: a message the coordinator has not handled yet (an ask, a
@@ -109,7 +101,7 @@ void CoordClient::WaitTurn(Runtime& rt) {
       DeviceSetBlocked(true, orders_received_.load());
       blocked = true;
     }
-    cv_.WaitFor(&mu_, kRecheckEvery);
+    cv_.WaitFor(&side_.mu(), kRecheckEvery);
   }
   if (blocked) DeviceSetBlocked(false, 0);
   rt.counters().coord_wait_ns->Add(DeviceNow() - since);
@@ -118,92 +110,69 @@ void CoordClient::WaitTurn(Runtime& rt) {
 void CoordClient::Execute(const proto::Message& m) {
   const ExecutingOrder executing;
   if (auto* go = std::get_if<proto::Go>(&m)) {
-    OnGo(*go);
+    side_.OnGo(*go);
   } else if (auto* stop = std::get_if<proto::Stop>(&m)) {
-    OnStop(*stop);
+    const uint64_t taken = DeviceNow();
+    side_.OnStop(*stop);
+    rt_.counters().coord_stop_ns->Add(DeviceNow() - taken);
   } else if (auto* budget = std::get_if<proto::Budget>(&m)) {
-    OnBudget(budget->budget);
-    if (budget->answers != 0) {
-      MutexLock usage(&usage_mu_);
-      if (budget->answers == asks_.load()) seen_allocated_ = last_ask_bytes_;
-      RaiseAnswered(budget->answers);
-    }
+    side_.OnBudget(*budget);
+    return;
   } else {
     LogWarn("ignored an unexpected '{}' from the coordinator", proto::MsgTypeName(proto::TypeOf(m)));
+    return;
   }
-}
-
-void CoordClient::OnGo(const proto::Go& go) {
-  DeviceAdvanceTo(go.start_ns);
-  {
-    MutexLock lock(&rt_.mu());
-    if (go.budget > 0) rt_.job().SetGranted(go.budget);
-    // The working set comes back in access order before the first kernel;
-    // the kernels would wait for it anyway, so waiting here costs nothing
-    // and measures the link for the coordinator.
-    const uint64_t t0 = DeviceNow();
-    const MoveOutcome out = MoveMemory(
-        rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().StartSlice(go.load, ops); });
-    if (out.loaded > 0) {
-      loaded_bytes_ = out.loaded;
-      load_ns_ = DeviceNow() - t0;
-      JobTrace* trace = JobTrace::Active();
-      if (trace != nullptr) trace->SwapIn(t0, load_ns_, out.loaded);
-      rt_.counters().coord_loaded_bytes->Add(out.loaded);
-    }
-  }
-  MutexLock lock(&mu_);
-  slice_end_sent_ = false;
-  idleness_ = Idleness::kBusy;
-  running_.store(true);
-  // The turn (or its remainder) starts now: idleness counts from here.
-  const ShmSlot* slot = gate_.load(std::memory_order_acquire);
-  const uint64_t end = slot != nullptr ? slot->slice_end_ns.load(std::memory_order_relaxed) : proto::kNever;
-  if (end != proto::kNever) NoteActive(DeviceNow(), end);
+  MutexLock lock(&side_.mu());  // a turn taken or given: the waiting threads look again
   cv_.NotifyAll();
 }
 
-void CoordClient::OnStop(const proto::Stop& stop) {
-  const uint64_t taken = DeviceNow();
-  running_.store(false);  // closes the gate; then the calls already past it end
+uint64_t CoordClient::Now() { return DeviceNow(); }
+
+void CoordClient::AdvanceTo(uint64_t t) { DeviceAdvanceTo(t); }
+
+void CoordClient::Drain() {
   WaitForPasses();
   rt_.counters().coord_stops->Add();
   auto synchronize = RealDriver().cuCtxSynchronize;
-  if (synchronize) synchronize();  // the queue drains: the stop falls on a kernel boundary
-  proto::Stopped reply;
-  reply.now_ns = DeviceNow();
-  {
-    MutexLock lock(&rt_.mu());
-    // The evictions overlap the incoming job's loads; a pause answers once
-    // they are complete (the memory is on the host).
-    const bool wait = stop.reason == proto::StopReason::kPause;
-    JobMemory::SliceEnd end;
-    MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
-      end = rt_.job().EndSlice(rt_.seq(), stop.evict_bytes, wait, ops);
-      return end.moved;
-    });
-    reply.working_set = stop.reason == proto::StopReason::kEvictOnly ? 0 : end.working_set;
-    JobTrace* trace = JobTrace::Active();
-    if (trace != nullptr && end.moved.evicted > 0) trace->SwapOut(reply.now_ns, end.moved.evicted);
-    if (wait) reply.now_ns = DeviceNow();
-    reply.resident = DeviceResidentBytes(rt_);
-    reply.loaded = loaded_bytes_;
-    reply.load_ns = load_ns_;
-    loaded_bytes_ = load_ns_ = 0;
-  }
-  reply.counters = Counters();
-  rt_.counters().coord_stop_ns->Add(DeviceNow() - taken);
-  Send(reply);
-  MutexLock lock(&mu_);
-  if (idleness_ == Idleness::kAsked) idleness_ = Idleness::kYielded;
-  cv_.NotifyAll();
+  if (synchronize) synchronize();
 }
 
-void CoordClient::OnBudget(uint64_t budget) {
+JobDevice::Ended CoordClient::EndSlice(uint64_t evict_bytes, bool wait) {
+  const uint64_t now = DeviceNow();
   MutexLock lock(&rt_.mu());
-  if (budget == 0) return;
+  JobMemory::SliceEnd end;
+  MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
+    end = rt_.job().EndSlice(rt_.seq(), evict_bytes, wait, ops);
+    return end.moved;
+  });
+  JobTrace* trace = JobTrace::Active();
+  if (trace != nullptr && end.moved.evicted > 0) trace->SwapOut(now, end.moved.evicted);
+  return {end.working_set, DeviceResidentBytes(rt_)};
+}
+
+uint64_t CoordClient::StartSlice(uint64_t budget, bool load) {
+  MutexLock lock(&rt_.mu());
+  if (budget > 0) rt_.job().SetGranted(budget);
+  const uint64_t t0 = DeviceNow();
+  const MoveOutcome out =
+      MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().StartSlice(load, ops); });
+  if (out.loaded > 0) {
+    JobTrace* trace = JobTrace::Active();
+    if (trace != nullptr) trace->SwapIn(t0, DeviceNow() - t0, out.loaded);
+    rt_.counters().coord_loaded_bytes->Add(out.loaded);
+  }
+  return out.loaded;
+}
+
+void CoordClient::FitBudget(uint64_t budget) {
+  MutexLock lock(&rt_.mu());
   rt_.job().SetGranted(budget);
   MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().FitBudget(ops); });
+}
+
+void CoordClient::WithdrawGrant() {
+  MutexLock lock(&rt_.mu());
+  rt_.job().SetGranted(0);  // back to its own budget (JobBudget)
 }
 
 }  // namespace msched::hook

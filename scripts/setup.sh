@@ -16,15 +16,16 @@ set -euo pipefail
 # 22.05) and munge: tests/tools/slurm_test.sh runs jobs through a real Slurm
 # on loopback under msched's TaskProlog (docs/slurm.md); it too starts its
 # own daemons.
-# xz-utils: the real programs' traces in ../shared/traces are xz-compressed
-# (tests/src/real_traces_test.cc decompresses them).
+# xz-utils: the real programs' traces in bench/traces are xz-compressed
+# (tests/src/profile/real_traces_test.cc decompresses them). clang-format:
+# the test command checks that every C++ file is formatted (.clang-format).
 packages=(cmake make g++ python3 binutils
           libgtest-dev libgmock-dev libbenchmark-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           gnuplot-nox clang libclang-rt-dev libtsan2
           systemd dpkg-dev file
           prometheus
-          slurm-wlm munge xz-utils)
+          slurm-wlm munge xz-utils clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

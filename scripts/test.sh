@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the full build (core, simulator,
-# hook, programs; warnings as errors), a clang build with -Wthread-safety
+# Sets up, builds and runs every test: a check that every C++ file is
+# formatted as .clang-format says (scripts/format.sh fixes them), the full
+# build (core, simulator, hook, programs; warnings as errors), a clang build
+# with -Wthread-safety
 # (build-tsa/: lock contracts; nothing run), then the driver-free core and its
 # tests again under AddressSanitizer and UBSan and then under
 # ThreadSanitizer, and a short run of each fuzz target over its seeds
@@ -12,6 +14,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
 export CUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}"
+
+echo "== format (clang-format, .clang-format)"
+scripts/format.sh --check
 
 echo "== build (build/)"
 cmake -S . -B build -DMSCHED_WERROR=ON >/dev/null

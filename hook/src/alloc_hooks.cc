@@ -108,9 +108,9 @@ CUresult Convert(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& orig
 
 // Whether `stream` is capturing into a graph.
 bool Capturing(Runtime& rt, CUstream stream) {
-  if (rt.capturing.load(std::memory_order_relaxed) == 0) return false;
+  if (!rt.AnyCapturing()) return false;
   MutexLock lock(&rt.mu());
-  return rt.capturing_streams.count(stream) > 0;
+  return rt.Capturing(stream);
 }
 
 // Serves a stream-ordered allocation on `stream` (the effective stream)
@@ -318,7 +318,7 @@ CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemCreate", [&] {
       MutexLock lock(&c.rt->mu());
-      c.rt->physical_sizes[*handle] = size;
+      c.rt->physical_sizes()[*handle] = size;
       c.rt->AddPinned(static_cast<int64_t>(size));
     });
   }
@@ -332,10 +332,10 @@ CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle) {
   if (c.act && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuMemRelease", [&] {
       MutexLock lock(&c.rt->mu());
-      auto it = c.rt->physical_sizes.find(handle);
-      if (it == c.rt->physical_sizes.end()) return;
+      auto it = c.rt->physical_sizes().find(handle);
+      if (it == c.rt->physical_sizes().end()) return;
       c.rt->AddPinned(-static_cast<int64_t>(it->second));
-      c.rt->physical_sizes.erase(it);
+      c.rt->physical_sizes().erase(it);
     });
   }
   return r;

@@ -283,7 +283,7 @@ void GatePass::Release() {
 // (captured work does not run now). Keep the pass until the call returns.
 inline GatePass PassGate(Runtime& rt) {
   CoordClient* cc = CoordClient::Active();
-  if (cc == nullptr || rt.capturing.load(std::memory_order_relaxed) > 0) return {};
+  if (cc == nullptr || rt.AnyCapturing()) return {};
   if (cc->EnterGate()) return GatePass(cc);
   GatePass pass;
   Safely(rt, "waiting for the coordinator", [&] { pass = cc->WaitAtGate(rt); });

@@ -190,7 +190,7 @@ std::shared_ptr<GraphRecord> Walk(Runtime& rt, CUgraph graph) {
 
 // After a successful instantiation of `graph` as `exec`: plans it.
 void Plan(Runtime& rt, CUgraphExec exec, CUgraph graph) {
-  if (!rt.predicting() || rt.config().mode == Mode::kProfile || rt.capturing.load(std::memory_order_relaxed) > 0) {
+  if (!rt.predicting() || rt.config().mode == Mode::kProfile || rt.AnyCapturing()) {
     return;
   }
   if (std::shared_ptr<GraphRecord> record = Walk(rt, graph)) {
@@ -309,7 +309,7 @@ CUresult Hook_cuGraphLaunch(Entry e, CUgraphExec exec, CUstream stream) {
   stream = EffectiveStream(e, stream);
   auto real = [&] { return c.real(exec, stream); };
   std::shared_ptr<GraphRecord> g;
-  if (rt.capturing.load(std::memory_order_relaxed) == 0) g = GraphRegistry::Get().Find(exec);
+  if (!rt.AnyCapturing()) g = GraphRegistry::Get().Find(exec);
   if (g == nullptr) {
     const GatePass pass = PassGate(rt);
     return real();

@@ -108,7 +108,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const KernelInfo* k = KernelOf(rt, s.f);
   if (trace != nullptr) trace->Launch(&k->name);
-  if (rt.capturing.load(std::memory_order_relaxed) > 0) {
+  if (rt.AnyCapturing()) {
     c.launches_in_capture->Add();
     return;
   }
@@ -157,7 +157,7 @@ CUresult Launch(Runtime& rt, const char* where, const LaunchSite& s, Real&& real
   const KernelInfo* k = nullptr;
   Safely(rt, where, [&] {
     recorder = ProfileRecorder::Get(rt);
-    if (recorder && rt.capturing.load(std::memory_order_relaxed) == 0) k = KernelOf(rt, s.f);
+    if (recorder && !rt.AnyCapturing()) k = KernelOf(rt, s.f);
   });
   if (k == nullptr) return real();
   CUresult result = CUDA_SUCCESS;

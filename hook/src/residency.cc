@@ -55,7 +55,7 @@ void Count(Runtime& rt, const MoveOutcome& out) {
 
 void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream,
                       JobMemory::Load load) {
-  if (regions.empty() || rt.capturing.load(std::memory_order_relaxed) > 0) return;
+  if (regions.empty() || rt.AnyCapturing()) return;
   if (load == JobMemory::Load::kPrefetch) {
     uint64_t predicted = 0;
     for (const PredictedRegion& r : regions) predicted += r.range.size();
@@ -63,7 +63,7 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
   }
   rt.LearnDeviceMemory();
   if (rt.job().budget().Total() == 0) return;  // no context yet to ask: nothing can be planned
-  rt.streams_since_sync.insert(stream);
+  rt.streams_since_sync().insert(stream);
   CurrentContextOps ops;
   const MoveOutcome out = rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops, load);
   Count(rt, out);
@@ -72,9 +72,9 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
 }
 
 void ForgoReadMostly(Runtime& rt) {
-  if (rt.read_mostly_forgone.load(std::memory_order_relaxed)) return;  // the common case: done once already
+  if (rt.read_mostly_forgone()) return;  // the common case: done once already
   MutexLock lock(&rt.mu());
-  if (rt.read_mostly_forgone.exchange(true)) return;
+  if (!rt.TakeReadMostlyBack()) return;
   MoveMemory(rt, [&](DeviceOps& ops) MSCHED_REQUIRES(rt.mu()) { return rt.job().ForgoReadMostly(ops); });
 }
 

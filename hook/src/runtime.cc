@@ -167,6 +167,16 @@ void Runtime::LearnDeviceMemory() {
   if (info != nullptr && info(&free, &total) == CUDA_SUCCESS) job_.SetDevice(total);
 }
 
+void Runtime::CaptureBegan(CUstream stream) {
+  capturing_streams_.insert(stream);
+  capturing_.store(static_cast<int>(capturing_streams_.size()));
+}
+
+void Runtime::CaptureEnded(CUstream stream) {
+  capturing_streams_.erase(stream);
+  capturing_.store(static_cast<int>(capturing_streams_.size()));
+}
+
 void Runtime::AddPinned(int64_t delta) {
   job_.AddPinned(delta);
   if (delta > 0) {

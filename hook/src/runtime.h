@@ -100,10 +100,17 @@ class Runtime {
   HookCounters& counters() { return c_; }
   std::string StatsJson() MSCHED_EXCLUDES(mu_, pool_mu_);
 
-  std::atomic<int> capturing{0};  // streams now capturing: inject nothing
-  // Set once a launch msched could not predict has taken all read-mostly
-  // advice back (ForgoReadMostly in residency.h); read lock-free on launches.
-  std::atomic<bool> read_mostly_forgone{false};
+  // Whether any stream is capturing a graph (inject nothing then): one
+  // atomic load, for the launch path.
+  bool AnyCapturing() const { return capturing_.load(std::memory_order_relaxed) > 0; }
+  bool Capturing(CUstream stream) const MSCHED_REQUIRES(mu_) { return capturing_streams_.count(stream) > 0; }
+  void CaptureBegan(CUstream stream) MSCHED_REQUIRES(mu_);
+  void CaptureEnded(CUstream stream) MSCHED_REQUIRES(mu_);
+  // Whether a launch msched could not predict has taken all read-mostly
+  // advice back (ForgoReadMostly in residency.h): read lock-free on
+  // launches. TakeReadMostlyBack is true for the first caller only.
+  bool read_mostly_forgone() const { return read_mostly_forgone_.load(std::memory_order_relaxed); }
+  bool TakeReadMostlyBack() { return !read_mostly_forgone_.exchange(true); }
 
   // Loaded by the constructor and never changed: read without the lock (the
   // launch path resolves kernels against it outside mu()).
@@ -127,11 +134,9 @@ class Runtime {
   // the budget (JobBudget::pinned).
   void AddPinned(int64_t delta) MSCHED_REQUIRES(mu_);
   // Streams that ran launches since everything was last known complete.
-  std::set<CUstream> streams_since_sync MSCHED_GUARDED_BY(mu_);
+  std::set<CUstream>& streams_since_sync() MSCHED_REQUIRES(mu_) { return streams_since_sync_; }
   // Sizes of the physical allocations (cuMemCreate) counted as pinned.
-  std::map<CUmemGenericAllocationHandle, size_t> physical_sizes MSCHED_GUARDED_BY(mu_);
-  // Streams now capturing (`capturing` holds their count for lock-free reads).
-  std::set<CUstream> capturing_streams MSCHED_GUARDED_BY(mu_);
+  std::map<CUmemGenericAllocationHandle, size_t>& physical_sizes() MSCHED_REQUIRES(mu_) { return physical_sizes_; }
 
   // ---- Guarded by pool_mu() --------------------------------------------------
   // Held across the pool's driver calls (a new chunk, a fence), so that the
@@ -165,6 +170,11 @@ class Runtime {
   JobMemory job_ MSCHED_GUARDED_BY(mu_);
   KernelCache kernels_ MSCHED_GUARDED_BY(mu_);
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
+  std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);
+  std::map<CUmemGenericAllocationHandle, size_t> physical_sizes_ MSCHED_GUARDED_BY(mu_);
+  std::set<CUstream> capturing_streams_ MSCHED_GUARDED_BY(mu_);
+  std::atomic<int> capturing_{0};  // capturing_streams_.size(), for lock-free reads
+  std::atomic<bool> read_mostly_forgone_{false};
 };
 
 // Marks the calling thread as inside a span of msched's own, for as long as

@@ -17,7 +17,7 @@ namespace {
 // `stream` null: the whole context is known to be idle.
 void AfterSync(Runtime& rt, CUstream stream, bool whole_context) {
   MutexLock lock(&rt.mu());
-  auto& used = rt.streams_since_sync;
+  auto& used = rt.streams_since_sync();
   const bool everything = whole_context || used.empty() || (used.size() == 1 && *used.begin() == stream);
   if (!everything) return;
   rt.memory().MarkCompleted(rt.seq());
@@ -94,8 +94,7 @@ CUresult Hook_cuStreamBeginCapture(Entry e, CUstream stream, CUstreamCaptureMode
   if (c.rt && r == CUDA_SUCCESS) {
     Safely(*c.rt, "cuStreamBeginCapture", [&] {
       MutexLock lock(&c.rt->mu());
-      c.rt->capturing_streams.insert(stream);
-      c.rt->capturing.store(static_cast<int>(c.rt->capturing_streams.size()));
+      c.rt->CaptureBegan(stream);
     });
   }
   return r;
@@ -110,8 +109,7 @@ CUresult Hook_cuStreamEndCapture(Entry e, CUstream stream, CUgraph* graph) {
   if (c.rt && r != CUDA_ERROR_ILLEGAL_STATE) {
     Safely(*c.rt, "cuStreamEndCapture", [&] {
       MutexLock lock(&c.rt->mu());
-      c.rt->capturing_streams.erase(stream);
-      c.rt->capturing.store(static_cast<int>(c.rt->capturing_streams.size()));
+      c.rt->CaptureEnded(stream);
     });
   }
   return r;

@@ -172,17 +172,24 @@ int main(int argc, char** argv) {
     std::map<std::string, std::string> env;
   } rows[] = {
       {"hook, off", "tiny", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "off"}}},
-      {"hook, msched, predicted kernel", "tiny", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
-      {"hook, msched, unknown, pointers", "tiny_unknown", {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
-      {"hook, msched, unknown, fault", "tiny_unknown",
+      {"hook, msched, predicted kernel",
+       "tiny",
+       {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
+      {"hook, msched, unknown, pointers",
+       "tiny_unknown",
+       {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}}},
+      {"hook, msched, unknown, fault",
+       "tiny_unknown",
        {{"LD_PRELOAD", lib}, {"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", templates}, {"MSCHED_UNKNOWN", "fault"}}},
   };
   int status = 0;
   for (const int threads : thread_counts) {
     const Sample base = Measure(self, "tiny", n, threads, {});
     if (base.ns_per_launch < 0) status = 1;
-    std::printf("launch overhead of libmsched on the simulated driver (%ld launches, %d launching thread%s, best of 5, "
-                "wall time)\n", n, threads, threads == 1 ? "" : "s");
+    std::printf(
+        "launch overhead of libmsched on the simulated driver (%ld launches, %d launching thread%s, best of 5, "
+        "wall time)\n",
+        n, threads, threads == 1 ? "" : "s");
     std::printf("%-34s %18s %14s %16s\n", "setting", "ns/launch/thread", "added ns", "launches/s");
     std::printf("%-34s %18.1f %14s %16.0f\n", "no hook (simulated driver alone)", base.ns_per_launch, "-",
                 base.launches_per_s);

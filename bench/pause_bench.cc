@@ -94,18 +94,25 @@ class PauseBench {
       : form_(form), paths_(paths), dir_(std::move(dir)) {}
 
   Result<Subprocess> Start(JobRun& job, const std::string& device, bool coordinated) const {
-    std::vector<std::string> argv = {paths_.msim_run, paths_.workloads_dir + "/micro_vadd.json", "--json",
-                                     File(job, "json"), "--set", "FOOT=" + std::to_string(job.foot),
-                                     "--set", "TASKS=" + std::to_string(job.tasks), "--set", "WARMUP=0"};
+    std::vector<std::string> argv = {paths_.msim_run, paths_.workloads_dir + "/micro_vadd.json",
+                                     "--json",        File(job, "json"),
+                                     "--set",         "FOOT=" + std::to_string(job.foot),
+                                     "--set",         "TASKS=" + std::to_string(job.tasks),
+                                     "--set",         "WARMUP=0"};
     // Timing only: the inputs are not written either (the suite's full form).
     if (!form_.checksums) argv.insert(argv.end(), {"--no-checksum", "--set", "INIT=0"});
     SpawnOptions s;
-    s.env = {{"LD_LIBRARY_PATH", paths_.sim_lib_dir}, {"MSIM_DEVICE", device},
-             {"MSIM_PROFILE", form_.profile},         {"MSIM_HBM_BYTES", std::to_string(form_.hbm)},
-             {"MSIM_STATS", File(job, "sim.json")},   {"LD_PRELOAD", paths_.libmsched},
+    s.env = {{"LD_LIBRARY_PATH", paths_.sim_lib_dir},
+             {"MSIM_DEVICE", device},
+             {"MSIM_PROFILE", form_.profile},
+             {"MSIM_HBM_BYTES", std::to_string(form_.hbm)},
+             {"MSIM_STATS", File(job, "sim.json")},
+             {"LD_PRELOAD", paths_.libmsched},
              {"MSCHED_MODE", coordinated ? "msched" : "off"},
-             {"MSCHED_STATS", File(job, "hook.json")}, {"MSCHED_JOB_NAME", job.name},
-             {"MSCHED_COORD", coordinated ? "required" : "off"}, {"MSCHED_SOCKET", Socket()},
+             {"MSCHED_STATS", File(job, "hook.json")},
+             {"MSCHED_JOB_NAME", job.name},
+             {"MSCHED_COORD", coordinated ? "required" : "off"},
+             {"MSCHED_SOCKET", Socket()},
              {"MSCHED_UNKNOWN", form_.unknown}};
     if (!form_.checksums) s.env["MSIM_HOST_KERNELS"] = "off";
     // No templates, and the shipped ones do not know the simulator's kernels.
@@ -120,7 +127,8 @@ class PauseBench {
     job.run = ReadJson(File(job, "json"));
     job.sim = ReadJson(File(job, "sim.json"));
     job.hook = ReadJson(File(job, "hook.json"));
-    if (status != 0) return Status::Internal(job.name + " failed (status " + std::to_string(status) + "), see " + File(job, "err"));
+    if (status != 0)
+      return Status::Internal(job.name + " failed (status " + std::to_string(status) + "), see " + File(job, "err"));
     return Status::Ok();
   }
 
@@ -182,10 +190,14 @@ int Run(int argc, char** argv) {
   std::string out;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--profile" && i + 1 < argc) form.profile = argv[++i];
-    else if (a == "--out" && i + 1 < argc) out = argv[++i];
-    else if (a == "--unknown" && i + 1 < argc) form.unknown = argv[++i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--profile" && i + 1 < argc)
+      form.profile = argv[++i];
+    else if (a == "--out" && i + 1 < argc)
+      out = argv[++i];
+    else if (a == "--unknown" && i + 1 < argc)
+      form.unknown = argv[++i];
     else {
       std::cerr << "usage: pause_bench [--quick] [--profile NAME] [--unknown pointers|fault] [--out FILE]\n";
       return 2;
@@ -213,7 +225,8 @@ int Run(int argc, char** argv) {
     j.tasks = tasks;
     return j;
   };
-  JobRun long_alone = job("long-alone", 0.70, form.long_tasks), urgent_alone = job("urgent-alone", 0.50, form.urgent_tasks);
+  JobRun long_alone = job("long-alone", 0.70, form.long_tasks),
+         urgent_alone = job("urgent-alone", 0.50, form.urgent_tasks);
   auto fail = [&](const std::string& why) {
     std::cerr << "pause_bench: " << why << " (files in " << dir << ")\n";
     return 1;
@@ -297,8 +310,8 @@ int Run(int argc, char** argv) {
   char line[512];
   r << "# Pausing a long job for an urgent one (" << (quick ? "quick" : "full") << " form)\n\n"
     << "Simulated " << form.profile << ", " << FormatBytes(form.hbm) << " of HBM" << (quick ? "" : ", timing only")
-    << "; a long vector-add job of " << FormatBytes(long_job.foot) << " without templates (MSCHED_UNKNOWN="
-    << form.unknown << "), paused after about a third"
+    << "; a long vector-add job of " << FormatBytes(long_job.foot)
+    << " without templates (MSCHED_UNKNOWN=" << form.unknown << "), paused after about a third"
     << " of its run for an urgent one of " << FormatBytes(urgent.foot) << ", resumed when that ends.\n\n"
     << "Method: virtual device time. Urgent time = the pause (the long job's drain and evictions) + the urgent job's"
     << " run from its first kernel. Long job's loss = its run - its run alone - the urgent job's run from its first"

@@ -85,7 +85,8 @@ void BM_WidestShipped(benchmark::State& state) {
   for (const Region& r : widest->regions) {
     const uint64_t base = next;
     next += uint64_t{1} << 30;
-    std::memcpy(reinterpret_cast<uint8_t*>(buffer.data()) + widest->layout[r.base.param].offset + r.base.offset, &base, 8);
+    std::memcpy(reinterpret_cast<uint8_t*>(buffer.data()) + widest->layout[r.base.param].offset + r.base.offset, &base,
+                8);
     (void)allocs.Insert(base, uint64_t{1} << 29, AllocKind::kManaged);
   }
   const CompiledTemplate compiled(*widest);  // as the template store holds it

@@ -32,15 +32,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "suite/bench_command.h"
+#include "base/libmsched_path.h"
+#include "base/machine_gpu.h"
+#include "base/subprocess.h"
+#include "coord/unix_socket.h"
 #include "msched/config.h"
 #include "msched/protocol.h"
-#include "base/machine_gpu.h"
-#include "base/libmsched_path.h"
-#include "base/subprocess.h"
 #include "status_table.h"
+#include "suite/bench_command.h"
 #include "tool_paths.h"
-#include "coord/unix_socket.h"
 
 namespace msched {
 namespace {
@@ -327,10 +327,14 @@ bool EnsureCoordinator(const std::string& socket, CoordMode coord) {
 
 int Run(Target target, int argc, char** argv) {
   // Options become the job's MSCHED_* variables, checked by the same parser the library uses.
-  static const std::map<std::string, std::string> kOptionVariable = {
-      {"--mem", "MSCHED_MEM"},         {"--class", "MSCHED_CLASS"},           {"--priority", "MSCHED_PRIORITY"},
-      {"--name", "MSCHED_JOB_NAME"},   {"--mode", "MSCHED_MODE"},             {"--gpu-memory", "MSCHED_GPU_MEMORY"},
-      {"--templates", "MSCHED_TEMPLATES"}, {"--coord", "MSCHED_COORD"}};
+  static const std::map<std::string, std::string> kOptionVariable = {{"--mem", "MSCHED_MEM"},
+                                                                     {"--class", "MSCHED_CLASS"},
+                                                                     {"--priority", "MSCHED_PRIORITY"},
+                                                                     {"--name", "MSCHED_JOB_NAME"},
+                                                                     {"--mode", "MSCHED_MODE"},
+                                                                     {"--gpu-memory", "MSCHED_GPU_MEMORY"},
+                                                                     {"--templates", "MSCHED_TEMPLATES"},
+                                                                     {"--coord", "MSCHED_COORD"}};
   std::map<std::string, std::string> env;
   int i = 0;
   while (i < argc) {

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,12 +38,12 @@
 #include <thread>
 #include <vector>
 
-#include "msched/bounded_input.h"
-#include "profile/profile_report.h"
 #include "base/libmsched_path.h"
 #include "base/subprocess.h"
-#include "tool_paths.h"
+#include "msched/bounded_input.h"
+#include "profile/profile_report.h"
 #include "profile/trace.h"
+#include "tool_paths.h"
 
 namespace msched {
 namespace {
@@ -58,8 +58,8 @@ struct Options {
   std::vector<std::string> more_traces;  // analyze mode: the traces after the first
   std::vector<std::string> program;      // record mode
   bool analyze_only = false;
-  std::string check_templates;           // check mode: the templates to check on `trace`
-  std::string check_json;                // check mode: the figures as JSON
+  std::string check_templates;  // check mode: the templates to check on `trace`
+  std::string check_json;       // check mode: the figures as JSON
 };
 
 void Say(const std::string& message) { std::cerr << "msched-profile: " << message << "\n"; }
@@ -72,9 +72,12 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     o->trace = argv[3];
     for (i = 4; i + 1 < argc; i += 2) {
       const std::string a = argv[i];
-      if (a == "--report") o->report = argv[i + 1];
-      else if (a == "--json") o->check_json = argv[i + 1];
-      else return false;
+      if (a == "--report")
+        o->report = argv[i + 1];
+      else if (a == "--json")
+        o->check_json = argv[i + 1];
+      else
+        return false;
     }
     return i == argc;
   }
@@ -122,8 +125,8 @@ std::string BaseName(const std::string& path) { return path.substr(path.rfind('/
 // exit and leave it running on alone, reparented to init. Handler and Main
 // share lock-free atomics only.
 constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
-std::atomic<pid_t> g_program{0};     // the program while it runs; 0 before and after
-std::atomic<int> g_stop_signal{0};   // the stop signal received, 0 if none
+std::atomic<pid_t> g_program{0};    // the program while it runs; 0 before and after
+std::atomic<int> g_stop_signal{0};  // the stop signal received, 0 if none
 
 void PassOnToProgram(int signal, siginfo_t* info, void* /*context*/) {
   const int interrupted_errno = errno;  // kill may set it under the interrupted code's feet
@@ -229,7 +232,8 @@ bool WaitForWriters(const std::vector<std::string>& paths, int seconds) {
     }
     ::close(fd);
     if (!free) {
-      Say("a process of the program is still writing " + path + " (it outlived the program); its launches so far "
+      Say("a process of the program is still writing " + path +
+          " (it outlived the program); its launches so far "
           "are analysed, the rest are lost");
       all_done = false;
     }

@@ -63,7 +63,9 @@ double Real(const json& j, const char* key, double otherwise) {
 std::string Text(const json& j, const char* key, const std::string& otherwise) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : otherwise;
 }
-bool Flag(const json& j, const char* key) { return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); }
+bool Flag(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
+}
 
 std::string Size(const json& job, const char* key) {
   const uint64_t bytes = U64(job, key);
@@ -168,11 +170,11 @@ std::string Summary(const json& c, const json& jobs, size_t width) {
   }
   if (!states.empty()) counts += ")";
   const uint64_t groups = U64(c, "groups");
-  return Wrap({"coordinator pid " + std::to_string(Int(c, "pid")), "socket " + Text(c, "socket", "?"),
-               hbm ? FormatBytes(hbm) + " HBM" : "HBM not yet known", oversubscribe, counts,
-               std::to_string(groups) + (groups == 1 ? " group" : " groups"),
-               std::to_string(U64(c, "switches")) + " switches"},
-              width);
+  return Wrap(
+      {"coordinator pid " + std::to_string(Int(c, "pid")), "socket " + Text(c, "socket", "?"),
+       hbm ? FormatBytes(hbm) + " HBM" : "HBM not yet known", oversubscribe, counts,
+       std::to_string(groups) + (groups == 1 ? " group" : " groups"), std::to_string(U64(c, "switches")) + " switches"},
+      width);
 }
 
 }  // namespace
@@ -210,7 +212,8 @@ std::string RenderStatus(const json& status, size_t width) {
       if (total() <= width) break;
       for (size_t c = 0; c < all.size(); ++c) shown[c] = shown[c] && all[c].header != std::string(drop);
     }
-    if (total() > width) widths[name] = std::max(kNarrowestName, widths[name] - std::min(widths[name], total() - width));
+    if (total() > width)
+      widths[name] = std::max(kNarrowestName, widths[name] - std::min(widths[name], total() - width));
     // Room left after the drops goes back to the names.
     if (total() < width) widths[name] = std::min(natural_name, widths[name] + (width - total()));
   }

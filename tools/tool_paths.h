@@ -6,7 +6,6 @@
 
 #include <string>
 
-
 namespace msched {
 
 // The socket of the coordinator for the machine's GPU `gpu`, as a job with

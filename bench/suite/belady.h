@@ -18,9 +18,9 @@
 namespace msched::bench {
 
 struct BeladyBound {
-  uint64_t h2d_bytes = 0;   // capacity misses x the unit
-  uint64_t accesses = 0;    // unit accesses replayed
-  uint64_t units = 0;       // distinct units of memory touched
+  uint64_t h2d_bytes = 0;  // capacity misses x the unit
+  uint64_t accesses = 0;   // unit accesses replayed
+  uint64_t units = 0;      // distinct units of memory touched
 };
 
 // Replays the log at `path` on `capacity_bytes` of HBM. A missing or

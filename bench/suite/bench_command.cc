@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/subprocess.h"
 #include "suite/gantt.h"
 #include "suite/report.h"
-#include "base/subprocess.h"
 #include "suite/suite.h"
 
 namespace msched::bench {
@@ -93,8 +93,8 @@ std::string Today() {
 
 std::string Method(const DeviceFacts& d, bool quick) {
   std::ostringstream m;
-  m << "Every number here is simulated: msim, msched's simulated CUDA driver, models the " << d.name
-    << " profile (" << (d.hbm_bytes >> 20) << " MiB HBM, " << d.h2d_gbps << " GB/s host to device, " << d.d2h_gbps
+  m << "Every number here is simulated: msim, msched's simulated CUDA driver, models the " << d.name << " profile ("
+    << (d.hbm_bytes >> 20) << " MiB HBM, " << d.h2d_gbps << " GB/s host to device, " << d.d2h_gbps
     << " GB/s back, the paper's measured fault costs) on a virtual clock; no GPU ran these. Each job is its own "
     << "process running a workload from bench/workloads through the real libmsched hook; msched policies add an "
     << "in-process coordinator (the mschedd server). Templates come from msched-profile (two profiling runs per "
@@ -167,7 +167,8 @@ int BenchMain(int argc, char** argv) {
   }
   std::vector<const Scenario*> chosen;
   for (Scenario& s : *all) {
-    if (!o.scenarios.empty() && std::find(o.scenarios.begin(), o.scenarios.end(), s.name) == o.scenarios.end()) continue;
+    if (!o.scenarios.empty() && std::find(o.scenarios.begin(), o.scenarios.end(), s.name) == o.scenarios.end())
+      continue;
     if (!o.policies.empty()) {
       std::erase_if(s.policies, [&](const PolicyVariant& v) {
         return std::find(o.policies.begin(), o.policies.end(), v.name) == o.policies.end();
@@ -231,16 +232,20 @@ int BenchMain(int argc, char** argv) {
   const std::string commit = Commit(work_dir);
   const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream report;
-  report << "# msched benchmark report (simulated)\n\n" << "Date " << Today() << ", device profile " << device->name
-         << ", commit " << commit << ", " << (o.quick ? "quick" : "full") << " form, " << static_cast<int>(real_s)
-         << " s of real time.\n\n" << "## Method\n\n" << Method(*device, o.quick) << "\n\n"
-         << "## Headline: msched over demand paging, beside the paper\n\n" << headline
-         << (sharing.empty() ? "" : "\n## Headline: sharing as users feel it\n\n" + sharing) << "\n## Scenarios\n\n"
+  report << "# msched benchmark report (simulated)\n\n"
+         << "Date " << Today() << ", device profile " << device->name << ", commit " << commit << ", "
+         << (o.quick ? "quick" : "full") << " form, " << static_cast<int>(real_s) << " s of real time.\n\n"
+         << "## Method\n\n"
+         << Method(*device, o.quick) << "\n\n"
+         << "## Headline: msched over demand paging, beside the paper\n\n"
+         << headline << (sharing.empty() ? "" : "\n## Headline: sharing as users feel it\n\n" + sharing)
+         << "\n## Scenarios\n\n"
          << sections;
   std::ofstream(out_dir + "/report.md") << report.str();
   std::ofstream(out_dir + "/results.csv") << Csv(results);
-  std::cout << "\nHeadline (simulated " << device->name << "; the paper measured a real RTX 5080):\n\n" << headline
-            << (sharing.empty() ? "" : "\n" + sharing) << "\nWrote " << out_dir << "/report.md, results.csv and plots.\n";
+  std::cout << "\nHeadline (simulated " << device->name << "; the paper measured a real RTX 5080):\n\n"
+            << headline << (sharing.empty() ? "" : "\n" + sharing) << "\nWrote " << out_dir
+            << "/report.md, results.csv and plots.\n";
   if (!all_ok) std::cerr << "msched bench: some runs failed or gave wrong results (see the status columns)\n";
   return all_ok ? 0 : 1;
 }

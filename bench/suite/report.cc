@@ -57,7 +57,8 @@ double Speedup(const PolicyResult& r, const PointResult& pr, Policy base = Polic
 std::string Times(double x) { return x > 0 ? Num(x, 2) + "x" : "-"; }
 
 double OfIdeal(const PolicyResult& r, const PointResult& pr) {
-  return r.ok() && r.run.makespan_ns > 0 ? static_cast<double>(pr.ideal_ns) / static_cast<double>(r.run.makespan_ns) : 0;
+  return r.ok() && r.run.makespan_ns > 0 ? static_cast<double>(pr.ideal_ns) / static_cast<double>(r.run.makespan_ns)
+                                         : 0;
 }
 
 std::string Where(const PolicyResult& r, const DeviceFacts& device) {
@@ -114,9 +115,9 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
           << Outcome(p) << " |\n";
       const bool short_of_paper = paper != s.paper_speedup.end() && speedup > 0 && speedup < paper->second;
       if (is_msched && p.ok() && (ideal < 0.9 || short_of_paper)) {
-        notes.push_back("msched at " + std::to_string(pr.point.percent) + "%: " + Num(100 * ideal, 1) +
-                        "% of ideal" + (short_of_paper ? ", below the paper's " + Num(paper->second, 2) + "x" : "") +
-                        ". Of its " + Num(p.seconds * 1e3, 1) + " ms: " + Where(p, device) + ".");
+        notes.push_back("msched at " + std::to_string(pr.point.percent) + "%: " + Num(100 * ideal, 1) + "% of ideal" +
+                        (short_of_paper ? ", below the paper's " + Num(paper->second, 2) + "x" : "") + ". Of its " +
+                        Num(p.seconds * 1e3, 1) + " ms: " + Where(p, device) + ".");
       }
     }
     out << "| " << Footprint(pr.point) << " | **ideal** | " << Num(Ms(pr.ideal_ns), 1) << " | "
@@ -150,13 +151,14 @@ std::vector<std::string> TargetNotes(const Scenario& s, const PointResult& pr, c
   if (ex != nullptr && ex->ok()) {
     if (t.short_wait_vs_exclusive > 0 && ex->short_wait_mean_ns > 0) {
       const double x = static_cast<double>(ms->short_wait_mean_ns) / static_cast<double>(ex->short_wait_mean_ns);
-      note(x <= t.short_wait_vs_exclusive, "short_wait_vs_exclusive", "short jobs' mean wait " + Num(Ms(ms->short_wait_mean_ns), 2) +
-                      " ms, " + Num(x, 2) + "x exclusive's (target " + Num(t.short_wait_vs_exclusive, 2) + "x)");
+      note(x <= t.short_wait_vs_exclusive, "short_wait_vs_exclusive",
+           "short jobs' mean wait " + Num(Ms(ms->short_wait_mean_ns), 2) + " ms, " + Num(x, 2) +
+               "x exclusive's (target " + Num(t.short_wait_vs_exclusive, 2) + "x)");
     }
     if (t.makespan_vs_exclusive > 0 && ex->run.makespan_ns > 0) {
       const double x = static_cast<double>(ms->run.makespan_ns) / static_cast<double>(ex->run.makespan_ns);
-      note(x <= t.makespan_vs_exclusive, "makespan_vs_exclusive", "makespan " + Num(x, 3) + "x exclusive's (target " +
-                      Num(t.makespan_vs_exclusive, 2) + "x)");
+      note(x <= t.makespan_vs_exclusive, "makespan_vs_exclusive",
+           "makespan " + Num(x, 3) + "x exclusive's (target " + Num(t.makespan_vs_exclusive, 2) + "x)");
     }
   }
   double best_busy = 0, best_spread = -1;
@@ -167,13 +169,14 @@ std::vector<std::string> TargetNotes(const Scenario& s, const PointResult& pr, c
   }
   if (t.busy_points > 0 && best_busy > 0) {
     const double gap = 100 * (best_busy - ms->busy);
-    note(gap <= t.busy_points, "busy_points", "GPU busy " + Num(100 * ms->busy, 1) + "%, " + Num(gap, 1) +
-                    " points below the best baseline's " + Num(100 * best_busy, 1) + "% (target " +
-                    Num(t.busy_points, 0) + ")");
+    note(gap <= t.busy_points, "busy_points",
+         "GPU busy " + Num(100 * ms->busy, 1) + "%, " + Num(gap, 1) + " points below the best baseline's " +
+             Num(100 * best_busy, 1) + "% (target " + Num(t.busy_points, 0) + ")");
   }
   if (t.spread_below_baselines && best_spread >= 0) {
-    note(ms->user_cv < best_spread, "spread_below_baselines", "spread of completion across users (CV) " +
-                    Num(ms->user_cv, 3) + " against the baselines' lowest " + Num(best_spread, 3));
+    note(ms->user_cv < best_spread, "spread_below_baselines",
+         "spread of completion across users (CV) " + Num(ms->user_cv, 3) + " against the baselines' lowest " +
+             Num(best_spread, 3));
   }
   if (t.urgent_vs_alone > 0 && ex != nullptr && ex->ok()) {
     for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
@@ -184,10 +187,10 @@ std::vector<std::string> TargetNotes(const Scenario& s, const PointResult& pr, c
       const double swap = static_cast<double>(pr.point.jobs[i].footprint) / (0.9 * device.h2d_gbps);
       const double limit = t.urgent_vs_alone * alone + swap;
       const double took = static_cast<double>(m.finished_ns - m.arrival_ns);
-      note(took <= limit, "urgent_vs_alone", "urgent " + pr.point.jobs[i].label + " took " + Num(took / 1e6, 1) +
-                      " ms from arrival to end; alone " + Num(alone / 1e6, 1) + " ms, limit " +
-                      Num(t.urgent_vs_alone, 2) + "x that + one swap of " + Mb(pr.point.jobs[i].footprint) +
-                      " MB at 90% of the link = " + Num(limit / 1e6, 1) + " ms");
+      note(took <= limit, "urgent_vs_alone",
+           "urgent " + pr.point.jobs[i].label + " took " + Num(took / 1e6, 1) + " ms from arrival to end; alone " +
+               Num(alone / 1e6, 1) + " ms, limit " + Num(t.urgent_vs_alone, 2) + "x that + one swap of " +
+               Mb(pr.point.jobs[i].footprint) + " MB at 90% of the link = " + Num(limit / 1e6, 1) + " ms");
     }
     notes.push_back("the jobs it displaced finished with their reference results after " +
                     std::to_string(ms->run.switches) + " switches (each one bulk swap out and back in)");
@@ -195,9 +198,10 @@ std::vector<std::string> TargetNotes(const Scenario& s, const PointResult& pr, c
   const PolicyResult* sw = pr.Find(Policy::kSwap);
   if (t.p99_vs_swap > 0 && sw != nullptr && sw->ok() && sw->latency_p99_ns > 0) {
     const double x = static_cast<double>(ms->latency_p99_ns) / static_cast<double>(sw->latency_p99_ns);
-    note(x <= t.p99_vs_swap, "p99_vs_swap", "p99 request latency " + Num(Ms(ms->latency_p99_ns), 1) + " ms, " +
-                    Num(x, 2) + "x the model-swapping server's " + Num(Ms(sw->latency_p99_ns), 1) + " ms (target " +
-                    Num(t.p99_vs_swap, 2) + "x)");
+    note(x <= t.p99_vs_swap, "p99_vs_swap",
+         "p99 request latency " + Num(Ms(ms->latency_p99_ns), 1) + " ms, " + Num(x, 2) +
+             "x the model-swapping server's " + Num(Ms(sw->latency_p99_ns), 1) + " ms (target " +
+             Num(t.p99_vs_swap, 2) + "x)");
   }
   return notes;
 }
@@ -221,9 +225,9 @@ std::string MultiuserSection(const ScenarioResult& r, const DeviceFacts& device)
                  (slow != p.user_slowdown.end() ? " (" + Num(slow->second, 2) + "x)" : "");
       }
       out << "| " << p.variant.name << " | " << p.ooms << " | " << Num(static_cast<double>(p.lost_ns) / 1e9, 3) << " | "
-          << Num(Ms(p.wait_mean_ns), 2) << " | " << Num(Ms(p.wait_p95_ns), 2) << " | " << Num(Ms(p.short_wait_mean_ns), 2)
-          << " | " << Num(100 * p.busy, 1) << " | " << Num(p.seconds * 1e3, 1) << " | "
-          << Times(Speedup(p, pr, Policy::kExclusive)) << " | " << users << " | " << Num(p.user_cv, 3) << " | "
+          << Num(Ms(p.wait_mean_ns), 2) << " | " << Num(Ms(p.wait_p95_ns), 2) << " | "
+          << Num(Ms(p.short_wait_mean_ns), 2) << " | " << Num(100 * p.busy, 1) << " | " << Num(p.seconds * 1e3, 1)
+          << " | " << Times(Speedup(p, pr, Policy::kExclusive)) << " | " << users << " | " << Num(p.user_cv, 3) << " | "
           << (p.urgent_ns ? Num(Ms(p.urgent_ns), 1) : "") << " | ";
       if (services) {
         out << p.requests << " | " << Num(Ms(p.latency_p50_ns), 1) << " | " << Num(Ms(p.latency_p99_ns), 1) << " | "
@@ -287,8 +291,11 @@ std::string HeadlineTable(const std::vector<ScenarioResult>& results) {
       const auto paper = r.scenario->paper_speedup.find(pr.point.percent);
       const double speedup = Speedup(*ms, pr);
       out << "| " << r.scenario->name << (r.scenario->source.empty() ? "" : " (" + r.scenario->source + ")") << " | "
-          << Footprint(pr.point) << " | " << (speedup > 0 ? Num(speedup, 2) + "x" : ms->ok() ? "-" : "failed") << " | "
-          << (paper != r.scenario->paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
+          << Footprint(pr.point) << " | "
+          << (speedup > 0 ? Num(speedup, 2) + "x"
+              : ms->ok()  ? "-"
+                          : "failed")
+          << " | " << (paper != r.scenario->paper_speedup.end() ? Num(paper->second, 2) + "x" : "") << " | "
           << Times(Speedup(*ms, pr, Policy::kExclusive)) << " | " << Num(100 * OfIdeal(*ms, pr), 1) << " |\n";
     }
   }
@@ -316,12 +323,16 @@ std::string MultiuserHeadline(const std::vector<ScenarioResult>& results) {
       out << "| " << r.scenario->name << " | " << Footprint(pr.point) << " | "
           << pair(nc, [](const PolicyResult& p) { return std::to_string(p.ooms); }) << " | "
           << pair(ex, [](const PolicyResult& p) { return Num(Ms(p.wait_mean_ns), 1); }) << " | "
-          << (shorts ? Num(static_cast<double>(ms->short_wait_mean_ns) / static_cast<double>(ex->short_wait_mean_ns), 2) + "x" : "-")
+          << (shorts
+                  ? Num(static_cast<double>(ms->short_wait_mean_ns) / static_cast<double>(ex->short_wait_mean_ns), 2) +
+                        "x"
+                  : "-")
           << " | " << (ex != nullptr && ex->ok() && ms->ok() ? Num(ms->seconds / ex->seconds, 2) + "x" : "-") << " | "
           << pair(ex, [](const PolicyResult& p) { return Num(100 * p.busy, 1); }) << " | "
           << (ms->urgent_ns ? pair(ex, [](const PolicyResult& p) { return Num(Ms(p.urgent_ns), 1); }) : "") << " | "
-          << (ms->requests ? pair(pr.Find(Policy::kSwap), [](const PolicyResult& p) { return Num(Ms(p.latency_p99_ns), 1); })
-                           : "")
+          << (ms->requests
+                  ? pair(pr.Find(Policy::kSwap), [](const PolicyResult& p) { return Num(Ms(p.latency_p99_ns), 1); })
+                  : "")
           << " |\n";
     }
   }
@@ -341,14 +352,19 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
       for (const PolicyResult& p : pr.policies) {
         out << r.scenario->name << "," << pr.point.percent << "," << pr.point.footprint << "," << pr.point.hbm_bytes
             << "," << p.variant.name << "," << (p.ok() ? 1 : 0) << "," << p.run.makespan_ns << "," << work << ","
-            << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << "," << Num(Speedup(p, pr, Policy::kExclusive), 4)
-            << "," << Num(OfIdeal(p, pr), 4) << ","
-            << pr.ideal_ns << "," << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes
-            << "," << p.paging_h2d_bytes << "," << p.belady_h2d_bytes << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << "," << p.run.switches << "," << p.ooms
-            << "," << p.lost_ns << "," << p.wait_mean_ns << "," << p.wait_p95_ns << "," << p.short_wait_mean_ns << ","
-            << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << "," << p.urgent_ns << "," << p.requests << ","
-            << p.latency_p50_ns << "," << p.latency_p99_ns << "," << Num(p.slo_met, 4) << ","
-            << (p.ok() ? "ok" : p.cannot_run ? "cannot_run" : p.out_of_memory ? "out_of_memory" : "failed") << "\n";
+            << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << ","
+            << Num(Speedup(p, pr, Policy::kExclusive), 4) << "," << Num(OfIdeal(p, pr), 4) << "," << pr.ideal_ns << ","
+            << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes << ","
+            << p.paging_h2d_bytes << "," << p.belady_h2d_bytes << "," << p.compute_ns << "," << p.stall_ns << ","
+            << p.wait_ns << "," << p.run.switches << "," << p.ooms << "," << p.lost_ns << "," << p.wait_mean_ns << ","
+            << p.wait_p95_ns << "," << p.short_wait_mean_ns << "," << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << ","
+            << p.urgent_ns << "," << p.requests << "," << p.latency_p50_ns << "," << p.latency_p99_ns << ","
+            << Num(p.slo_met, 4) << ","
+            << (p.ok()            ? "ok"
+                : p.cannot_run    ? "cannot_run"
+                : p.out_of_memory ? "out_of_memory"
+                                  : "failed")
+            << "\n";
       }
     }
   }
@@ -364,7 +380,8 @@ Status WriteMultiuserPlot(const ScenarioResult& r, const std::string& dir) {
   dat << "# policy mean_wait_ms p95_wait_ms makespan_ms (? where the run failed)\n";
   for (const PolicyResult& p : r.points.back().policies) {
     auto ms = [&](uint64_t ns) { return p.ok() ? Num(std::max(Ms(ns), 0.001), 3) : std::string("?"); };
-    dat << p.variant.name << " " << ms(p.wait_mean_ns) << " " << ms(p.wait_p95_ns) << " " << ms(p.run.makespan_ns) << "\n";
+    dat << p.variant.name << " " << ms(p.wait_mean_ns) << " " << ms(p.wait_p95_ns) << " " << ms(p.run.makespan_ns)
+        << "\n";
   }
   dat.close();
   std::ofstream gp(dir + "/" + name + ".gp");
@@ -373,7 +390,8 @@ Status WriteMultiuserPlot(const ScenarioResult& r, const std::string& dir) {
      << " of HBM)\" noenhanced font ',10'\n"
      << "set ylabel 'milliseconds of device time (log)'\nset logscale y\nset grid ytics\nset key outside right\n"
      << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
-     << "set datafile missing '?'\nplot '" << dir << "/" << name << ".dat' using 2:xtic(1) title 'mean wait', '' using 3 "
+     << "set datafile missing '?'\nplot '" << dir << "/" << name
+     << ".dat' using 2:xtic(1) title 'mean wait', '' using 3 "
      << "title 'p95 wait', '' using 4 title 'makespan'\n";
   gp.close();
   return RunGnuplot(dir, name);
@@ -416,7 +434,8 @@ Status RunGnuplot(const std::string& dir, const std::string& name) {
   so.stderr_path = dir + "/" + name + ".gnuplot.err";
   Result<Subprocess> p = Subprocess::Spawn({"gnuplot", dir + "/" + name + ".gp"}, so);
   if (!p.ok()) return Status::Unavailable("cannot run gnuplot (scripts/setup.sh installs it): " + p.status().message());
-  if (p->Wait() != 0) return Status::Internal("gnuplot failed on " + dir + "/" + name + ".gp (see " + so.stderr_path + ")");
+  if (p->Wait() != 0)
+    return Status::Internal("gnuplot failed on " + dir + "/" + name + ".gp (see " + so.stderr_path + ")");
   ::unlink(so.stderr_path.c_str());
   return Status::Ok();
 }

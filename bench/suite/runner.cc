@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/chrome_trace.h"
+#include "base/libmsched_path.h"
+#include "base/subprocess.h"
 #include "coord/coord_server.h"
 #include "msched/json_checked.h"
 #include "msched/trace_layout.h"
 #include "suite/belady.h"
 #include "suite/json_file.h"
-#include "base/libmsched_path.h"
-#include "base/subprocess.h"
 
 namespace msched::bench {
 
@@ -38,12 +38,15 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr std::pair<Policy, const char*> kPolicies[] = {
-    {Policy::kOff, "off"},         {Policy::kUm, "um"},
-    {Policy::kAlloc, "alloc"},     {Policy::kMsched, "msched"},
-    {Policy::kMschedAlloc, "msched-alloc"}, {Policy::kMschedLru, "msched-lru"},
-    {Policy::kExclusive, "exclusive"},      {Policy::kNoCheck, "nocheck"},
-    {Policy::kSwap, "swap"}};
+constexpr std::pair<Policy, const char*> kPolicies[] = {{Policy::kOff, "off"},
+                                                        {Policy::kUm, "um"},
+                                                        {Policy::kAlloc, "alloc"},
+                                                        {Policy::kMsched, "msched"},
+                                                        {Policy::kMschedAlloc, "msched-alloc"},
+                                                        {Policy::kMschedLru, "msched-lru"},
+                                                        {Policy::kExclusive, "exclusive"},
+                                                        {Policy::kNoCheck, "nocheck"},
+                                                        {Policy::kSwap, "swap"}};
 
 bool Coordinated(Policy p) { return p == Policy::kMsched || p == Policy::kMschedAlloc || p == Policy::kMschedLru; }
 
@@ -314,7 +317,8 @@ RunOutcome RunJobs(const std::vector<JobSpec>& jobs, const RunOptions& o, const 
   const size_t slots = together ? jobs.size() : 1;
   std::vector<size_t> queue(jobs.size());  // in arrival order (submission order among equals)
   for (size_t i = 0; i < jobs.size(); ++i) queue[i] = i;
-  std::stable_sort(queue.begin(), queue.end(), [&](size_t a, size_t b) { return jobs[a].arrival_ns < jobs[b].arrival_ns; });
+  std::stable_sort(queue.begin(), queue.end(),
+                   [&](size_t a, size_t b) { return jobs[a].arrival_ns < jobs[b].arrival_ns; });
   size_t next = 0;
   std::vector<Running> running;
   std::vector<Stage::JobSpan> spans;  // for the timeline, when no coordinator draws one

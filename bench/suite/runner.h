@@ -56,7 +56,7 @@ class ScratchDevice {
 };
 
 struct BenchPaths {
-  std::string msim_run;       // the workload runner
+  std::string msim_run;  // the workload runner
   std::string msched_profile;
   std::string libmsched;
   std::string sim_lib_dir;    // holds the simulator's libcuda.so.1
@@ -69,7 +69,7 @@ struct BenchPaths {
 };
 
 struct JobSpec {
-  std::string label;     // for reports: "vadd-1"
+  std::string label;  // for reports: "vadd-1"
   std::string user = "user";
   std::string workload;  // file name under the workloads directory
   std::string trace;     // or a profile trace to replay (msim-run --replay), its path
@@ -103,10 +103,10 @@ struct RunOptions {
 };
 
 struct JobOutcome {
-  int status = -1;        // the job's exit status
-  int ooms = 0;           // runs that ran out of device memory
-  uint64_t lost_ns = 0;   // device time those runs had worked before they crashed
-  std::string error;      // the last attempt's message, if it failed
+  int status = -1;       // the job's exit status
+  int ooms = 0;          // runs that ran out of device memory
+  uint64_t lost_ns = 0;  // device time those runs had worked before they crashed
+  std::string error;     // the last attempt's message, if it failed
   std::map<std::string, std::string> checksums;
   uint64_t arrival_ns = 0;   // device clock when it was submitted
   uint64_t started_ns = 0;   // device clock when its first kernel was queued
@@ -119,7 +119,7 @@ struct JobOutcome {
   // why it could not be had.
   uint64_t belady_h2d_bytes = 0;
   std::string belady_error;
-  uint64_t coordinator_wait_ns = 0;  // blocked at its gate (hook statistics)
+  uint64_t coordinator_wait_ns = 0;    // blocked at its gate (hook statistics)
   std::vector<uint64_t> latencies_ns;  // a service's requests, arrival to answer
   bool ok() const { return status == 0; }
 };

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "suite/json_file.h"
 #include "msched/config.h"
 #include "msched/seeded_draws.h"
+#include "suite/json_file.h"
 
 namespace msched::bench {
 namespace {
@@ -114,7 +114,8 @@ ScenarioJob Job(const json& j) {
         throw Bad{"jobs." + out.label + ".trace: a NAME.trace.xz file under bench/traces"};
       }
     }
-    if (out.hbm_share > 0 || out.share > 1) throw Bad{"jobs." + out.label + ": a trace job takes share (0 to 1), not hbm_share"};
+    if (out.hbm_share > 0 || out.share > 1)
+      throw Bad{"jobs." + out.label + ": a trace job takes share (0 to 1), not hbm_share"};
     if (out.share <= 0) out.share = 1;
     out.unit = j.value("unit", std::string("runs"));
   } else {
@@ -191,11 +192,12 @@ Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
     if (v.policy == Policy::kSwap && s.swap_workload.empty()) throw Bad{"policies: swap needs a swap_server"};
   }
   if (j.contains("shortfalls")) {
-    static const std::set<std::string> kTargets = {"ooms", "short_wait_vs_exclusive", "makespan_vs_exclusive",
-                                                   "busy_points", "spread_below_baselines", "urgent_vs_alone",
+    static const std::set<std::string> kTargets = {"ooms",        "short_wait_vs_exclusive", "makespan_vs_exclusive",
+                                                   "busy_points", "spread_below_baselines",  "urgent_vs_alone",
                                                    "p99_vs_swap"};
     for (const auto& [target, why] : j["shortfalls"].items()) {
-      if (!kTargets.count(target) || !why.is_string()) throw Bad{"shortfalls." + target + ": a target's name and a text"};
+      if (!kTargets.count(target) || !why.is_string())
+        throw Bad{"shortfalls." + target + ": a target's name and a text"};
       s.shortfalls[target] = why.get<std::string>();
     }
   }
@@ -304,11 +306,11 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick, con
       // Without its file (not prepared) the job has no program: it fails
       // when run, saying so, rather than running something else.
       const TraceFile file = replayed != traces.end() ? replayed->second : TraceFile{};
-      const int count = j.count > 0 ? j.count
-                        : file.footprint == 0
-                            ? 1
-                            : std::max(1, static_cast<int>(std::lround(total * j.share /
-                                                                       static_cast<double>(file.footprint))));
+      const int count =
+          j.count > 0 ? j.count
+          : file.footprint == 0
+              ? 1
+              : std::max(1, static_cast<int>(std::lround(total * j.share / static_cast<double>(file.footprint))));
       for (int i = 1; i <= count; ++i) {
         JobSpec spec;
         spec.label = count > 1 ? j.label + "-" + std::to_string(i) : j.label;

@@ -31,22 +31,22 @@ struct Arrivals {
 // One kind of job in a scenario, started `count` times.
 struct ScenarioJob {
   std::string label;
-  int count = 1;           // 0: as many as `hbm_share` gives at the point's footprint
+  int count = 1;  // 0: as many as `hbm_share` gives at the point's footprint
   std::string user = "user";
   JobClass job_class = JobClass::kUnset;
-  int priority = 0;        // MSCHED_PRIORITY (an urgent job: above 0)
+  int priority = 0;  // MSCHED_PRIORITY (an urgent job: above 0)
   Arrivals full_arrivals, quick_arrivals;
-  std::string workload;    // under bench/workloads
+  std::string workload;  // under bench/workloads
   // Or a real program's profile trace under bench/traces (xz), replayed
   // (msim-run --replay); the quick form may name a smaller one. Such a job's
   // footprint is its program's, its work one run: `share` is then the part
   // of the point's footprint its instances make up together (1 when unset).
   std::string trace_full, trace_quick;
-  double share = 0;        // of the point's total footprint, per job
-  double hbm_share = 0;    // of HBM, per job (when share is 0)
-  std::string work_var;    // the variable counting its work units (TASKS, STEPS)
+  double share = 0;          // of the point's total footprint, per job
+  double hbm_share = 0;      // of HBM, per job (when share is 0)
+  std::string work_var;      // the variable counting its work units (TASKS, STEPS)
   std::string instance_var;  // set to each instance's index from 0 (a service's MODEL)
-  std::string unit;        // what a work unit is, for reports ("tasks", "tokens")
+  std::string unit;          // what a work unit is, for reports ("tasks", "tokens")
   std::map<std::string, int64_t> vars, full_vars, quick_vars;
   // Variables of each profiling run (beside quick_vars), for shapes that
   // must differ between runs for msched-profile to tell how extents scale:
@@ -73,11 +73,11 @@ struct Scenario {
   bool multiuser = false;
   // Every job declares its footprint (MSCHED_MEM), as multi-user jobs do.
   bool declare_memory = false;
-  bool headline = false;         // its msched speedups go in the headline table
+  bool headline = false;                                // its msched speedups go in the headline table
   std::string hbm_full = "profile", hbm_quick = "64M";  // "profile": the device profile's HBM
-  std::vector<int> points_full, points_quick;            // total footprint, percent of HBM
+  std::vector<int> points_full, points_quick;           // total footprint, percent of HBM
   std::vector<PolicyVariant> policies;
-  double oversubscribe = 4.0;    // the coordinator's admission ratio
+  double oversubscribe = 4.0;  // the coordinator's admission ratio
   // What the multi-user report checks msched against (0: not checked):
   // short jobs' mean wait over exclusive's, makespan over exclusive's, GPU
   // busy at most this many points below the best baseline, the users'
@@ -120,13 +120,13 @@ Result<std::vector<Scenario>> LoadScenarios(const std::string& dir);
 // (checksums); full runs model time only, so they neither write inputs nor
 // hold data in host memory.
 struct Point {
-  int percent = 0;              // as asked
+  int percent = 0;  // as asked
   uint64_t hbm_bytes = 0;
-  uint64_t footprint = 0;       // of all jobs together
+  uint64_t footprint = 0;  // of all jobs together
   std::vector<JobSpec> jobs;
-  std::vector<uint64_t> work;   // work units of each job
+  std::vector<uint64_t> work;  // work units of each job
   std::vector<std::string> units;
-  std::vector<size_t> kinds;    // each job's entry in Scenario::jobs
+  std::vector<size_t> kinds;  // each job's entry in Scenario::jobs
   uint64_t total_work() const {
     uint64_t sum = 0;
     for (uint64_t w : work) sum += w;

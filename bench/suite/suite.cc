@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "suite/json_file.h"
-#include "msched/config.h"
 #include "base/subprocess.h"
+#include "msched/config.h"
 #include "profile/trace.h"
+#include "suite/json_file.h"
 
 namespace msched::bench {
 namespace {
@@ -38,7 +38,8 @@ std::string Check(const RunOutcome& run, const RunOutcome* reference, const Poin
   if (!run.error.empty()) return run.error;
   for (size_t i = 0; i < run.jobs.size(); ++i) {
     const JobOutcome& j = run.jobs[i];
-    if (!j.ok()) return point.jobs[i].label + " failed: " + (j.error.empty() ? "exit " + std::to_string(j.status) : j.error);
+    if (!j.ok())
+      return point.jobs[i].label + " failed: " + (j.error.empty() ? "exit " + std::to_string(j.status) : j.error);
     if (reference != nullptr && reference->jobs[i].ok() && j.checksums != reference->jobs[i].checksums) {
       return point.jobs[i].label + ": results differ from the reference run's";
     }
@@ -91,12 +92,14 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point, 
     r.wait_p95_ns = Percentile(waits, 0.95);
   }
   std::vector<uint64_t> latencies;
-  for (const JobOutcome& j : r.run.jobs) latencies.insert(latencies.end(), j.latencies_ns.begin(), j.latencies_ns.end());
+  for (const JobOutcome& j : r.run.jobs)
+    latencies.insert(latencies.end(), j.latencies_ns.begin(), j.latencies_ns.end());
   std::sort(latencies.begin(), latencies.end());
   r.requests = latencies.size();
   r.latency_p50_ns = Percentile(latencies, 0.50);
   r.latency_p99_ns = Percentile(latencies, 0.99);
-  const size_t met = static_cast<size_t>(std::upper_bound(latencies.begin(), latencies.end(), slo_ns) - latencies.begin());
+  const size_t met =
+      static_cast<size_t>(std::upper_bound(latencies.begin(), latencies.end(), slo_ns) - latencies.begin());
   r.slo_met = latencies.empty() ? 0 : static_cast<double>(met) / static_cast<double>(latencies.size());
   r.short_wait_mean_ns = shorts ? short_wait / shorts : 0;
   r.busy = r.run.makespan_ns ? static_cast<double>(r.compute_ns) / static_cast<double>(r.run.makespan_ns) : 0;
@@ -157,7 +160,8 @@ const PolicyResult* PointResult::Baseline() const {
 }
 
 Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths& paths) {
-  const std::string path = profile.find('/') != std::string::npos ? profile : paths.devices_dir + "/" + profile + ".json";
+  const std::string path =
+      profile.find('/') != std::string::npos ? profile : paths.devices_dir + "/" + profile + ".json";
   std::string error;
   const json j = ReadJsonFile(path, &error);
   if (j.is_discarded()) return Status::NotFound("no device profile '" + profile + "' (" + error + ")");
@@ -169,7 +173,8 @@ Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths
   d.hbm_bytes = j["hbm_bytes"].get<uint64_t>();
   d.h2d_gbps = j["h2d_gbps"].get<double>();
   d.d2h_gbps = j["d2h_gbps"].get<double>();
-  if (d.hbm_bytes == 0 || d.h2d_gbps <= 0 || d.d2h_gbps <= 0) return Status::InvalidArgument(path + ": zero capacity or bandwidth");
+  if (d.hbm_bytes == 0 || d.h2d_gbps <= 0 || d.d2h_gbps <= 0)
+    return Status::InvalidArgument(path + ": zero capacity or bandwidth");
   return d;
 }
 
@@ -214,7 +219,8 @@ Result<TraceFiles> DecompressTraces(const std::vector<const Scenario*>& scenario
       const std::string stem = o.work_dir + "/" + name.substr(0, name.size() - 3);  // without ".xz"
       SpawnOptions so;
       so.stdout_path = stem;
-      MSCHED_RETURN_IF_ERROR(RunTool({"xz", "-dc", paths.traces_dir + "/" + name}, stem + ".xz", "decompressing " + name, so));
+      MSCHED_RETURN_IF_ERROR(
+          RunTool({"xz", "-dc", paths.traces_dir + "/" + name}, stem + ".xz", "decompressing " + name, so));
       TraceReadResult read = ReadTrace(stem);
       if (!read.status.ok()) return read.status;
       TraceFile file{stem, 0};
@@ -267,8 +273,9 @@ Result<Prepared> Prepare(const std::vector<const Scenario*>& scenarios, const Be
       for (size_t run = 0; run < runs; ++run) {
         const int64_t foot = ProfileFoot(run);
         const std::string trace = stem + "_" + std::to_string(foot >> 20) + "M.jsonl";
-        std::vector<std::string> argv = {paths.msched_profile, "--trace", trace, "-o", stem + ".unused.json", "--",
-                                         paths.msim_run, paths.workloads_dir + "/" + job.workload};
+        std::vector<std::string> argv = {
+            paths.msched_profile,  "--trace", trace,          "-o",
+            stem + ".unused.json", "--",      paths.msim_run, paths.workloads_dir + "/" + job.workload};
         std::map<std::string, int64_t> vars = job.vars;
         for (const auto& [k, v] : job.quick_vars) vars[k] = v;
         if (run < job.profile_vars.size()) {
@@ -279,8 +286,10 @@ Result<Prepared> Prepare(const std::vector<const Scenario*>& scenarios, const Be
         for (const auto& [k, v] : vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
         const ScratchDevice device("benchprof");
         SpawnOptions so;
-        so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
-                  {"MSIM_DEVICE", device.name()}, {"MSIM_HOST_KERNELS", "off"}};
+        so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir},
+                  {"MSIM_PROFILE", o.device_profile},
+                  {"MSIM_DEVICE", device.name()},
+                  {"MSIM_HOST_KERNELS", "off"}};
         MSCHED_RETURN_IF_ERROR(RunTool(argv, stem, "profiling " + job.workload, so));
         traces.push_back(trace);
       }
@@ -335,16 +344,19 @@ TemplateAccuracy CheckAtSize(const JobSpec& job, const ScenarioJob& kind, uint64
     return a;
   }
   const std::string trace = stem + ".jsonl";
-  std::vector<std::string> argv = {paths.msched_profile, "--trace", trace, "-o", stem + ".unused.json", "--",
-                                   paths.msim_run, paths.workloads_dir + "/" + job.workload, "--managed",
-                                   "--no-checksum"};
+  std::vector<std::string> argv = {
+      paths.msched_profile,  "--trace",      trace,          "-o",
+      stem + ".unused.json", "--",           paths.msim_run, paths.workloads_dir + "/" + job.workload,
+      "--managed",           "--no-checksum"};
   std::map<std::string, int64_t> vars = job.vars;
   vars[kind.work_var] = 1;
   for (const auto& [k, v] : vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
   const ScratchDevice device("benchcheck");
   SpawnOptions so;
-  so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir}, {"MSIM_PROFILE", o.device_profile},
-            {"MSIM_DEVICE", device.name()}, {"MSIM_HOST_KERNELS", "off"},
+  so.env = {{"LD_LIBRARY_PATH", paths.sim_lib_dir},
+            {"MSIM_PROFILE", o.device_profile},
+            {"MSIM_DEVICE", device.name()},
+            {"MSIM_HOST_KERNELS", "off"},
             {"MSIM_HBM_BYTES", std::to_string(hbm)}};
   if (Status s = RunTool(argv, stem, "the traced run", so); !s.ok()) {
     a.error = s.message();
@@ -379,7 +391,8 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const P
     for (size_t kind = 0; percent == percents.front() && kind < s.jobs.size(); ++kind) {
       for (size_t i = 0; i < pr.point.jobs.size(); ++i) {
         if (pr.point.kinds[i] != kind || pr.point.jobs[i].templates.empty()) continue;
-        if (o.progress) o.progress("checking " + s.jobs[kind].label + "'s templates at " + std::to_string(percent) + "%");
+        if (o.progress)
+          o.progress("checking " + s.jobs[kind].label + "'s templates at " + std::to_string(percent) + "%");
         out.template_accuracy.push_back(CheckAtSize(pr.point.jobs[i], s.jobs[kind], hbm, paths, o,
                                                     o.work_dir + "/check-" + s.name + "-" + s.jobs[kind].label));
         break;
@@ -405,14 +418,15 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const P
         ro.trace_path = trace_dir + "/" + s.name + "-" + std::to_string(percent) + "-" + v.name + ".json";
       }
       const auto start = std::chrono::steady_clock::now();
-      std::vector<JobSpec> jobs = v.policy == Policy::kSwap ? std::vector<JobSpec>{SwapServer(s, pr.point)} : pr.point.jobs;
+      std::vector<JobSpec> jobs =
+          v.policy == Policy::kSwap ? std::vector<JobSpec>{SwapServer(s, pr.point)} : pr.point.jobs;
       if (v.undeclared) {
         for (JobSpec& j : jobs) j.declare_memory = false;
       }
       RunOutcome run = RunJobs(jobs, ro, paths);
       const double real_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      pr.policies.push_back(Derive(v, std::move(run), pr.point,
-                                   static_cast<uint64_t>((o.quick ? s.slo_ms_quick : s.slo_ms_full) * 1e6)));
+      pr.policies.push_back(
+          Derive(v, std::move(run), pr.point, static_cast<uint64_t>((o.quick ? s.slo_ms_quick : s.slo_ms_full) * 1e6)));
       PolicyResult& done = pr.policies.back();
       if (!done.run.trace_error.empty() && o.progress) o.progress("timeline: " + done.run.trace_error);
       if (!ro.trace_path.empty() && std::filesystem::exists(ro.trace_path)) done.trace = ro.trace_path;

@@ -39,25 +39,25 @@ struct SuiteOptions {
 struct PolicyResult {
   PolicyVariant variant;
   RunOutcome run;
-  std::string problem;        // empty: every job finished with the reference's checksums
-  double seconds = 0;         // makespan on the device clock
-  double throughput = 0;      // work units per second
+  std::string problem;    // empty: every job finished with the reference's checksums
+  double seconds = 0;     // makespan on the device clock
+  double throughput = 0;  // work units per second
   uint64_t faults = 0, h2d_bytes = 0, d2h_bytes = 0, prefetch_bytes = 0;
   // Host-to-device bytes of paging (prefetches and faults, not the
   // program's copies) and Belady's minimum for the same accesses (msched
   // only; 0 otherwise).
   uint64_t paging_h2d_bytes = 0, belady_h2d_bytes = 0;
-  std::string belady_error;   // why a job's minimum is missing ("": none is)
+  std::string belady_error;  // why a job's minimum is missing ("": none is)
   bool HasBelady() const { return run.belady && belady_error.empty() && !run.jobs.empty(); }
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
-  std::string trace;          // the run's timeline ("": not traced)
+  std::string trace;  // the run's timeline ("": not traced)
   // As users feel it (every time from a job's arrival, in device ns):
-  int ooms = 0;               // job runs that crashed out of memory
-  uint64_t lost_ns = 0;       // device time those runs had worked: GPU time lost
+  int ooms = 0;                                // job runs that crashed out of memory
+  uint64_t lost_ns = 0;                        // device time those runs had worked: GPU time lost
   uint64_t wait_mean_ns = 0, wait_p95_ns = 0;  // arrival to first kernel
   uint64_t short_wait_mean_ns = 0;             // the same, jobs of class short
-  double busy = 0;            // kernel time over makespan
-  uint64_t urgent_ns = 0;     // arrival to completion of the slowest job of priority above 0
+  double busy = 0;                             // kernel time over makespan
+  uint64_t urgent_ns = 0;                      // arrival to completion of the slowest job of priority above 0
   // Per user: the mean of its jobs' completion times (arrival to end) and
   // of their slowdowns (completion over the job's time alone under
   // exclusive; 0 without an exclusive run), and the coefficient of
@@ -122,8 +122,7 @@ struct Prepared {
   TraceFiles traces;
   std::map<std::string, std::string> templates;
 };
-Result<Prepared> Prepare(const std::vector<const Scenario*>& scenarios, const BenchPaths& paths,
-                         const SuiteOptions& o);
+Result<Prepared> Prepare(const std::vector<const Scenario*>& scenarios, const BenchPaths& paths, const SuiteOptions& o);
 std::string TemplatesKey(const ScenarioJob& job);
 
 ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const Prepared& prepared,

@@ -20,11 +20,11 @@
 // graph will free it is unknowable).
 #include <optional>
 
-#include "hook_guard.h"
 #include "coord_client.h"
 #include "cuda_device_ops.h"
 #include "cuda_pool_ops.h"
 #include "driver_functions.h"
+#include "hook_guard.h"
 #include "hooks.h"
 #include "profile_recorder.h"
 #include "residency.h"
@@ -156,8 +156,9 @@ std::optional<CUresult> FreeToPool(Runtime& rt, CUdeviceptr dptr, CUstream strea
     if (rt.passthrough()) return;
     CudaPoolOps ops(rt);
     const bool capturing = !idle && Capturing(rt, stream);
-    const Status s = idle ? pool.FreeIdle(dptr) : capturing ? pool.Retire(dptr)
-                                                            : pool.Free(dptr, CudaDeviceOps::Handle(stream), ops);
+    const Status s = idle        ? pool.FreeIdle(dptr)
+                     : capturing ? pool.Retire(dptr)
+                                 : pool.Free(dptr, CudaDeviceOps::Handle(stream), ops);
     if (s.code() == StatusCode::kInvalidArgument) {  // not the start of a live block
       answer = CUDA_ERROR_INVALID_VALUE;
       return;
@@ -165,9 +166,9 @@ std::optional<CUresult> FreeToPool(Runtime& rt, CUdeviceptr dptr, CUstream strea
     if (capturing || !s.ok()) {
       rt.counters().pool_retired->Add();
       LogOnce("pool-retired", spdlog::level::warn,
-              capturing ? "a stream-ordered allocation was freed inside a graph capture: its memory is never reused"
-                        : "a stream-ordered free could not be ordered (" + s.ToString() +
-                              "): its memory is never reused");
+              capturing
+                  ? "a stream-ordered allocation was freed inside a graph capture: its memory is never reused"
+                  : "a stream-ordered free could not be ordered (" + s.ToString() + "): its memory is never reused");
     }
     MutexLock lock(&rt.mu());
     Forget(rt, dptr);

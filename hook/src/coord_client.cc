@@ -7,15 +7,15 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "coord/unix_socket.h"
 #include "device_clock.h"
 #include "driver_functions.h"
 #include "entry_table.h"
 #include "job_trace.h"
 #include "log.h"
 #include "machine_gpu_of_context.h"
-#include "residency.h"
-#include "coord/unix_socket.h"
 #include "msched/no_destructor.h"
+#include "residency.h"
 
 namespace msched::hook {
 namespace {
@@ -62,8 +62,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   Result<int> fd = Connect(bytes);
   if (!fd.ok()) {
     return JoinNone(fd.status().message(),
-                    " after waiting " + std::to_string(config_.coord_wait_ns / 1000000000) + " s",
-                    spdlog::level::info);
+                    " after waiting " + std::to_string(config_.coord_wait_ns / 1000000000) + " s", spdlog::level::info);
   }
   UseConnection(*fd);
   std::thread(&CoordClient::ReaderLoop, this).detach();
@@ -79,9 +78,9 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
     }).detach();
   }
   const bool required = config_.coord == CoordMode::kRequired;
-  const auto answer_wait = required ? std::chrono::nanoseconds(config_.coord_wait_ns)
-                                    : std::min<std::chrono::nanoseconds>(kAutoAnswerWait,
-                                                                         std::chrono::nanoseconds(config_.coord_wait_ns));
+  const auto answer_wait =
+      required ? std::chrono::nanoseconds(config_.coord_wait_ns)
+               : std::min<std::chrono::nanoseconds>(kAutoAnswerWait, std::chrono::nanoseconds(config_.coord_wait_ns));
   {
     MutexLock lock(&side_.mu());
     const auto deadline = std::chrono::steady_clock::now() + answer_wait;
@@ -92,10 +91,10 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
       answered = side_.welcomed() || !refused_.empty() || side_.dropped();
     }
     if (!answered || side_.dropped()) {
-      const std::string what = "the coordinator at " + socket_ +
-                               (side_.dropped() ? " closed the connection without welcoming this job (see its log)"
-                                                : " did not answer within " +
-                                                      std::to_string(answer_wait.count() / 1000000) + " ms");
+      const std::string what =
+          "the coordinator at " + socket_ +
+          (side_.dropped() ? " closed the connection without welcoming this job (see its log)"
+                           : " did not answer within " + std::to_string(answer_wait.count() / 1000000) + " ms");
       if (required) {
         refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + what);
         LogError("{}; this job's allocations fail", refusal_.message());
@@ -119,8 +118,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   return refusal_;
 }
 
-Status CoordClient::JoinNone(const std::string& why, const std::string& waited,
-                             spdlog::level::level_enum alone_level) {
+Status CoordClient::JoinNone(const std::string& why, const std::string& waited, spdlog::level::level_enum alone_level) {
   if (config_.coord == CoordMode::kRequired) {
     refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + why + waited);
     LogError("{}; this job's allocations fail", refusal_.message());
@@ -147,9 +145,9 @@ Result<std::string> CoordClient::ChooseSocket() const {
 }
 
 Result<int> CoordClient::Connect(uint64_t allocated) {
-  const auto give_up = std::chrono::steady_clock::now() +
-                       (config_.coord == CoordMode::kRequired ? std::chrono::nanoseconds(config_.coord_wait_ns)
-                                                              : std::chrono::nanoseconds(0));
+  const auto give_up = std::chrono::steady_clock::now() + (config_.coord == CoordMode::kRequired
+                                                               ? std::chrono::nanoseconds(config_.coord_wait_ns)
+                                                               : std::chrono::nanoseconds(0));
   Result<int> fd = ConnectToCoordinator(socket_);
   while (!fd.ok() && fd.status().code() != StatusCode::kPermissionDenied &&
          std::chrono::steady_clock::now() < give_up) {
@@ -172,13 +170,15 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   h.name = proto::SanitizeName(name);
   if (name.compare(0, h.name.size(), h.name) != 0) {
     LogOnce("job-name", spdlog::level::err,
-            "the job name '" + h.name + "' (MSCHED_JOB_NAME) had bytes that are not printable UTF-8; those were "
-            "replaced by '?'" + (h.name.size() < name.size() ? " and it was cut" : ""));
+            "the job name '" + h.name +
+                "' (MSCHED_JOB_NAME) had bytes that are not printable UTF-8; those were "
+                "replaced by '?'" +
+                (h.name.size() < name.size() ? " and it was cut" : ""));
   } else if (h.name.size() < name.size()) {
     // Documented (msched help), so not an error: said for whoever reads the job's log.
     LogOnce("job-name", spdlog::level::info,
-            "the job name (MSCHED_JOB_NAME) is longer than " + std::to_string(proto::kMaxName) + " bytes; it shows as '" +
-                h.name + "'");
+            "the job name (MSCHED_JOB_NAME) is longer than " + std::to_string(proto::kMaxName) +
+                " bytes; it shows as '" + h.name + "'");
   }
   if (Status s = SendMessage(*fd, h); !s.ok()) {
     ::close(*fd);
@@ -269,9 +269,7 @@ void CoordClient::ReportUsage() {
   side_.ReportUsage(bytes, Active() != nullptr);
 }
 
-proto::JobCounters CoordClient::Counters() {
-  return {SimulatedFaults(), rt_.counters().bytes_prefetched->value()};
-}
+proto::JobCounters CoordClient::Counters() { return {SimulatedFaults(), rt_.counters().bytes_prefetched->value()}; }
 
 void CoordClient::UseConnection(int fd) {
   MutexLock lock(&send_mu_);

@@ -254,7 +254,7 @@ class CoordClient : private JobClock, private JobDevice, private CoordLink {
   JobSide side_{*this, *this, *this};
   CondVar cv_;  // signalled under side_.mu() when the fields below or side_'s change
   std::deque<proto::Message> inbox_ MSCHED_GUARDED_BY(side_.mu());
-  std::atomic<bool> given_up_{false};   // required and unanswered: the reader thread stops
+  std::atomic<bool> given_up_{false};                  // required and unanswered: the reader thread stops
   std::string refused_ MSCHED_GUARDED_BY(side_.mu());  // the coordinator's reason
   // The job's slot in the coordinator's shared memory. A mapping is never
   // unmapped (a launch may be reading an old one when the job reconnects).

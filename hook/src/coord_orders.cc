@@ -48,7 +48,7 @@ void CoordClient::WaitTurn(Runtime& rt) {
     }
     ExecuteInbox();
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
-    side_.HasWork();  // if it had given its turn up: back in the rotation
+    side_.HasWork();                 // if it had given its turn up: back in the rotation
     // Running, and the coordinator has seen what the job holds.
     if (side_.Runnable()) {
       const Gate gate = ReadGate();

@@ -111,7 +111,8 @@ CUresult Hook_cuMemcpyDtoD(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size
   return CopyHook<PFN_cuMemcpyDtoD_v3020>(e, dst, src, n, nullptr, false, [&](auto real) { return real(dst, src, n); });
 }
 CUresult Hook_cuMemcpyDtoDAsync(Entry e, CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s) {
-  return CopyHook<PFN_cuMemcpyDtoDAsync_v3020>(e, dst, src, n, s, false, [&](auto real) { return real(dst, src, n, s); });
+  return CopyHook<PFN_cuMemcpyDtoDAsync_v3020>(e, dst, src, n, s, false,
+                                               [&](auto real) { return real(dst, src, n, s); });
 }
 CUresult Hook_cuMemcpyHtoD(Entry e, CUdeviceptr_v2 dst, const void* src, size_t n) {
   return HostToDeviceHook<PFN_cuMemcpyHtoD_v3020>(e, dst, n, nullptr, [&](auto real) { return real(dst, src, n); });

@@ -74,7 +74,8 @@ Result<CudaDeviceOps> CudaDeviceOps::ForCurrentContext() {
     PerContext pc;
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuCtxGetDevice(&pc.device), "cuCtxGetDevice"));
     WarnOfSecondDevice(pc.device);
-    MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+    MSCHED_RETURN_IF_ERROR(
+        CheckDriverCall(real.cuStreamCreate(&pc.transfer, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuStreamCreate(&pc.evict, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&pc.queued, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
     MSCHED_RETURN_IF_ERROR(CheckDriverCall(real.cuEventCreate(&pc.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
@@ -145,8 +146,9 @@ Status CudaDeviceOps::SetReadMostly(const ByteRange& r, bool on) {
   CUmemLocation loc{};  // ignored for read-mostly advice
   loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
   loc.id = c_->device;
-  return CheckDriverCall(advise(r.begin, r.size(), on ? CU_MEM_ADVISE_SET_READ_MOSTLY : CU_MEM_ADVISE_UNSET_READ_MOSTLY, loc),
-               "cuMemAdvise");
+  return CheckDriverCall(
+      advise(r.begin, r.size(), on ? CU_MEM_ADVISE_SET_READ_MOSTLY : CU_MEM_ADVISE_UNSET_READ_MOSTLY, loc),
+      "cuMemAdvise");
 }
 
 Status CudaDeviceOps::SynchronizeTransfers() {

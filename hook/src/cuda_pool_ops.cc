@@ -19,8 +19,8 @@ Result<uint64_t> CudaPoolOps::AllocateChunk(uint64_t bytes) {
   const CUresult r = managed != nullptr ? managed(&base, bytes, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
     chunk_error_ = r;
-    const std::string why = "cuMemAllocManaged of a " + std::to_string(bytes) + "-byte pool chunk failed with CUresult " +
-                            std::to_string(r);
+    const std::string why = "cuMemAllocManaged of a " + std::to_string(bytes) +
+                            "-byte pool chunk failed with CUresult " + std::to_string(r);
     return r == CUDA_ERROR_OUT_OF_MEMORY ? Status::ResourceExhausted(why) : Status::Unavailable(why);
   }
   {
@@ -34,7 +34,8 @@ Result<uint64_t> CudaPoolOps::AllocateChunk(uint64_t bytes) {
 
 Status CudaPoolOps::ReleaseChunk(uint64_t base, uint64_t bytes) {
   auto free = Real<PFN_cuMemFree_v3020>(Entry::cuMemFree_v2);
-  MSCHED_RETURN_IF_ERROR(CheckDriverCall(free != nullptr ? free(base) : CUDA_ERROR_NOT_SUPPORTED, "cuMemFree of a pool chunk"));
+  MSCHED_RETURN_IF_ERROR(
+      CheckDriverCall(free != nullptr ? free(base) : CUDA_ERROR_NOT_SUPPORTED, "cuMemFree of a pool chunk"));
   {
     MutexLock lock(&rt_.mu());
     rt_.job().ForgetPoolChunk(base);
@@ -47,8 +48,8 @@ Status CudaPoolOps::ReleaseChunk(uint64_t base, uint64_t bytes) {
 Result<FenceId> CudaPoolOps::RecordFence(StreamHandle stream) {
   const DriverFunctions& real = RealDriver();
   CUcontext ctx = nullptr;
-  if (real.cuCtxGetCurrent && real.cuEventCreate && real.cuEventRecord &&
-      real.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
+  if (real.cuCtxGetCurrent && real.cuEventCreate && real.cuEventRecord && real.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS &&
+      ctx != nullptr) {
     rt_.pool_mu().AssertHeld();  // this object's contract (cuda_pool_ops.h)
     Runtime::FenceEvents& events = rt_.fence_events();
     std::vector<CUevent>& spare = events.spare[ctx];

@@ -47,10 +47,11 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
     if (record->kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) continue;
     const auto* um = reinterpret_cast<const CUpti_ActivityUnifiedMemoryCounter3*>(record);
     if (um->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT) {
-      const AccessMode mode = um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE ? AccessMode::kWrite
+      const AccessMode mode = um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE  ? AccessMode::kWrite
                               : um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ ? AccessMode::kRead
-                                                                                           : AccessMode::kReadWrite;
-      g_records->push_back({um->start, {{um->address & ~uint64_t{4095}, (um->address & ~uint64_t{4095}) + 4096}, mode}});
+                                                                                            : AccessMode::kReadWrite;
+      g_records->push_back(
+          {um->start, {{um->address & ~uint64_t{4095}, (um->address & ~uint64_t{4095}) + 4096}, mode}});
     } else if (um->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD && um->value > 0) {
       g_records->push_back({um->start, {{um->address, um->address + um->value}, AccessMode::kReadWrite}});
     }
@@ -72,7 +73,8 @@ bool Load(std::string* why) {
   g_api.subscribe = reinterpret_cast<decltype(g_api.subscribe)>(sym("cuptiSubscribe"));
   g_api.configure = reinterpret_cast<decltype(g_api.configure)>(sym("cuptiActivityConfigureUnifiedMemoryCounter"));
   g_api.enable = reinterpret_cast<decltype(g_api.enable)>(sym("cuptiActivityEnable"));
-  g_api.register_callbacks = reinterpret_cast<decltype(g_api.register_callbacks)>(sym("cuptiActivityRegisterCallbacks"));
+  g_api.register_callbacks =
+      reinterpret_cast<decltype(g_api.register_callbacks)>(sym("cuptiActivityRegisterCallbacks"));
   g_api.next_record = reinterpret_cast<decltype(g_api.next_record)>(sym("cuptiActivityGetNextRecord"));
   g_api.flush = reinterpret_cast<decltype(g_api.flush)>(sym("cuptiActivityFlushAll"));
   g_api.timestamp = reinterpret_cast<decltype(g_api.timestamp)>(sym("cuptiGetTimestamp"));

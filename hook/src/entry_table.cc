@@ -4,8 +4,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "real_driver.h"
 #include "msched/no_destructor.h"
+#include "real_driver.h"
 
 namespace msched::hook {
 namespace {

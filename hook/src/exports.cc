@@ -8,9 +8,9 @@
 #include "hooks.h"
 
 #define MSCHED_UNPAREN(...) __VA_ARGS__
-#define MSCHED_HOOK_ENTRY(sym, base, ver, flavour, pfn, params, args, tail)                          \
-  extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI sym params {                  \
-    return msched::hook::Hook_##base(msched::hook::Entry::sym MSCHED_UNPAREN tail);                 \
+#define MSCHED_HOOK_ENTRY(sym, base, ver, flavour, pfn, params, args, tail)         \
+  extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI sym params {   \
+    return msched::hook::Hook_##base(msched::hook::Entry::sym MSCHED_UNPAREN tail); \
   }
 #include "hook_entries.inc"
 #undef MSCHED_HOOK_ENTRY

@@ -38,8 +38,8 @@
 #include "log.h"
 #include "model/graph_plan.h"
 #include "model/predictor.h"
-#include "residency.h"
 #include "msched/no_destructor.h"
+#include "residency.h"
 
 namespace msched::hook {
 namespace {

@@ -11,17 +11,17 @@
 #include <string>
 #include <unordered_map>
 
-#include "msched/kernel_desc.h"
 #include "model/template_store.h"
+#include "msched/kernel_desc.h"
 
 namespace msched::hook {
 
 struct KernelInfo {
   std::string name;
   ParamLayout layout;
-  bool layout_known = false;          // false: the driver would not say
+  bool layout_known = false;  // false: the driver would not say
   const CompiledTemplate* tmpl = nullptr;
-  std::string why_unpredicted;        // when tmpl is null
+  std::string why_unpredicted;  // when tmpl is null
 };
 
 // Asks the real driver; no lock needed, may be called concurrently.

@@ -34,10 +34,10 @@ std::string ProgramName() {
 
 struct ProfileRecorder::State {
   std::once_flag opened;
-  int fd = -1;                      // -1: not recording
+  int fd = -1;  // -1: not recording
   CuptiFaults* cupti = nullptr;
-  Mutex launch_mu;                                     // serialises profiled launches
-  Mutex io_mu MSCHED_ACQUIRED_AFTER(launch_mu);        // one line at a time; taken last
+  Mutex launch_mu;                               // serialises profiled launches
+  Mutex io_mu MSCHED_ACQUIRED_AFTER(launch_mu);  // one line at a time; taken last
   uint64_t seq MSCHED_GUARDED_BY(launch_mu) = 0;
   std::set<std::string> noted MSCHED_GUARDED_BY(launch_mu);
 
@@ -75,8 +75,10 @@ struct ProfileRecorder::State {
       if (fd >= 0) LogInfo("the profile trace '{}' is taken; this process records to '{}'", config.profile_trace, path);
     }
     if (fd < 0 && errno == EEXIST) {
-      LogError("the profile trace '{}' already exists; msched writes a trace only to a new file and never through a "
-               "symlink (remove it or name another path); nothing is recorded", path);
+      LogError(
+          "the profile trace '{}' already exists; msched writes a trace only to a new file and never through a "
+          "symlink (remove it or name another path); nothing is recorded",
+          path);
       return;
     }
     if (fd < 0) {
@@ -96,8 +98,9 @@ struct ProfileRecorder::State {
     if (!sim_accesses && cupti == nullptr) {
       Write(TraceNoteLine("no source of touched memory: " + why + "; launches are recorded without it"));
     } else if (cupti != nullptr) {
-      Write(TraceNoteLine("managed memory was moved to the host before each launch, so latencies include "
-                          "fault servicing"));
+      Write(
+          TraceNoteLine("managed memory was moved to the host before each launch, so latencies include "
+                        "fault servicing"));
     }
   }
 };

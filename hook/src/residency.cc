@@ -22,9 +22,7 @@ class CurrentContextOps : public DeviceOps {
     return Ops() ? ops_->EvictionsAfter(s, op) : ops_.status();
   }
   Status LoadsAfterEvictions() override { return Ops() ? ops_->LoadsAfterEvictions() : ops_.status(); }
-  Status StreamAfterTransfers(StreamHandle s) override {
-    return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status();
-  }
+  Status StreamAfterTransfers(StreamHandle s) override { return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status(); }
   Status SynchronizeTransfers() override { return Ops() ? ops_->SynchronizeTransfers() : ops_.status(); }
   Status SetReadMostly(const ByteRange& r, bool on) override {
     return Ops() ? ops_->SetReadMostly(r, on) : ops_.status();
@@ -53,8 +51,7 @@ void Count(Runtime& rt, const MoveOutcome& out) {
 
 }  // namespace
 
-void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream,
-                      JobMemory::Load load) {
+void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, CUstream stream, JobMemory::Load load) {
   if (regions.empty() || rt.AnyCapturing()) return;
   if (load == JobMemory::Load::kPrefetch) {
     uint64_t predicted = 0;

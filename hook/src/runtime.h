@@ -18,18 +18,18 @@
 #include <set>
 #include <vector>
 
-#include "model/alloc_map.h"
-#include "entry_table.h"
-#include "kernel_cache.h"
-#include "model/job_memory.h"
-#include "model/managed_pool.h"
-#include "msched/config.h"
-#include "msched/no_destructor.h"
 #include "base/mutex.h"
 #include "base/stats.h"
 #include "base/thread_annotations.h"
+#include "entry_table.h"
+#include "kernel_cache.h"
+#include "model/alloc_map.h"
+#include "model/job_memory.h"
+#include "model/managed_pool.h"
 #include "model/template_eval.h"
 #include "model/template_store.h"
+#include "msched/config.h"
+#include "msched/no_destructor.h"
 
 namespace msched::hook {
 
@@ -45,11 +45,11 @@ struct HookCounters {
   Counter* alloc_pinned;
   Counter* alloc_pinned_bytes;
   Counter* alloc_failed;
-  Counter* pool_chunks;           // managed allocations made for the pool
+  Counter* pool_chunks;  // managed allocations made for the pool
   Counter* pool_chunk_bytes;
   Counter* pool_chunks_released;
-  Counter* pool_stream_waits;     // reuses ordered after a pending free by an event wait
-  Counter* pool_retired;          // blocks freed when no fence could say when
+  Counter* pool_stream_waits;  // reuses ordered after a pending free by an event wait
+  Counter* pool_retired;       // blocks freed when no fence could say when
   Counter* launches_total;
   Counter* launches_predicted;
   Counter* launches_unknown;
@@ -72,7 +72,7 @@ struct HookCounters {
   Counter* templates_loaded;
   Counter* template_problems;
   Counter* internal_failures;
-  Counter* coord_wait_ns;     // device time spent waiting for the coordinator
+  Counter* coord_wait_ns;  // device time spent waiting for the coordinator
   Counter* coord_stops;
   Counter* coord_stop_ns;  // device time from taking a stop to answering it (drain, evictions, a pause's wait)
   Counter* coord_loaded_bytes;

@@ -32,8 +32,8 @@ namespace msched {
 // Caps per kind of input. Each is far above any real file of that kind; a
 // file past it is a mistake (or an attack), not data.
 inline constexpr uint64_t kMaxTemplatesFileBytes = uint64_t{64} << 20;  // thousands of kernels take < 1 MiB
-inline constexpr uint64_t kMaxTraceFileBytes = uint64_t{4} << 30;      // a long profiled run, every launch
-inline constexpr uint64_t kMaxConfigFileBytes = uint64_t{16} << 20;    // workloads, modules, profiles, scenarios
+inline constexpr uint64_t kMaxTraceFileBytes = uint64_t{4} << 30;       // a long profiled run, every launch
+inline constexpr uint64_t kMaxConfigFileBytes = uint64_t{16} << 20;     // workloads, modules, profiles, scenarios
 // No msched format nests deeper than about 10 levels (template expressions
 // included); 64 leaves room and keeps every recursive walk shallow.
 inline constexpr size_t kMaxJsonDepth = 64;
@@ -63,8 +63,7 @@ inline constexpr size_t kMaxJsonDepth = 64;
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    *error = "too large (" + std::to_string(st.st_size) + " bytes; the limit is " +
-             std::to_string(max_bytes) + ")";
+    *error = "too large (" + std::to_string(st.st_size) + " bytes; the limit is " + std::to_string(max_bytes) + ")";
     return false;
   }
   out->clear();

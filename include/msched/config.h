@@ -43,20 +43,20 @@ struct Config {
   std::optional<uint64_t> gpu_memory;       // budget; unset = what the device reports
   UnknownPolicy unknown = UnknownPolicy::kPointers;
   EvictionPolicy eviction = EvictionPolicy::kOpt;
-  std::string stats_path;                   // empty: no statistics file
-  std::string log_path;                     // empty: stderr
+  std::string stats_path;  // empty: no statistics file
+  std::string log_path;    // empty: stderr
   LogLevel log_level = LogLevel::kError;
   std::string real_libcuda = "libcuda.so.1";
   CoordMode coord = CoordMode::kAuto;
-  std::string socket_path;                  // one coordinator for whatever GPU; empty: per GPU
-  std::string socket_dir;                   // where the per-GPU sockets are; empty: the default
+  std::string socket_path;                              // one coordinator for whatever GPU; empty: per GPU
+  std::string socket_dir;                               // where the per-GPU sockets are; empty: the default
   uint64_t coord_wait_ns = 30ull * 1000 * 1000 * 1000;  // MSCHED_COORD=required: how long to wait
-  std::optional<uint64_t> job_memory;       // declared need, for admission
+  std::optional<uint64_t> job_memory;                   // declared need, for admission
   JobClass job_class = JobClass::kUnset;
-  int priority = 0;                         // higher runs first
+  int priority = 0;  // higher runs first
   std::string job_name;
-  std::string profile_trace;                // profile mode: where the trace goes
-  std::string trace_dir;                    // empty: no timeline of this job
+  std::string profile_trace;  // profile mode: where the trace goes
+  std::string trace_dir;      // empty: no timeline of this job
 };
 
 // One rejected value.

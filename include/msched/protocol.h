@@ -37,22 +37,22 @@ inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
 inline constexpr size_t kMaxReason = 255;
-inline constexpr uint64_t kNever = UINT64_MAX;    // a slice without end; "evict everything"
+inline constexpr uint64_t kNever = UINT64_MAX;  // a slice without end; "evict everything"
 
 enum class MsgType : uint16_t {
   // job -> coordinator
-  kHello = 1,   // register (at the job's first allocation)
-  kUsage,       // allocated bytes changed
-  kSliceEnd,    // the job reached the end of its slice at a kernel boundary
-  kIdle,        // the job launched nothing for the idle yield while others waited, or has work again
-  kStopped,     // a Stop was carried out
-  kGoodbye,     // the job is exiting (a job that dies just closes its socket)
+  kHello = 1,  // register (at the job's first allocation)
+  kUsage,      // allocated bytes changed
+  kSliceEnd,   // the job reached the end of its slice at a kernel boundary
+  kIdle,       // the job launched nothing for the idle yield while others waited, or has work again
+  kStopped,    // a Stop was carried out
+  kGoodbye,    // the job is exiting (a job that dies just closes its socket)
   // coordinator -> job
-  kWelcome,     // registered: admitted now or queued
-  kRefused,     // can never run here
-  kGo,          // run (again): start time, budget, slice end, load the working set
-  kStop,        // stop launching, drain, evict this much, answer Stopped
-  kBudget,      // the HBM budget changed while running
+  kWelcome,  // registered: admitted now or queued
+  kRefused,  // can never run here
+  kGo,       // run (again): start time, budget, slice end, load the working set
+  kStop,     // stop launching, drain, evict this much, answer Stopped
+  kBudget,   // the HBM budget changed while running
   // msched CLI -> coordinator, and back
   kControl,
   kControlReply,
@@ -67,7 +67,8 @@ struct Hello {
   int32_t priority = 0;
   JobClass job_class = JobClass::kUnset;
   std::string name;
-  template <typename V> bool Fields(V& v) {
+  template <typename V>
+  bool Fields(V& v) {
     return v(declared_mem) && v(allocated) && v(device_total) && v(now_ns) && v(priority) && v(job_class) &&
            v.Name(name);
   }
@@ -81,7 +82,10 @@ struct Hello {
 struct JobCounters {
   uint64_t faults = 0;      // GPU page faults (counted by the simulated GPU; 0 on a real one)
   uint64_t prefetched = 0;  // bytes moved to the GPU ahead of use
-  template <typename V> bool Fields(V& v) { return v(faults) && v(prefetched); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(faults) && v(prefetched);
+  }
 };
 
 // The job's allocated bytes changed. With `ask` (numbered from 1, rising),
@@ -93,14 +97,20 @@ struct Usage {
   uint64_t now_ns = 0;
   JobCounters counters;
   uint64_t ask = 0;  // 0: no answer wanted
-  template <typename V> bool Fields(V& v) { return v(allocated) && v(now_ns) && counters.Fields(v) && v(ask); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(allocated) && v(now_ns) && counters.Fields(v) && v(ask);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
 struct SliceEnd {
   static constexpr MsgType kType = MsgType::kSliceEnd;
   uint64_t now_ns = 0;
-  template <typename V> bool Fields(V& v) { return v(now_ns); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(now_ns);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -114,7 +124,10 @@ struct Idle {
   static constexpr MsgType kType = MsgType::kIdle;
   uint64_t at_ns = 0;
   bool idle = true;
-  template <typename V> bool Fields(V& v) { return v(at_ns) && v(idle); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(at_ns) && v(idle);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -126,7 +139,8 @@ struct Stopped {
   uint64_t loaded = 0;       // bytes its last Go brought in, and how long that took
   uint64_t load_ns = 0;
   JobCounters counters;
-  template <typename V> bool Fields(V& v) {
+  template <typename V>
+  bool Fields(V& v) {
     return v(now_ns) && v(resident) && v(working_set) && v(loaded) && v(load_ns) && counters.Fields(v);
   }
   Status Validate() const { return Status::Ok(); }
@@ -136,7 +150,10 @@ struct Goodbye {
   static constexpr MsgType kType = MsgType::kGoodbye;
   uint64_t now_ns = 0;
   JobCounters counters;  // the final totals
-  template <typename V> bool Fields(V& v) { return v(now_ns) && counters.Fields(v); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(now_ns) && counters.Fields(v);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -145,27 +162,36 @@ struct Goodbye {
 struct Welcome {
   static constexpr MsgType kType = MsgType::kWelcome;
   uint64_t job = 0;
-  uint32_t slot = 0;         // the job's slot in the coordinator's shared memory
-  bool admitted = false;     // false: queued; a Go follows when it may run
+  uint32_t slot = 0;           // the job's slot in the coordinator's shared memory
+  bool admitted = false;       // false: queued; a Go follows when it may run
   uint64_t idle_yield_ns = 0;  // a turn held this long without work is given up (Idle); 0: never
-  template <typename V> bool Fields(V& v) { return v(job) && v(slot) && v(admitted) && v(idle_yield_ns); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(job) && v(slot) && v(admitted) && v(idle_yield_ns);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
 struct Refused {
   static constexpr MsgType kType = MsgType::kRefused;
   std::string reason;
-  template <typename V> bool Fields(V& v) { return v.Text(reason, kMaxReason); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v.Text(reason, kMaxReason);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
 struct Go {
   static constexpr MsgType kType = MsgType::kGo;
-  uint64_t start_ns = 0;          // the device time the job's turn begins
-  uint64_t budget = 0;            // HBM bytes it may hold
+  uint64_t start_ns = 0;  // the device time the job's turn begins
+  uint64_t budget = 0;    // HBM bytes it may hold
   uint64_t slice_end_ns = kNever;
-  bool load = false;              // bring the last slice's working set back first
-  template <typename V> bool Fields(V& v) { return v(start_ns) && v(budget) && v(slice_end_ns) && v(load); }
+  bool load = false;  // bring the last slice's working set back first
+  template <typename V>
+  bool Fields(V& v) {
+    return v(start_ns) && v(budget) && v(slice_end_ns) && v(load);
+  }
   Status Validate() const;
 };
 
@@ -176,7 +202,10 @@ struct Stop {
   static constexpr MsgType kType = MsgType::kStop;
   uint64_t evict_bytes = 0;  // kNever: everything
   StopReason reason = StopReason::kSlice;
-  template <typename V> bool Fields(V& v) { return v(evict_bytes) && v(reason); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(evict_bytes) && v(reason);
+  }
   Status Validate() const;
 };
 
@@ -186,7 +215,10 @@ struct Budget {
   static constexpr MsgType kType = MsgType::kBudget;
   uint64_t budget = 0;
   uint64_t answers = 0;  // the Usage::ask answered; 0: none
-  template <typename V> bool Fields(V& v) { return v(budget) && v(answers); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(budget) && v(answers);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
@@ -195,9 +227,12 @@ enum class ControlOp : uint8_t { kStatus, kPause, kResume, kPriority };
 struct Control {
   static constexpr MsgType kType = MsgType::kControl;
   ControlOp op = ControlOp::kStatus;
-  uint64_t job = 0;     // pause, resume, priority
-  int32_t priority = 0; // priority
-  template <typename V> bool Fields(V& v) { return v(op) && v(job) && v(priority); }
+  uint64_t job = 0;      // pause, resume, priority
+  int32_t priority = 0;  // priority
+  template <typename V>
+  bool Fields(V& v) {
+    return v(op) && v(job) && v(priority);
+  }
   Status Validate() const;
 };
 
@@ -205,12 +240,15 @@ struct ControlReply {
   static constexpr MsgType kType = MsgType::kControlReply;
   bool ok = false;
   std::string text;  // status: JSON; otherwise a sentence
-  template <typename V> bool Fields(V& v) { return v(ok) && v.Text(text, kMaxPayload - 8); }
+  template <typename V>
+  bool Fields(V& v) {
+    return v(ok) && v.Text(text, kMaxPayload - 8);
+  }
   Status Validate() const { return Status::Ok(); }
 };
 
-using Message = std::variant<Hello, Usage, SliceEnd, Idle, Stopped, Goodbye, Welcome, Refused, Go, Stop, Budget, Control,
-                             ControlReply>;
+using Message = std::variant<Hello, Usage, SliceEnd, Idle, Stopped, Goodbye, Welcome, Refused, Go, Stop, Budget,
+                             Control, ControlReply>;
 
 // The whole frame, header included.
 std::string Encode(const Message& m);

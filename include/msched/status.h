@@ -19,15 +19,15 @@ namespace msched {
 
 enum class StatusCode : uint8_t {
   kOk = 0,
-  kInvalidArgument,   // the caller passed something malformed
-  kNotFound,          // a lookup found nothing
-  kOutOfRange,        // a value is outside what the operation accepts
-  kCorruption,        // stored or received data is inconsistent
-  kUnavailable,       // a peer (driver, coordinator) cannot be reached
-  kPermissionDenied,  // the caller may not do this
-  kResourceExhausted, // memory, slots or budget ran out
-  kInternal,          // a bug or an impossible state
-  kIoError,           // a file or socket operation failed
+  kInvalidArgument,    // the caller passed something malformed
+  kNotFound,           // a lookup found nothing
+  kOutOfRange,         // a value is outside what the operation accepts
+  kCorruption,         // stored or received data is inconsistent
+  kUnavailable,        // a peer (driver, coordinator) cannot be reached
+  kPermissionDenied,   // the caller may not do this
+  kResourceExhausted,  // memory, slots or budget ran out
+  kInternal,           // a bug or an impossible state
+  kIoError,            // a file or socket operation failed
 };
 
 inline const char* StatusCodeName(StatusCode code) {
@@ -82,8 +82,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -106,8 +106,8 @@ class [[nodiscard]] Result {
 }  // namespace msched
 
 // Returns from the calling function when `expr` (a Status) is not OK.
-#define MSCHED_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::msched::Status msched_status_ = (expr);   \
+#define MSCHED_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::msched::Status msched_status_ = (expr);        \
     if (!msched_status_.ok()) return msched_status_; \
   } while (0)

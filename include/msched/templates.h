@@ -47,8 +47,8 @@ inline constexpr size_t kMaxFactors = 3;
 // {coef S} both denote the constant S.
 struct LinearExpr {
   int64_t coef = 0;
-  int64_t div = 1;                // > 0
-  std::vector<Factor> factors;    // at most kMaxFactors
+  int64_t div = 1;              // > 0
+  std::vector<Factor> factors;  // at most kMaxFactors
   int64_t add = 0;
 
   static LinearExpr Constant(int64_t v) { return LinearExpr{0, 1, {}, v}; }
@@ -81,8 +81,8 @@ struct Region {
 const char* RegionKindName(Region::Kind kind);
 
 struct KernelTemplate {
-  std::string name;        // mangled name as cuFuncGetName reports it
-  ParamLayout layout;      // must match the launched kernel's layout
+  std::string name;    // mangled name as cuFuncGetName reports it
+  ParamLayout layout;  // must match the launched kernel's layout
   std::vector<Region> regions;
   std::optional<double> latency_us;  // measured mean, when profiled
   uint64_t calls_seen = 0;           // launches the fit was made from

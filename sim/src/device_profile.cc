@@ -64,25 +64,24 @@ bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::s
   }
   CopyString(name->get<std::string>(), p.name, sizeof p.name);
   auto dev = doc.find("device_name");
-  CopyString(dev != doc.end() && dev->is_string() ? dev->get<std::string>() : name->get<std::string>(),
-             p.device_name, sizeof p.device_name);
+  CopyString(dev != doc.end() && dev->is_string() ? dev->get<std::string>() : name->get<std::string>(), p.device_name,
+             sizeof p.device_name);
   double hbm = 0, batch = 256, ccmaj = 9, ccmin = 0, sms = 80;
-  const bool ok =
-      Number(doc, "hbm_bytes", true, 1 << 20, 1e15, &hbm, error) &&
-      Number(doc, "hbm_gbps", true, 1, 1e5, &p.hbm_gbps, error) &&
-      Number(doc, "tflops", true, 0.01, 1e5, &p.tflops, error) &&
-      Number(doc, "h2d_gbps", true, 0.01, 1e4, &p.h2d_gbps, error) &&
-      Number(doc, "d2h_gbps", true, 0.01, 1e4, &p.d2h_gbps, error) &&
-      Number(doc, "fault_control_us", true, 0, 1e6, &p.fault_control_us, error) &&
-      Number(doc, "fault_min_transfer_us", false, 0, 1e6, &p.fault_min_transfer_us, error) &&
-      Number(doc, "fault_batch_size", false, 1, 65536, &batch, error) &&
-      Number(doc, "prefetch_call_us", false, 0, 1e6, &p.prefetch_call_us, error) &&
-      Number(doc, "kernel_launch_us", false, 0, 1e6, &p.kernel_launch_us, error) &&
-      Number(doc, "launch_api_us", false, 0, 1e6, &p.launch_api_us, error) &&
-      Number(doc, "api_call_us", false, 0, 1e6, &p.api_call_us, error) &&
-      Number(doc, "cc_major", false, 1, 99, &ccmaj, error) &&
-      Number(doc, "cc_minor", false, 0, 9, &ccmin, error) &&
-      Number(doc, "sm_count", false, 1, 10000, &sms, error);
+  const bool ok = Number(doc, "hbm_bytes", true, 1 << 20, 1e15, &hbm, error) &&
+                  Number(doc, "hbm_gbps", true, 1, 1e5, &p.hbm_gbps, error) &&
+                  Number(doc, "tflops", true, 0.01, 1e5, &p.tflops, error) &&
+                  Number(doc, "h2d_gbps", true, 0.01, 1e4, &p.h2d_gbps, error) &&
+                  Number(doc, "d2h_gbps", true, 0.01, 1e4, &p.d2h_gbps, error) &&
+                  Number(doc, "fault_control_us", true, 0, 1e6, &p.fault_control_us, error) &&
+                  Number(doc, "fault_min_transfer_us", false, 0, 1e6, &p.fault_min_transfer_us, error) &&
+                  Number(doc, "fault_batch_size", false, 1, 65536, &batch, error) &&
+                  Number(doc, "prefetch_call_us", false, 0, 1e6, &p.prefetch_call_us, error) &&
+                  Number(doc, "kernel_launch_us", false, 0, 1e6, &p.kernel_launch_us, error) &&
+                  Number(doc, "launch_api_us", false, 0, 1e6, &p.launch_api_us, error) &&
+                  Number(doc, "api_call_us", false, 0, 1e6, &p.api_call_us, error) &&
+                  Number(doc, "cc_major", false, 1, 99, &ccmaj, error) &&
+                  Number(doc, "cc_minor", false, 0, 9, &ccmin, error) &&
+                  Number(doc, "sm_count", false, 1, 10000, &sms, error);
   if (!ok) return false;
   p.hbm_bytes = static_cast<uint64_t>(hbm);
   p.fault_batch_size = static_cast<uint32_t>(batch);

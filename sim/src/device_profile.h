@@ -10,14 +10,14 @@
 namespace msim {
 
 struct DeviceProfile {
-  char name[64] = {};          // profile name, e.g. "rtx5080-pcie5"
-  char device_name[96] = {};   // what cuDeviceGetName reports
+  char name[64] = {};         // profile name, e.g. "rtx5080-pcie5"
+  char device_name[96] = {};  // what cuDeviceGetName reports
   uint64_t hbm_bytes = 0;
-  double hbm_gbps = 0;         // device memory bandwidth, for kernel cost
-  double tflops = 0;           // compute rate, for kernel cost
-  double h2d_gbps = 0;         // copy engine, host to device
-  double d2h_gbps = 0;         // copy engine, device to host
-  double fault_control_us = 0; // control-plane round trip of one fault batch (one lone fault: one batch)
+  double hbm_gbps = 0;               // device memory bandwidth, for kernel cost
+  double tflops = 0;                 // compute rate, for kernel cost
+  double h2d_gbps = 0;               // copy engine, host to device
+  double d2h_gbps = 0;               // copy engine, device to host
+  double fault_control_us = 0;       // control-plane round trip of one fault batch (one lone fault: one batch)
   double fault_min_transfer_us = 0;  // floor on one batch's data transfer
   uint32_t fault_batch_size = 256;   // fault entries (4 KiB pages) serviced per batch
   double prefetch_call_us = 0;       // device-side setup of one prefetch call

@@ -63,40 +63,46 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
 // the pointers", as cuMemcpy does with unified addressing.
 CUresult DoCopy(uint64_t dst, uint64_t src, size_t n, Dir dir, CUstream stream, bool ptsz, bool sync,
                 const char* entry = __builtin_FUNCTION()) {
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    CUresult err = CUDA_SUCCESS;
-    Stream* s = p.ResolveStream(stream, ptsz, &err);
-    if (s == nullptr) return err;
-    Dir d = dir;
-    if (d == Dir::kHtoH) {
-      const bool dd = IsDevice(p, dst), sd = IsDevice(p, src);
-      d = dd && sd ? Dir::kDtoD : dd ? Dir::kHtoD : sd ? Dir::kDtoH : Dir::kHtoH;
-    }
-    return Copy(p, dst, src, n, d, s, sync);
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        CUresult err = CUDA_SUCCESS;
+        Stream* s = p.ResolveStream(stream, ptsz, &err);
+        if (s == nullptr) return err;
+        Dir d = dir;
+        if (d == Dir::kHtoH) {
+          const bool dd = IsDevice(p, dst), sd = IsDevice(p, src);
+          d = dd && sd ? Dir::kDtoD : dd ? Dir::kHtoD : sd ? Dir::kDtoH : Dir::kHtoH;
+        }
+        return Copy(p, dst, src, n, d, s, sync);
+      },
+      entry);
 }
 
 template <typename T>
 CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz, bool sync,
                 const char* entry = __builtin_FUNCTION()) {
   if (dst % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    CUresult err = CUDA_SUCCESS;
-    Stream* s = p.ResolveStream(stream, ptsz, &err);
-    if (s == nullptr) return err;
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    const uint64_t bytes = count * sizeof(T);
-    if (bytes == 0) return CUDA_SUCCESS;
-    if (p.FindAlloc(dst, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    const std::vector<TouchedRange> ranges = {{dst, dst + bytes, 2}};
-    if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    T* out = reinterpret_cast<T*>(dst);  // after the model saw the op: see Copy
-    for (size_t i = 0; i < count; ++i) out[i] = value;
-    if (sync) p.AdvanceTo(s->ready);
-    return CUDA_SUCCESS;
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        CUresult err = CUDA_SUCCESS;
+        Stream* s = p.ResolveStream(stream, ptsz, &err);
+        if (s == nullptr) return err;
+        if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        const uint64_t bytes = count * sizeof(T);
+        if (bytes == 0) return CUDA_SUCCESS;
+        if (p.FindAlloc(dst, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        const std::vector<TouchedRange> ranges = {{dst, dst + bytes, 2}};
+        if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+        T* out = reinterpret_cast<T*>(dst);  // after the model saw the op: see Copy
+        for (size_t i = 0; i < count; ++i) out[i] = value;
+        if (sync) p.AdvanceTo(s->ready);
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 uint64_t U(const void* p) { return reinterpret_cast<uint64_t>(p); }
@@ -162,21 +168,45 @@ CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, C
   return DoCopy(dst, src, n, Dir::kDtoD, s, true, false);
 }
 
-MSIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return Memset<uint8_t>(d, v, n, nullptr, false, true); }
-MSIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return Memset<uint16_t>(d, v, n, nullptr, false, true); }
-MSIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return Memset<uint32_t>(d, v, n, nullptr, false, true); }
+MSIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  return Memset<uint8_t>(d, v, n, nullptr, false, true);
+}
+MSIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+  return Memset<uint16_t>(d, v, n, nullptr, false, true);
+}
+MSIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+  return Memset<uint32_t>(d, v, n, nullptr, false, true);
+}
 MSIM_DECLARE(cuMemsetD8_v2_ptds, PFN_cuMemsetD8_v7000_ptds);
-CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return Memset<uint8_t>(d, v, n, nullptr, true, true); }
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+  return Memset<uint8_t>(d, v, n, nullptr, true, true);
+}
 MSIM_DECLARE(cuMemsetD16_v2_ptds, PFN_cuMemsetD16_v7000_ptds);
-CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { return Memset<uint16_t>(d, v, n, nullptr, true, true); }
+CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) {
+  return Memset<uint16_t>(d, v, n, nullptr, true, true);
+}
 MSIM_DECLARE(cuMemsetD32_v2_ptds, PFN_cuMemsetD32_v7000_ptds);
-CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return Memset<uint32_t>(d, v, n, nullptr, true, true); }
-MSIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return Memset<uint8_t>(d, v, n, s, false, false); }
-MSIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { return Memset<uint16_t>(d, v, n, s, false, false); }
-MSIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { return Memset<uint32_t>(d, v, n, s, false, false); }
+CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+  return Memset<uint32_t>(d, v, n, nullptr, true, true);
+}
+MSIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  return Memset<uint8_t>(d, v, n, s, false, false);
+}
+MSIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+  return Memset<uint16_t>(d, v, n, s, false, false);
+}
+MSIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  return Memset<uint32_t>(d, v, n, s, false, false);
+}
 MSIM_DECLARE(cuMemsetD8Async_ptsz, PFN_cuMemsetD8Async_v7000_ptsz);
-CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return Memset<uint8_t>(d, v, n, s, true, false); }
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+  return Memset<uint8_t>(d, v, n, s, true, false);
+}
 MSIM_DECLARE(cuMemsetD16Async_ptsz, PFN_cuMemsetD16Async_v7000_ptsz);
-CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { return Memset<uint16_t>(d, v, n, s, true, false); }
+CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+  return Memset<uint16_t>(d, v, n, s, true, false);
+}
 MSIM_DECLARE(cuMemsetD32Async_ptsz, PFN_cuMemsetD32Async_v7000_ptsz);
-CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { return Memset<uint32_t>(d, v, n, s, true, false); }
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
+  return Memset<uint32_t>(d, v, n, s, true, false);
+}

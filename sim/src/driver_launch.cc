@@ -105,8 +105,7 @@ CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* para
     ranges = std::move(next.ranges);
     uint64_t bytes = 0;
     for (const TouchedRange& r : ranges) bytes += r.end - r.begin;
-    compute = next.compute_ns != 0 ? next.compute_ns
-                                   : UsToNs(prof.kernel_launch_us) + TransferNs(bytes, prof.hbm_gbps);
+    compute = next.compute_ns != 0 ? next.compute_ns : UsToNs(prof.kernel_launch_us) + TransferNs(bytes, prof.hbm_gbps);
     next = NextLaunch{};
   } else {
     int64_t bytes = 0, flops = 0;
@@ -153,34 +152,40 @@ CUresult DoLaunch(const Launch& l, const char* entry = __builtin_FUNCTION()) {
   }
   if (uint64_t{d.block[0]} * d.block[1] * d.block[2] > 1024) return CUDA_ERROR_INVALID_VALUE;
   if (l.params != nullptr && l.extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    if (p.sticky_error) return p.sticky_error;
-    const auto* k = reinterpret_cast<const KernelDecl*>(l.f);
-    if (!p.functions.count(k)) return CUDA_ERROR_INVALID_HANDLE;
-    CUresult err = CUDA_SUCCESS;
-    Stream* s = p.ResolveStream(l.stream, l.ptsz, &err);
-    if (s == nullptr) return err;
-    std::vector<void*> from_extra;
-    void* const* params = l.params;
-    if (l.extra != nullptr) {  // the packed form: slice the buffer by the layout
-      const char* buffer = nullptr;
-      size_t size = 0;
-      for (int i = 0; i < 64 && l.extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-        if (l.extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const char*>(l.extra[i + 1]);
-        else if (l.extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(l.extra[i + 1]);
-        else return CUDA_ERROR_INVALID_VALUE;
-      }
-      if (buffer == nullptr) return CUDA_ERROR_INVALID_VALUE;
-      for (const auto& [offset, psize] : k->params) {
-        if (offset + psize > size) return CUDA_ERROR_INVALID_VALUE;
-        from_extra.push_back(const_cast<char*>(buffer + offset));
-      }
-      params = from_extra.data();
-    } else if (params == nullptr && !k->params.empty()) {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    return msim::RunKernel(p, s, k, params, d);
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        if (p.sticky_error) return p.sticky_error;
+        const auto* k = reinterpret_cast<const KernelDecl*>(l.f);
+        if (!p.functions.count(k)) return CUDA_ERROR_INVALID_HANDLE;
+        CUresult err = CUDA_SUCCESS;
+        Stream* s = p.ResolveStream(l.stream, l.ptsz, &err);
+        if (s == nullptr) return err;
+        std::vector<void*> from_extra;
+        void* const* params = l.params;
+        if (l.extra != nullptr) {  // the packed form: slice the buffer by the layout
+          const char* buffer = nullptr;
+          size_t size = 0;
+          for (int i = 0; i < 64 && l.extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (l.extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+              buffer = static_cast<const char*>(l.extra[i + 1]);
+            else if (l.extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+              size = *static_cast<const size_t*>(l.extra[i + 1]);
+            else
+              return CUDA_ERROR_INVALID_VALUE;
+          }
+          if (buffer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+          for (const auto& [offset, psize] : k->params) {
+            if (offset + psize > size) return CUDA_ERROR_INVALID_VALUE;
+            from_extra.push_back(const_cast<char*>(buffer + offset));
+          }
+          params = from_extra.data();
+        } else if (params == nullptr && !k->params.empty()) {
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+        return msim::RunKernel(p, s, k, params, d);
+      },
+      entry);
 }
 
 msimLaunchInfo Dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
@@ -190,8 +195,8 @@ msimLaunchInfo Dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned
 CUresult LaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra, bool ptsz,
                   const char* entry = __builtin_FUNCTION()) {
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return DoLaunch({f, Dims(c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ),
-                   c->hStream, params, extra, ptsz},
+  return DoLaunch({f, Dims(c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ), c->hStream,
+                   params, extra, ptsz},
                   entry);
 }
 
@@ -202,8 +207,8 @@ MSIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
   return DoLaunch({f, Dims(gx, gy, gz, bx, by, bz), s, params, extra, false});
 }
 MSIM_DECLARE(cuLaunchKernel_ptsz, PFN_cuLaunchKernel_v7000_ptsz);
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                             unsigned bz, unsigned, CUstream s, void** params, void** extra) {
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                             unsigned, CUstream s, void** params, void** extra) {
   return DoLaunch({f, Dims(gx, gy, gz, bx, by, bz), s, params, extra, true});
 }
 

@@ -7,8 +7,8 @@
 #include "fault_injection.h"
 #include "proc_table.h"
 
-using msim::Process;
 using msim::ProcEntry;
+using msim::Process;
 
 namespace msim {
 

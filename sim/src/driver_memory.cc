@@ -12,8 +12,8 @@
 #include "api.h"
 
 using msim::AccessLog;
-using msim::AllocType;
 using msim::Allocation;
+using msim::AllocType;
 using msim::Call;
 using msim::DeviceLock;
 using msim::kChunk;
@@ -139,21 +139,27 @@ CUresult FreeAlloc(Process& p, CUdeviceptr dptr, bool host) {
 CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool ptsz,
                     const char* entry = __builtin_FUNCTION()) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    CUresult err = CUDA_SUCCESS;
-    msim::Stream* s = p.ResolveStream(stream, ptsz, &err);
-    if (s == nullptr) return err;
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return AllocDevice(p, bytesize, AllocType::kAsync, dptr);
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        CUresult err = CUDA_SUCCESS;
+        msim::Stream* s = p.ResolveStream(stream, ptsz, &err);
+        if (s == nullptr) return err;
+        if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        return AllocDevice(p, bytesize, AllocType::kAsync, dptr);
+      },
+      entry);
 }
 
 CUresult FreeAsync(CUdeviceptr dptr, CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    CUresult err = CUDA_SUCCESS;
-    if (p.ResolveStream(stream, ptsz, &err) == nullptr) return err;
-    return FreeAlloc(p, dptr, false);
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        CUresult err = CUDA_SUCCESS;
+        if (p.ResolveStream(stream, ptsz, &err) == nullptr) return err;
+        return FreeAlloc(p, dptr, false);
+      },
+      entry);
 }
 
 // The one pool the simulated device has; handles are never dereferenced.
@@ -180,7 +186,8 @@ MSIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t
 }
 
 MSIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
-  if (dptr == nullptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) return CUDA_ERROR_INVALID_VALUE;
+  if (dptr == nullptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+    return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kYes, [&](Process& p) { return AllocManaged(p, bytesize, dptr); });
 }
 
@@ -211,7 +218,9 @@ MSIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev)
   *pool = DefaultPool();
   return CUDA_SUCCESS;
 }
-MSIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) { return cuDeviceGetDefaultMemPool(pool, dev); }
+MSIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  return cuDeviceGetDefaultMemPool(pool, dev);
+}
 
 // The pool keeps nothing beyond its live allocations (each is made and freed
 // at once), so there is never anything to trim.
@@ -233,7 +242,9 @@ MSIM_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
     return CUDA_SUCCESS;
   });
 }
-MSIM_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int) { return cuMemAllocHost_v2(pp, bytesize); }
+MSIM_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int) {
+  return cuMemAllocHost_v2(pp, bytesize);
+}
 
 MSIM_EXPORT CUresult cuMemFreeHost(void* ptr) {
   return Call(NeedCtx::kNo, [&](Process& p) { return FreeAlloc(p, reinterpret_cast<CUdeviceptr>(ptr), true); });
@@ -285,33 +296,18 @@ CUresult PointerAttribute(Process& p, void* data, CUpointer_attribute attribute,
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       *static_cast<unsigned int*>(data) = a->type == AllocType::kHost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-      *static_cast<CUdeviceptr*>(data) = ptr;
-      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr*>(data) = ptr; return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       if (!managed && a->type != AllocType::kHost) return CUDA_ERROR_INVALID_VALUE;
       *static_cast<void**>(data) = reinterpret_cast<void*>(ptr);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-      *static_cast<int*>(data) = managed;
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      *static_cast<int*>(data) = 0;
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-      *static_cast<CUdeviceptr*>(data) = a->base;
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-      *static_cast<size_t*>(data) = a->size;
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-      *static_cast<int*>(data) = 1;
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-      *static_cast<unsigned long long*>(data) = a->base;
-      return CUDA_SUCCESS;
-    default:
-      return CUDA_ERROR_NOT_SUPPORTED;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = managed; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = 0; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = a->base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = a->size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<int*>(data) = 1; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long*>(data) = a->base; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_NOT_SUPPORTED;
   }
 }
 
@@ -448,7 +444,8 @@ MSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 MSIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
   if (ptr == 0 || size == 0 || desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id != 0)
+      return CUDA_ERROR_INVALID_DEVICE;
   }
   return CUDA_SUCCESS;
 }

@@ -98,8 +98,8 @@ CUresult Attribute(const void* handle, int* pi, CUfunction_attribute attrib) {
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
       case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
-      case CU_FUNC_ATTRIBUTE_PTX_VERSION: case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-        *pi = p.dev->profile().cc_major * 10 + p.dev->profile().cc_minor; break;
+      case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+      case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = p.dev->profile().cc_major * 10 + p.dev->profile().cc_minor; break;
       default: *pi = 0; break;
     }
     return CUDA_SUCCESS;
@@ -130,9 +130,7 @@ MSIM_EXPORT CUresult cuModuleUnload(CUmodule module) {
 
 MSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
   if (f == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    return GetKernel(p, AsModule(module), name, f);
-  });
+  return Call(NeedCtx::kNo, [&](Process& p) { return GetKernel(p, AsModule(module), name, f); });
 }
 
 MSIM_EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**, unsigned int,
@@ -162,9 +160,7 @@ MSIM_EXPORT CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
 
 MSIM_EXPORT CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
   if (kernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    return GetKernel(p, AsModule(library), name, kernel);
-  });
+  return Call(NeedCtx::kNo, [&](Process& p) { return GetKernel(p, AsModule(library), name, kernel); });
 }
 
 MSIM_EXPORT CUresult cuKernelGetFunction(CUfunction* f, CUkernel kernel) {
@@ -178,10 +174,16 @@ MSIM_EXPORT CUresult cuKernelGetFunction(CUfunction* f, CUkernel kernel) {
 
 MSIM_EXPORT CUresult cuFuncGetName(const char** name, CUfunction f) { return Name(f, name); }
 MSIM_EXPORT CUresult cuKernelGetName(const char** name, CUkernel k) { return Name(k, name); }
-MSIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) { return ParamInfo(f, i, off, size); }
-MSIM_EXPORT CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t* off, size_t* size) { return ParamInfo(k, i, off, size); }
+MSIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
+  return ParamInfo(f, i, off, size);
+}
+MSIM_EXPORT CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t* off, size_t* size) {
+  return ParamInfo(k, i, off, size);
+}
 MSIM_EXPORT CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute a, CUfunction f) { return Attribute(f, pi, a); }
-MSIM_EXPORT CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute a, CUkernel k, CUdevice) { return Attribute(k, pi, a); }
+MSIM_EXPORT CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute a, CUkernel k, CUdevice) {
+  return Attribute(k, pi, a);
+}
 MSIM_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute, int) {
   return Call(NeedCtx::kNo, [&](Process& p) { return Func(p, f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; });
 }

@@ -19,104 +19,134 @@ Event* FindEvent(Process& p, CUevent e) {
 
 CUresult WithStream(CUstream stream, bool ptsz, const std::function<CUresult(Process&, Stream*)>& fn,
                     const char* entry = __builtin_FUNCTION()) {
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    CUresult err = CUDA_SUCCESS;
-    Stream* s = p.ResolveStream(stream, ptsz, &err);
-    return s ? fn(p, s) : err;
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        CUresult err = CUDA_SUCCESS;
+        Stream* s = p.ResolveStream(stream, ptsz, &err);
+        return s ? fn(p, s) : err;
+      },
+      entry);
 }
 
 CUresult Synchronize(CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
-  return WithStream(stream, ptsz, [](Process& p, Stream* s) {
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    p.AdvanceTo(s == &p.legacy ? p.OpStart(s) : s->ready);
-    return p.sticky_error;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [](Process& p, Stream* s) {
+        if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        p.AdvanceTo(s == &p.legacy ? p.OpStart(s) : s->ready);
+        return p.sticky_error;
+      },
+      entry);
 }
 
 CUresult Query(CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
-  return WithStream(stream, ptsz, [](Process& p, Stream* s) {
-    if (p.sticky_error) return p.sticky_error;
-    return s->ready <= p.now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [](Process& p, Stream* s) {
+        if (p.sticky_error) return p.sticky_error;
+        return s->ready <= p.now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+      },
+      entry);
 }
 
 CUresult WaitEvent(CUstream stream, CUevent event, unsigned int flags, bool ptsz,
                    const char* entry = __builtin_FUNCTION()) {
-  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
-    Event* ev = FindEvent(p, event);
-    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
-    if (ev->recorded) s->ready = std::max(s->ready, ev->time);
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [&](Process& p, Stream* s) {
+        Event* ev = FindEvent(p, event);
+        if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+        if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+        if (ev->recorded) s->ready = std::max(s->ready, ev->time);
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult Record(CUevent event, CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
-  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
-    Event* ev = FindEvent(p, event);
-    if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    ev->time = p.OpStart(s);
-    ev->recorded = true;
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [&](Process& p, Stream* s) {
+        Event* ev = FindEvent(p, event);
+        if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+        if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        ev->time = p.OpStart(s);
+        ev->recorded = true;
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult BeginCapture(CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
-  return WithStream(stream, ptsz, [](Process& p, Stream* s) {
-    if (s == &p.legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
-    s->capture = std::make_shared<Graph>();
-    ++p.capturing;
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [](Process& p, Stream* s) {
+        if (s == &p.legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+        s->capture = std::make_shared<Graph>();
+        ++p.capturing;
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult EndCapture(CUstream stream, CUgraph* graph, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
-    if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
-    auto* g = new Graph(*s->capture);
-    p.graphs.insert(g);
-    s->capture.reset();
-    --p.capturing;
-    *graph = reinterpret_cast<CUgraph>(g);
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [&](Process& p, Stream* s) {
+        if (!s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+        auto* g = new Graph(*s->capture);
+        p.graphs.insert(g);
+        s->capture.reset();
+        --p.capturing;
+        *graph = reinterpret_cast<CUgraph>(g);
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult IsCapturing(CUstream stream, CUstreamCaptureStatus* status, bool ptsz,
                      const char* entry = __builtin_FUNCTION()) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return WithStream(stream, ptsz, [&](Process&, Stream* s) {
-    *status = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [&](Process&, Stream* s) {
+        *status = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult GraphLaunch(CUgraphExec exec, CUstream stream, bool ptsz, const char* entry = __builtin_FUNCTION()) {
-  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
-    auto* g = reinterpret_cast<Graph*>(exec);
-    if (!p.graphs.count(g) || !g->executable) return CUDA_ERROR_INVALID_HANDLE;
-    for (msim::GraphNode& n : g->nodes) {
-      if (!n.enabled) continue;  // as an empty node: its dependents still wait for what it waited for
-      std::vector<void*> params;
-      for (auto& bytes : n.params) params.push_back(bytes.data());
-      if (CUresult r = msim::RunKernel(p, s, n.kernel, params.data(), n.dims)) return r;
-    }
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [&](Process& p, Stream* s) {
+        auto* g = reinterpret_cast<Graph*>(exec);
+        if (!p.graphs.count(g) || !g->executable) return CUDA_ERROR_INVALID_HANDLE;
+        for (msim::GraphNode& n : g->nodes) {
+          if (!n.enabled) continue;  // as an empty node: its dependents still wait for what it waited for
+          std::vector<void*> params;
+          for (auto& bytes : n.params) params.push_back(bytes.data());
+          if (CUresult r = msim::RunKernel(p, s, n.kernel, params.data(), n.dims)) return r;
+        }
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult HostFunc(CUstream stream, CUhostFn fn, void* data, bool ptsz, const char* entry = __builtin_FUNCTION()) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return WithStream(stream, ptsz, [&](Process& p, Stream* s) {
-    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    p.OpEnd(s, p.OpStart(s));
-    fn(data);  // all earlier work on the stream has already run
-    return CUDA_SUCCESS;
-  }, entry);
+  return WithStream(
+      stream, ptsz,
+      [&](Process& p, Stream* s) {
+        if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        p.OpEnd(s, p.OpStart(s));
+        fn(data);  // all earlier work on the stream has already run
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 }  // namespace
@@ -276,15 +306,18 @@ CUresult Instantiate(CUgraphExec* exec, CUgraph graph, const CUDA_GRAPH_INSTANTI
                      const char* entry = __builtin_FUNCTION()) {
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (params != nullptr && params->flags != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    auto* g = reinterpret_cast<Graph*>(graph);
-    if (!p.graphs.count(g) || g->executable) return CUDA_ERROR_INVALID_HANDLE;
-    auto* e = new Graph(*g);
-    e->executable = true;
-    p.graphs.insert(e);
-    *exec = reinterpret_cast<CUgraphExec>(e);
-    return CUDA_SUCCESS;
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        auto* g = reinterpret_cast<Graph*>(graph);
+        if (!p.graphs.count(g) || g->executable) return CUDA_ERROR_INVALID_HANDLE;
+        auto* e = new Graph(*g);
+        e->executable = true;
+        p.graphs.insert(e);
+        *exec = reinterpret_cast<CUgraphExec>(e);
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 // Where the node behind handle `node` lives: a (non-executable) graph and
@@ -332,7 +365,8 @@ void HandOut(const std::vector<T>& handles, T* out, size_t* capacity) {
 MSIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
   return Instantiate(exec, graph);
 }
-MSIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+MSIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
   return Instantiate(exec, graph, params);
 }
 MSIM_DECLARE(cuGraphInstantiateWithParams_ptsz, PFN_cuGraphInstantiateWithParams_v12000_ptsz);
@@ -418,20 +452,21 @@ CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return GraphLaunch(e, s
 
 namespace {
 CUresult DestroyGraph(Graph* g, bool executable, const char* entry = __builtin_FUNCTION()) {
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    if (!p.graphs.count(g) || g->executable != executable) return CUDA_ERROR_INVALID_HANDLE;
-    p.graphs.erase(g);
-    delete g;
-    return CUDA_SUCCESS;
-  }, entry);
+  return Call(
+      NeedCtx::kNo,
+      [&](Process& p) {
+        if (!p.graphs.count(g) || g->executable != executable) return CUDA_ERROR_INVALID_HANDLE;
+        p.graphs.erase(g);
+        delete g;
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 }  // namespace
 
 MSIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) { return DestroyGraph(reinterpret_cast<Graph*>(graph), false); }
-MSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
-  return DestroyGraph(reinterpret_cast<Graph*>(exec), true);
-}
+MSIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) { return DestroyGraph(reinterpret_cast<Graph*>(exec), true); }
 
 MSIM_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) { return HostFunc(s, fn, data, false); }
 MSIM_DECLARE(cuLaunchHostFunc_ptsz, PFN_cuLaunchHostFunc_v10000_ptsz);

@@ -29,7 +29,9 @@ Where FromLocation(const CUmemLocation& loc) {
   }
 }
 
-Where FromDevice(CUdevice dev) { return dev == CU_DEVICE_CPU ? Where::kHost : dev == 0 ? Where::kDevice : Where::kInvalid; }
+Where FromDevice(CUdevice dev) {
+  return dev == CU_DEVICE_CPU ? Where::kHost : dev == 0 ? Where::kDevice : Where::kInvalid;
+}
 
 // The chunks of [ptr, ptr+count), which must lie in managed allocations
 // (rounded out to whole pages, as the driver does).
@@ -106,9 +108,7 @@ CUresult ForEachBatchRange(size_t count, CUmemLocation* locs, size_t* loc_idx, s
   return CUDA_SUCCESS;
 }
 
-bool LegacyNullStream(CUstream s) {
-  return s == nullptr || reinterpret_cast<uintptr_t>(s) == msim::kLegacyStream;
-}
+bool LegacyNullStream(CUstream s) { return s == nullptr || reinterpret_cast<uintptr_t>(s) == msim::kLegacyStream; }
 
 CUresult PrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* loc_idx,
                        size_t nlocs, unsigned long long flags, CUstream s, bool ptsz,
@@ -116,10 +116,13 @@ CUresult PrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLoc
   if (dptrs == nullptr || sizes == nullptr || count == 0 || flags != 0 || (LegacyNullStream(s) && !ptsz)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    return ForEachBatchRange(count, locs, loc_idx, nlocs,
-                             [&](size_t i, Where w) { return Prefetch(p, dptrs[i], sizes[i], w, s, ptsz); });
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        return ForEachBatchRange(count, locs, loc_idx, nlocs,
+                                 [&](size_t i, Where w) { return Prefetch(p, dptrs[i], sizes[i], w, s, ptsz); });
+      },
+      entry);
 }
 
 // Discarded contents are undefined; the simulator makes them visibly so, so
@@ -141,23 +144,26 @@ CUresult DiscardBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned 
   if (dptrs == nullptr || sizes == nullptr || count == 0 || flags != 0 || (LegacyNullStream(stream) && !ptsz)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    CUresult err = CUDA_SUCCESS;
-    Stream* s = p.ResolveStream(stream, ptsz, &err);
-    if (s == nullptr) return err;
-    for (size_t i = 0; i < count; ++i) {
-      if (CUresult r = DiscardRange(p, dptrs[i], sizes[i], s)) return r;
-    }
-    return CUDA_SUCCESS;
-  }, entry);
+  return Call(
+      NeedCtx::kYes,
+      [&](Process& p) {
+        CUresult err = CUDA_SUCCESS;
+        Stream* s = p.ResolveStream(stream, ptsz, &err);
+        if (s == nullptr) return err;
+        for (size_t i = 0; i < count; ++i) {
+          if (CUresult r = DiscardRange(p, dptrs[i], sizes[i], s)) return r;
+        }
+        return CUDA_SUCCESS;
+      },
+      entry);
 }
 
 CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, Where where) {
   std::vector<ChunkTouch> touches;
   std::vector<Allocation*> allocs;
   if (CUresult r = ManagedTouches(p, ptr, count, &touches, &allocs)) return r;
-  const bool needs_location = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION || advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
-                              advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
+  const bool needs_location = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
+                              advice == CU_MEM_ADVISE_SET_ACCESSED_BY || advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
   if (needs_location && where == Where::kInvalid) return CUDA_ERROR_INVALID_DEVICE;
   for (Allocation* a : allocs) {
     switch (advice) {
@@ -165,8 +171,12 @@ CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, 
       case CU_MEM_ADVISE_UNSET_READ_MOSTLY: a->read_mostly = false; break;
       case CU_MEM_ADVISE_SET_PREFERRED_LOCATION: a->preferred = where == Where::kDevice ? 0 : CU_DEVICE_CPU; break;
       case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: a->preferred = -2; break;
-      case CU_MEM_ADVISE_SET_ACCESSED_BY: if (where == Where::kDevice) a->accessed_by_device = true; break;
-      case CU_MEM_ADVISE_UNSET_ACCESSED_BY: if (where == Where::kDevice) a->accessed_by_device = false; break;
+      case CU_MEM_ADVISE_SET_ACCESSED_BY:
+        if (where == Where::kDevice) a->accessed_by_device = true;
+        break;
+      case CU_MEM_ADVISE_UNSET_ACCESSED_BY:
+        if (where == Where::kDevice) a->accessed_by_device = false;
+        break;
       default: return CUDA_ERROR_INVALID_VALUE;
     }
   }
@@ -187,7 +197,8 @@ CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, 
   return CUDA_SUCCESS;
 }
 
-CUresult RangeAttribute(Process& p, void* data, size_t size, CUmem_range_attribute attr, CUdeviceptr ptr, size_t count) {
+CUresult RangeAttribute(Process& p, void* data, size_t size, CUmem_range_attribute attr, CUdeviceptr ptr,
+                        size_t count) {
   std::vector<ChunkTouch> touches;
   std::vector<Allocation*> allocs;
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -199,7 +210,9 @@ CUresult RangeAttribute(Process& p, void* data, size_t size, CUmem_range_attribu
     return CUDA_SUCCESS;
   };
   auto type_of = [](int dev) {
-    return dev == 0 ? CU_MEM_LOCATION_TYPE_DEVICE : dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_INVALID;
+    return dev == 0               ? CU_MEM_LOCATION_TYPE_DEVICE
+           : dev == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST
+                                  : CU_MEM_LOCATION_TYPE_INVALID;
   };
   switch (attr) {
     case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY: {
@@ -234,7 +247,9 @@ CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, 
   return PrefetchV2(p, n, loc, f, s, true);
 }
 MSIM_DECLARE(cuMemPrefetchAsync, PFN_cuMemPrefetchAsync_v8000);
-CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s) { return PrefetchV1(p, n, dst, s, false); }
+CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
+  return PrefetchV1(p, n, dst, s, false);
+}
 MSIM_DECLARE(cuMemPrefetchAsync_ptsz, PFN_cuMemPrefetchAsync_v8000_ptsz);
 CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
   return PrefetchV1(p, n, dst, s, true);

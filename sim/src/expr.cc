@@ -61,9 +61,12 @@ class Parser {
   NodePtr ParseSum() {
     NodePtr n = ParseProduct();
     while (n) {
-      if (Eat('+')) n = Bin(Expr::Node::kAdd, n, ParseProduct());
-      else if (Eat('-')) n = Bin(Expr::Node::kSub, n, ParseProduct());
-      else break;
+      if (Eat('+'))
+        n = Bin(Expr::Node::kAdd, n, ParseProduct());
+      else if (Eat('-'))
+        n = Bin(Expr::Node::kSub, n, ParseProduct());
+      else
+        break;
       if (!n->b) return nullptr;
     }
     return n;
@@ -71,10 +74,14 @@ class Parser {
   NodePtr ParseProduct() {
     NodePtr n = ParseUnary();
     while (n) {
-      if (Eat('*')) n = Bin(Expr::Node::kMul, n, ParseUnary());
-      else if (Eat('/')) n = Bin(Expr::Node::kDiv, n, ParseUnary());
-      else if (Eat('%')) n = Bin(Expr::Node::kMod, n, ParseUnary());
-      else break;
+      if (Eat('*'))
+        n = Bin(Expr::Node::kMul, n, ParseUnary());
+      else if (Eat('/'))
+        n = Bin(Expr::Node::kDiv, n, ParseUnary());
+      else if (Eat('%'))
+        n = Bin(Expr::Node::kMod, n, ParseUnary());
+      else
+        break;
       if (!n->b) return nullptr;
     }
     return n;
@@ -125,8 +132,8 @@ class Parser {
   }
   NodePtr ParseName() {
     const size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
-                                s_[pos_] == '.')) {
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.')) {
       ++pos_;
     }
     const std::string name(s_.substr(start, pos_ - start));

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "proc_table.h"
 #include "msched/no_destructor.h"
+#include "proc_table.h"
 
 namespace msim {
 namespace {

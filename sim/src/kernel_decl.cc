@@ -23,7 +23,8 @@ class LaunchContext : public ExprContext {
     if (static_cast<uint32_t>(offset) >= size) return false;
     const uint32_t avail = size - static_cast<uint32_t>(offset);
     uint64_t v = 0;
-    std::memcpy(&v, static_cast<const char*>(a_.params[param]) + offset, avail < static_cast<uint32_t>(width) ? avail : width);
+    std::memcpy(&v, static_cast<const char*>(a_.params[param]) + offset,
+                avail < static_cast<uint32_t>(width) ? avail : width);
     *out = static_cast<int64_t>(v);
     return true;
   }
@@ -54,9 +55,12 @@ ExprPtr ParseField(const json& obj, const char* key, bool required, const std::s
     return nullptr;
   }
   std::string text;
-  if (it->is_string()) text = it->get<std::string>();
-  else if (it->is_number_integer()) text = std::to_string(it->get<int64_t>());
-  else throw std::runtime_error(where + "." + key + ": must be an expression string or integer");
+  if (it->is_string())
+    text = it->get<std::string>();
+  else if (it->is_number_integer())
+    text = std::to_string(it->get<int64_t>());
+  else
+    throw std::runtime_error(where + "." + key + ": must be an expression string or integer");
   std::string err;
   ExprPtr e = Expr::Parse(text, &err);
   if (!e) throw std::runtime_error(where + "." + key + ": " + err);
@@ -180,7 +184,8 @@ bool ParseModule(const std::string& text, Module* out, std::string* error) {
     return false;
   }
   try {
-    if (doc.value("format", std::string()) != "msim-module") throw std::runtime_error("'format' must be \"msim-module\"");
+    if (doc.value("format", std::string()) != "msim-module")
+      throw std::runtime_error("'format' must be \"msim-module\"");
     if (doc.value("version", json()) != 1) throw std::runtime_error("'version' must be 1");
     auto kernels = doc.find("kernels");
     if (kernels == doc.end() || !kernels->is_array()) throw std::runtime_error("'kernels' must be an array");
@@ -211,9 +216,7 @@ bool EvaluateAccesses(const LaunchArgs& args, const std::function<bool(uint64_t,
     if (!a.extent->Eval(ctx, &extent) || extent < 0) return fail("its extent");
     uint64_t base = static_cast<uint64_t>(ptr) + static_cast<uint64_t>(add);
     switch (a.kind) {
-      case AccessSpec::Kind::kRange:
-        AddRange(base, base + static_cast<uint64_t>(extent), a.mode, out);
-        break;
+      case AccessSpec::Kind::kRange: AddRange(base, base + static_cast<uint64_t>(extent), a.mode, out); break;
       case AccessSpec::Kind::kIndirect: {
         uint64_t real = 0;
         if (!read_u64(base + static_cast<uint64_t>(a.deref), &real)) return fail("the base it reads from memory");

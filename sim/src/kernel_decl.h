@@ -21,15 +21,15 @@ namespace msim {
 struct AccessSpec {
   enum class Kind { kRange, kStrided, kGather, kIndirect };
   Kind kind = Kind::kRange;
-  int param = 0;          // the 64-bit pointer word: parameter and byte offset
+  int param = 0;  // the 64-bit pointer word: parameter and byte offset
   int offset = 0;
-  uint32_t mode = 3;      // 1 read, 2 write, 3 both
-  ExprPtr base_offset;    // bytes added to the pointer (optional)
-  ExprPtr extent;         // region bytes; for kStrided the bytes of each piece
-  ExprPtr count;          // kStrided: pieces
-  ExprPtr stride;         // kStrided: bytes between piece starts
-  ExprPtr pages;          // kGather: pages touched, at random, within the region
-  int deref = 0;          // kIndirect: the real base is the u64 at pointer + deref
+  uint32_t mode = 3;    // 1 read, 2 write, 3 both
+  ExprPtr base_offset;  // bytes added to the pointer (optional)
+  ExprPtr extent;       // region bytes; for kStrided the bytes of each piece
+  ExprPtr count;        // kStrided: pieces
+  ExprPtr stride;       // kStrided: bytes between piece starts
+  ExprPtr pages;        // kGather: pages touched, at random, within the region
+  int deref = 0;        // kIndirect: the real base is the u64 at pointer + deref
 };
 
 struct KernelDecl {

@@ -142,8 +142,10 @@ void DoInit() {
   }
   if (const char* group = std::getenv("MSIM_START_BARRIER")) {
     const long n = std::strtol(group, nullptr, 10);
-    if (n > 1 && n <= kMaxProcs) p->dev->ArriveAndWait(static_cast<uint32_t>(n), 60000);
-    else ReportError(std::string("MSIM_START_BARRIER='") + group + "' must be a process count from 2 to 64; ignored");
+    if (n > 1 && n <= kMaxProcs)
+      p->dev->ArriveAndWait(static_cast<uint32_t>(n), 60000);
+    else
+      ReportError(std::string("MSIM_START_BARRIER='") + group + "' must be a process count from 2 to 64; ignored");
   }
   {
     DeviceLock dl(p->dev);
@@ -302,8 +304,10 @@ std::string Process::StatsJson() {
   j["faults"] = c.faults;
   j["fault_batches"] = c.fault_batches;
   j["fault_stall_ns"] = c.fault_stall_ns;
-  j["bytes"]["h2d"] = {{"fault", c.fault_h2d_bytes}, {"prefetch", c.prefetch_h2d_bytes}, {"memcpy", c.memcpy_h2d_bytes}};
-  j["bytes"]["d2h"] = {{"eviction", c.evict_d2h_bytes}, {"prefetch", c.prefetch_d2h_bytes}, {"memcpy", c.memcpy_d2h_bytes}};
+  j["bytes"]["h2d"] = {
+      {"fault", c.fault_h2d_bytes}, {"prefetch", c.prefetch_h2d_bytes}, {"memcpy", c.memcpy_h2d_bytes}};
+  j["bytes"]["d2h"] = {
+      {"eviction", c.evict_d2h_bytes}, {"prefetch", c.prefetch_d2h_bytes}, {"memcpy", c.memcpy_d2h_bytes}};
   j["bytes"]["d2d_memcpy"] = c.memcpy_d2d_bytes;
   j["bytes"]["remote"] = c.remote_bytes;
   j["bytes"]["discarded"] = c.discarded_bytes;

@@ -32,14 +32,14 @@ enum class AllocType : uint8_t { kDevice, kPitch, kAsync, kManaged, kHost, kVmmM
 
 struct Allocation {
   uint64_t base = 0;
-  uint64_t size = 0;           // what the caller asked for (pitch: pitch * height)
-  uint64_t map_size = 0;       // bytes of the host mapping behind it (0: not ours to unmap)
+  uint64_t size = 0;      // what the caller asked for (pitch: pitch * height)
+  uint64_t map_size = 0;  // bytes of the host mapping behind it (0: not ours to unmap)
   AllocType type = AllocType::kDevice;
-  uint64_t hbm_bytes = 0;      // HBM reserved outside managed memory
+  uint64_t hbm_bytes = 0;        // HBM reserved outside managed memory
   std::vector<uint32_t> chunks;  // managed: one record per 2 MiB block
   // Managed-memory advice, as cuMemRangeGetAttribute reports it.
   bool read_mostly = false;
-  int preferred = -2;          // device ordinal, -1 host (CU_DEVICE_CPU), -2 none
+  int preferred = -2;  // device ordinal, -1 host (CU_DEVICE_CPU), -2 none
   bool accessed_by_device = false;
   int last_prefetch = -2;
 };
@@ -49,11 +49,11 @@ struct Graph;
 struct Stream {
   static constexpr uint32_t kMagic = 0x6d537472;
   uint32_t magic = kMagic;
-  unsigned flags = 0;          // CU_STREAM_NON_BLOCKING or default
+  unsigned flags = 0;  // CU_STREAM_NON_BLOCKING or default
   int priority = 0;
-  uint64_t ready = 0;          // virtual time its last queued operation completes
-  std::deque<uint64_t> inflight;  // completion times of queued operations (bounded)
-  std::shared_ptr<Graph> capture; // set while capturing
+  uint64_t ready = 0;              // virtual time its last queued operation completes
+  std::deque<uint64_t> inflight;   // completion times of queued operations (bounded)
+  std::shared_ptr<Graph> capture;  // set while capturing
 };
 
 struct Event {
@@ -76,13 +76,13 @@ struct Context {
 // executable graph copies the nodes and keeps their ids, by which
 // cuGraphNodeSetEnabled finds the copy of a node of the source graph.
 struct GraphNode {
-  uint64_t id = 0;                            // unique in the process
+  uint64_t id = 0;  // unique in the process
   const KernelDecl* kernel = nullptr;
   std::vector<std::vector<uint8_t>> params;  // copies of the argument values
-  std::vector<void*> param_ptrs;              // pointers into `params`, as cuGraphKernelNodeGetParams hands out
+  std::vector<void*> param_ptrs;             // pointers into `params`, as cuGraphKernelNodeGetParams hands out
   msimLaunchInfo dims{};
-  std::vector<size_t> deps;                   // indices of the nodes it depends on
-  bool enabled = true;                        // executable graphs: cuGraphNodeSetEnabled
+  std::vector<size_t> deps;  // indices of the nodes it depends on
+  bool enabled = true;       // executable graphs: cuGraphNodeSetEnabled
 };
 
 struct Graph {
@@ -102,8 +102,8 @@ struct PhysicalMem {
 
 struct Counters : UvmCounters {
   uint64_t launches = 0;
-  uint64_t kernel_ns = 0;    // device time of kernels and device ops, stalls included
-  uint64_t compute_ns = 0;   // of which the work itself, as if all data were resident
+  uint64_t kernel_ns = 0;   // device time of kernels and device ops, stalls included
+  uint64_t compute_ns = 0;  // of which the work itself, as if all data were resident
   uint64_t memcpy_h2d_bytes = 0;
   uint64_t memcpy_d2h_bytes = 0;
   uint64_t memcpy_d2d_bytes = 0;

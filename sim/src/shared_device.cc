@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <time.h>
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -15,13 +16,12 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-#include <time.h>
 #include <vector>
 
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 6;  // 6: ProcSlot::wakeups_seen
+inline constexpr uint32_t kLayoutVersion = 6;              // 6: ProcSlot::wakeups_seen
 
 struct DeviceHeader {
   uint64_t magic;
@@ -113,7 +113,8 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
   const uint64_t chunks = MaxChunks();
   void* mem = MAP_FAILED;
   if (name.empty()) {
-    mem = mmap(nullptr, SegmentBytes(chunks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    mem =
+        mmap(nullptr, SegmentBytes(chunks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
       *error = std::string("cannot map the private device: ") + std::strerror(errno);
       return nullptr;
@@ -159,8 +160,8 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
       InitHeader(h, profile, hbm_override, chunks);
     } else if (!__atomic_load_n(&h->initialized, __ATOMIC_ACQUIRE) || h->magic != kMagic ||
                h->layout_version != kLayoutVersion) {
-      *error = "shared device " + shm + " was made by an incompatible simulator or never initialised; remove /dev" +
-               shm;
+      *error =
+          "shared device " + shm + " was made by an incompatible simulator or never initialised; remove /dev" + shm;
       return nullptr;
     }
   }
@@ -250,10 +251,14 @@ void SharedDevice::FreeChunk(uint32_t idx) {
 void SharedDevice::LruUnlink(uint32_t idx) {
   ChunkRec& c = chunks_[idx];
   if (!(c.flags & kInLru)) return;
-  if (c.lru_prev != kNone) chunks_[c.lru_prev].lru_next = c.lru_next;
-  else h_->lru_head = c.lru_next;
-  if (c.lru_next != kNone) chunks_[c.lru_next].lru_prev = c.lru_prev;
-  else h_->lru_tail = c.lru_prev;
+  if (c.lru_prev != kNone)
+    chunks_[c.lru_prev].lru_next = c.lru_next;
+  else
+    h_->lru_head = c.lru_next;
+  if (c.lru_next != kNone)
+    chunks_[c.lru_next].lru_prev = c.lru_prev;
+  else
+    h_->lru_tail = c.lru_prev;
   c.lru_prev = c.lru_next = kNone;
   c.flags &= ~kInLru;
 }
@@ -262,8 +267,10 @@ void SharedDevice::LruAppend(uint32_t idx) {
   ChunkRec& c = chunks_[idx];
   c.lru_prev = h_->lru_tail;
   c.lru_next = kNone;
-  if (h_->lru_tail != kNone) chunks_[h_->lru_tail].lru_next = idx;
-  else h_->lru_head = idx;
+  if (h_->lru_tail != kNone)
+    chunks_[h_->lru_tail].lru_next = idx;
+  else
+    h_->lru_head = idx;
   h_->lru_tail = idx;
   c.flags |= kInLru;
 }

@@ -21,8 +21,8 @@
 namespace msim {
 
 inline constexpr uint64_t kPage = 4096;
-inline constexpr uint64_t kUnit = 64 * 1024;            // residency granule (a serviced fault)
-inline constexpr uint64_t kChunk = 2 * 1024 * 1024;     // VA block, eviction unit
+inline constexpr uint64_t kUnit = 64 * 1024;                // residency granule (a serviced fault)
+inline constexpr uint64_t kChunk = 2 * 1024 * 1024;         // VA block, eviction unit
 inline constexpr uint32_t kUnitsPerChunk = kChunk / kUnit;  // 32
 inline constexpr uint32_t kNone = UINT32_MAX;
 inline constexpr int kMaxProcs = 64;
@@ -46,14 +46,14 @@ enum ChunkFlags : uint32_t {
 // Invariants: kInLru is set iff resident_mask != 0; resident_mask,
 // host_mask ⊆ valid_mask; resident_mask | host_mask ⊆ known_mask.
 struct ChunkRec {
-  uint64_t va;            // block base in the owner's address space
-  uint64_t migrated_at;   // virtual time of the last migration in (LRU order)
-  uint64_t ready_at;      // virtual time the last migration in completes
-  int32_t owner;          // process slot, -1 when the record is free
-  uint32_t valid_mask;    // 64 KiB units inside the allocation
-  uint32_t resident_mask; // units resident in HBM
-  uint32_t host_mask;     // units with a valid host copy
-  uint32_t known_mask;    // units whose contents the model tracks
+  uint64_t va;             // block base in the owner's address space
+  uint64_t migrated_at;    // virtual time of the last migration in (LRU order)
+  uint64_t ready_at;       // virtual time the last migration in completes
+  int32_t owner;           // process slot, -1 when the record is free
+  uint32_t valid_mask;     // 64 KiB units inside the allocation
+  uint32_t resident_mask;  // units resident in HBM
+  uint32_t host_mask;      // units with a valid host copy
+  uint32_t known_mask;     // units whose contents the model tracks
   uint32_t flags;
   uint32_t lru_prev;
   uint32_t lru_next;

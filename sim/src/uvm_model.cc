@@ -198,8 +198,7 @@ class FaultBatcher {
 
 }  // namespace
 
-KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t start,
-                             UvmCounters* c) {
+KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t start, UvmCounters* c) {
   const DeviceProfile& p = d.profile();
   KernelMemory m;
   FaultBatcher faults(d, start, c, &m);

@@ -31,16 +31,16 @@ namespace msim {
 struct UvmCounters {
   uint64_t faults = 0;
   uint64_t fault_batches = 0;
-  uint64_t fault_h2d_bytes = 0;      // migrated by faults (incl. density prefetch)
-  uint64_t prefetch_h2d_bytes = 0;   // moved in by prefetch calls
-  uint64_t prefetch_d2h_bytes = 0;   // moved out by prefetch-to-host calls
-  uint64_t evict_d2h_bytes = 0;      // copied out by driver evictions
-  uint64_t evictions = 0;            // chunks evicted by the driver
-  uint64_t remote_bytes = 0;         // read in place over the link, unmigrated
+  uint64_t fault_h2d_bytes = 0;     // migrated by faults (incl. density prefetch)
+  uint64_t prefetch_h2d_bytes = 0;  // moved in by prefetch calls
+  uint64_t prefetch_d2h_bytes = 0;  // moved out by prefetch-to-host calls
+  uint64_t evict_d2h_bytes = 0;     // copied out by driver evictions
+  uint64_t evictions = 0;           // chunks evicted by the driver
+  uint64_t remote_bytes = 0;        // read in place over the link, unmigrated
   uint64_t fault_stall_ns = 0;
   uint64_t discarded_bytes = 0;
-  uint64_t first_touch_bytes = 0;    // populated on the device with no transfer
-  uint64_t collapses = 0;            // read duplicates a GPU write collapsed (units)
+  uint64_t first_touch_bytes = 0;  // populated on the device with no transfer
+  uint64_t collapses = 0;          // read duplicates a GPU write collapsed (units)
 };
 
 // The 64 KiB units of one chunk a single operation touches, and those of
@@ -59,8 +59,7 @@ struct KernelMemory {
 };
 
 // Serves a kernel starting at `start` that touches `touches` (address order).
-KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t start,
-                             UvmCounters* c);
+KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t start, UvmCounters* c);
 
 // Moves the given units to HBM in bulk, starting no earlier than `t0`, in
 // the order given (access order). Returns the completion time.

@@ -33,11 +33,13 @@
 namespace {
 
 int Usage(const char* why) {
-  std::fprintf(stderr, "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n"
-               "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n"
-               "       msim-run --replay TRACE [--json OUT.json] [--managed] [--no-checksum] [--arrive-ns T]\n"
-               "                [--attempts N] [--retry-delay-ns D]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n"
+      "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n"
+      "       msim-run --replay TRACE [--json OUT.json] [--managed] [--no-checksum] [--arrive-ns T]\n"
+      "                [--attempts N] [--retry-delay-ns D]\n",
+      why);
   return 2;
 }
 
@@ -45,11 +47,12 @@ int Usage(const char* why) {
 // kernels get, and what the trace could not say), and returns it as JSON.
 nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
   const uint64_t modelled = r.launches - r.clean_durations;
-  std::printf("replay %s: %llu launches, %llu allocations; kernel times: %llu from the trace's clean durations, "
-              "%llu modelled (the device's kernel launch time plus the bytes touched at its HBM bandwidth)\n",
-              r.workload.name.c_str(), static_cast<unsigned long long>(r.launches),
-              static_cast<unsigned long long>(r.allocations), static_cast<unsigned long long>(r.clean_durations),
-              static_cast<unsigned long long>(modelled));
+  std::printf(
+      "replay %s: %llu launches, %llu allocations; kernel times: %llu from the trace's clean durations, "
+      "%llu modelled (the device's kernel launch time plus the bytes touched at its HBM bandwidth)\n",
+      r.workload.name.c_str(), static_cast<unsigned long long>(r.launches),
+      static_cast<unsigned long long>(r.allocations), static_cast<unsigned long long>(r.clean_durations),
+      static_cast<unsigned long long>(modelled));
   const std::pair<const char*, uint64_t> skipped[] = {
       {"launches the driver would refuse skipped", r.skipped_launches},
       {"touched ranges outside every allocation dropped", r.dropped_ranges},
@@ -97,11 +100,15 @@ int main(int argc, char** argv) {
       const char* text = argv[++i];
       const unsigned long long v = std::strtoull(text, &end, 10);
       if (*text < '0' || *text > '9' || *end != '\0' || (a == "--attempts" && (v < 1 || v > 100))) {
-        return Usage((a + " " + text + ": expected " + (a == "--attempts" ? "a count from 1 to 100" : "nanoseconds")).c_str());
+        return Usage(
+            (a + " " + text + ": expected " + (a == "--attempts" ? "a count from 1 to 100" : "nanoseconds")).c_str());
       }
-      if (a == "--arrive-ns") options.arrival_ns = v;
-      else if (a == "--attempts") options.max_attempts = static_cast<int>(v);
-      else options.retry_delay_ns = v;
+      if (a == "--arrive-ns")
+        options.arrival_ns = v;
+      else if (a == "--attempts")
+        options.max_attempts = static_cast<int>(v);
+      else
+        options.retry_delay_ns = v;
     } else if (a == "--replay" && i + 1 < argc && path.empty()) {
       path = argv[++i];
       replay = true;

@@ -222,8 +222,10 @@ ReplayedTrace ReplayOf(const Trace& trace, const std::string& name) { return Con
 msched::Result<ReplayedTrace> ReplayTrace(const std::string& path) {
   msched::TraceReadResult read = msched::ReadTrace(path);
   if (!read.status.ok() && path.ends_with(".xz")) {
-    return msched::Status::InvalidArgument(read.status.message() + " (compressed? replay reads the trace itself: "
-                                           "xz -dk " + path + ")");
+    return msched::Status::InvalidArgument(read.status.message() +
+                                           " (compressed? replay reads the trace itself: "
+                                           "xz -dk " +
+                                           path + ")");
   }
   if (!read.status.ok()) return read.status;
   std::string name = std::filesystem::path(path).filename().string();

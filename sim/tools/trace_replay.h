@@ -35,14 +35,14 @@ namespace msim {
 
 struct ReplayedTrace {
   Workload workload;
-  uint64_t launches = 0;             // launches replayed
-  uint64_t clean_durations = 0;      // of those, timed by the trace's duration_ns
-  uint64_t allocations = 0;          // allocations replayed
-  uint64_t skipped_launches = 0;     // launches the driver would refuse (see above)
-  uint64_t dropped_ranges = 0;       // touched ranges outside every live allocation
-  uint64_t unknown_frees = 0;        // frees of addresses no live allocation starts at
-  uint64_t replaced_allocations = 0; // live allocations a later one overlapped (taken as freed)
-  std::vector<std::string> problems; // trace lines the reader skipped ("file:line: what")
+  uint64_t launches = 0;              // launches replayed
+  uint64_t clean_durations = 0;       // of those, timed by the trace's duration_ns
+  uint64_t allocations = 0;           // allocations replayed
+  uint64_t skipped_launches = 0;      // launches the driver would refuse (see above)
+  uint64_t dropped_ranges = 0;        // touched ranges outside every live allocation
+  uint64_t unknown_frees = 0;         // frees of addresses no live allocation starts at
+  uint64_t replaced_allocations = 0;  // live allocations a later one overlapped (taken as freed)
+  std::vector<std::string> problems;  // trace lines the reader skipped ("file:line: what")
 };
 
 // The trace at `path` as a workload named after the file. An error when

@@ -23,10 +23,10 @@ namespace msim {
 // unaligned) only in replays of traces (trace_replay.h).
 struct ArgSpec {
   enum class Kind { kPtr, kU64, kU32, kF32, kStruct, kBytes } kind = Kind::kU64;
-  std::string buffer;  // kPtr
-  uint64_t offset = 0; // kPtr: bytes into the buffer, before `value`
-  ExprPtr value;       // kPtr: offset; kU64/kU32: value
-  double f32 = 0;      // kF32
+  std::string buffer;           // kPtr
+  uint64_t offset = 0;          // kPtr: bytes into the buffer, before `value`
+  ExprPtr value;                // kPtr: offset; kU64/kU32: value
+  double f32 = 0;               // kF32
   std::vector<ArgSpec> fields;  // kStruct
   std::vector<uint8_t> bytes;   // kBytes
 };
@@ -45,21 +45,35 @@ struct Step {
   // kGraph: its body (launches and repeats of launches) captured on its
   // stream into a CUDA graph, instantiated, and launched `count` times.
   // kServe: a service answering requests (see ServeSpec); its body is one request.
-  enum class Op { kWrite, kMemset, kLaunch, kRepeat, kSync, kPrefetch, kCopy, kFree, kAlloc, kHostWork, kMark, kGraph,
-                  kServe };
+  enum class Op {
+    kWrite,
+    kMemset,
+    kLaunch,
+    kRepeat,
+    kSync,
+    kPrefetch,
+    kCopy,
+    kFree,
+    kAlloc,
+    kHostWork,
+    kMark,
+    kGraph,
+    kServe
+  };
   Op op = Op::kSync;
-  std::string buffer, buffer2;    // target; kCopy: destination, buffer2 source
-  std::string stream;             // empty: the default stream
-  std::string kernel;             // kLaunch
-  std::vector<ArgSpec> args;      // kLaunch
-  ExprPtr grid[3], block[3];      // kLaunch
-  ExprPtr count;                  // kRepeat: iterations; kGraph: launches of the graph; kWrite/kMemset/kCopy/kPrefetch: bytes (all if unset)
-  ExprPtr offset;                 // byte offset into `buffer`
-  ExprPtr value;                  // kMemset byte; kWrite seed; kHostWork microseconds
-  std::string pattern;            // kWrite: iota_u32 | const_f32 | ramp_f32 | address (of buffer2)
-  std::string to;                 // kPrefetch: device | host
-  std::string var;                // kRepeat: loop variable
-  std::vector<Step> body;         // kRepeat, kGraph, kServe
+  std::string buffer, buffer2;  // target; kCopy: destination, buffer2 source
+  std::string stream;           // empty: the default stream
+  std::string kernel;           // kLaunch
+  std::vector<ArgSpec> args;    // kLaunch
+  ExprPtr grid[3], block[3];    // kLaunch
+  ExprPtr count;   // kRepeat: iterations; kGraph: launches of the graph; kWrite/kMemset/kCopy/kPrefetch: bytes (all if
+                   // unset)
+  ExprPtr offset;  // byte offset into `buffer`
+  ExprPtr value;   // kMemset byte; kWrite seed; kHostWork microseconds
+  std::string pattern;                     // kWrite: iota_u32 | const_f32 | ramp_f32 | address (of buffer2)
+  std::string to;                          // kPrefetch: device | host
+  std::string var;                         // kRepeat: loop variable
+  std::vector<Step> body;                  // kRepeat, kGraph, kServe
   std::shared_ptr<const ServeSpec> serve;  // kServe
   // kLaunch of a replayed trace: the launch touches exactly `touches` (not
   // what its kernel's declaration lists) and computes for `compute_ns`
@@ -97,7 +111,7 @@ inline constexpr char kReplayStampKernel[] = "msim-replay-stamp";
 struct BufferSpec {
   std::string name;
   ExprPtr size;
-  std::string kind;  // device | managed | pitch | async | host
+  std::string kind;       // device | managed | pitch | async | host
   bool deferred = false;  // allocated by an "alloc" step, not at start
 };
 

@@ -36,9 +36,12 @@ Result<std::string> ReadFile(const std::string& path, const std::string& what) {
 
 Result<ExprPtr> ParseExprField(const json& j, const std::string& where) {
   std::string text;
-  if (j.is_string()) text = j.get<std::string>();
-  else if (j.is_number_integer()) text = std::to_string(j.get<int64_t>());
-  else return Bad(where + ": must be an expression string or integer");
+  if (j.is_string())
+    text = j.get<std::string>();
+  else if (j.is_number_integer())
+    text = std::to_string(j.get<int64_t>());
+  else
+    return Bad(where + ": must be an expression string or integer");
   std::string err;
   ExprPtr e = Expr::Parse(text, &err);
   if (!e) return Bad(where + ": " + err);
@@ -170,9 +173,9 @@ Status ParseLaunch(const json& j, const std::map<std::string, bool>& buffers, co
 // The fields of a "serve" step after its op (ServeSpec in workload.h).
 Status ParseServe(const json& j, const std::map<std::string, bool>& buffers, const std::string& where, Step* s) {
   auto spec = std::make_shared<ServeSpec>();
-  for (auto [key, out] : {std::pair{"requests", &spec->requests}, std::pair{"per_s", &spec->per_s},
-                          std::pair{"seed", &spec->seed}, std::pair{"models", &spec->models},
-                          std::pair{"model", &spec->model}}) {
+  for (auto [key, out] :
+       {std::pair{"requests", &spec->requests}, std::pair{"per_s", &spec->per_s}, std::pair{"seed", &spec->seed},
+        std::pair{"models", &spec->models}, std::pair{"model", &spec->model}}) {
     MSCHED_RETURN_IF_ERROR(Assign(RequiredExpr(j, key, where + "." + key), out));
   }
   MSCHED_RETURN_IF_ERROR(Assign(msched::JsonStringOr(j, "var", ""), &spec->var));

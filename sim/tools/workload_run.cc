@@ -366,8 +366,8 @@ msched::Status Runner::LaunchAs(const Step& s, CUfunction f, const unsigned dims
     c.hStream = stream;
     MSCHED_RETURN_IF_ERROR(Check(cuLaunchKernelEx(&c, f, kp, ex), what));
   } else if (s.pattern == "cooperative") {
-    MSCHED_RETURN_IF_ERROR(Check(
-        cuLaunchCooperativeKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream, kp), what));
+    MSCHED_RETURN_IF_ERROR(
+        Check(cuLaunchCooperativeKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream, kp), what));
   } else {
     MSCHED_RETURN_IF_ERROR(
         Check(cuLaunchKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0, stream, kp, ex), what));
@@ -418,9 +418,11 @@ msched::Status Runner::Write(const Step& s) {
     const uint64_t n = std::min(kBlock, bytes - done);
     for (uint64_t i = 0; i < (n + 3) / 4; ++i) {
       const uint64_t idx = done / 4 + i;
-      if (s.pattern == "iota_u32") host[i] = seed + static_cast<uint32_t>(idx) * 2654435761u;
+      if (s.pattern == "iota_u32")
+        host[i] = seed + static_cast<uint32_t>(idx) * 2654435761u;
       else {
-        const float f = s.pattern == "const_f32" ? static_cast<float>(seed) : static_cast<float>(idx % 1024) * 0.5f + seed;
+        const float f =
+            s.pattern == "const_f32" ? static_cast<float>(seed) : static_cast<float>(idx % 1024) * 0.5f + seed;
         std::memcpy(&host[i], &f, 4);
       }
     }

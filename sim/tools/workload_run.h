@@ -17,14 +17,14 @@ namespace msim {
 struct RunResult {
   std::map<std::string, uint64_t> checksums;  // FNV-1a 64 of each buffer's final bytes
   uint64_t launches = 0;
-  uint64_t first_launch_ns = 0;  // the clock once the first launch was queued (a job's start, past any wait)
-  uint64_t virtual_ns = 0;  // the process's virtual clock at the end
+  uint64_t first_launch_ns = 0;           // the clock once the first launch was queued (a job's start, past any wait)
+  uint64_t virtual_ns = 0;                // the process's virtual clock at the end
   std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
   std::vector<uint64_t> latencies_ns;     // each request a "serve" step answered, arrival to answer
-  uint64_t arrival_ns = 0;  // when the job was submitted (RunOptions::arrival_ns, or its start)
-  int attempts = 0;         // runs of the program, the last one included
-  int ooms = 0;             // attempts that ran out of device memory and were run again
-  uint64_t lost_ns = 0;     // device time those attempts ran before failing (work lost)
+  uint64_t arrival_ns = 0;                // when the job was submitted (RunOptions::arrival_ns, or its start)
+  int attempts = 0;                       // runs of the program, the last one included
+  int ooms = 0;                           // attempts that ran out of device memory and were run again
+  uint64_t lost_ns = 0;                   // device time those attempts ran before failing (work lost)
   // Empty on success. On a failure, the reason, with virtual_ns and what
   // was counted before it (arrival, attempts, OOMs, checksums read so far);
   // launches, marks and latencies stay empty.

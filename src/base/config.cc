@@ -47,8 +47,11 @@ bool PickEnum(std::string_view v, const std::pair<const char*, E> (&choices)[N],
   return false;
 }
 
-constexpr std::pair<const char*, Mode> kModes[] = {
-    {"off", Mode::kOff}, {"um", Mode::kUm}, {"alloc", Mode::kAlloc}, {"msched", Mode::kMsched}, {"profile", Mode::kProfile}};
+constexpr std::pair<const char*, Mode> kModes[] = {{"off", Mode::kOff},
+                                                   {"um", Mode::kUm},
+                                                   {"alloc", Mode::kAlloc},
+                                                   {"msched", Mode::kMsched},
+                                                   {"profile", Mode::kProfile}};
 constexpr std::pair<const char*, UnknownPolicy> kUnknown[] = {
     {"pointers", UnknownPolicy::kPointers}, {"fault", UnknownPolicy::kFault}, {"alloc", UnknownPolicy::kAlloc}};
 constexpr std::pair<const char*, bool> kOnOff[] = {{"on", true}, {"off", false}};
@@ -57,9 +60,9 @@ constexpr std::pair<const char*, EvictionPolicy> kEviction[] = {{"opt", Eviction
 constexpr std::pair<const char*, CoordMode> kCoord[] = {
     {"auto", CoordMode::kAuto}, {"off", CoordMode::kOff}, {"required", CoordMode::kRequired}};
 constexpr std::pair<const char*, JobClass> kClasses[] = {{"short", JobClass::kShort}, {"long", JobClass::kLong}};
-constexpr std::pair<const char*, LogLevel> kLevels[] = {
-    {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
-    {"warn", LogLevel::kWarn},   {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
+constexpr std::pair<const char*, LogLevel> kLevels[] = {{"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},
+                                                        {"info", LogLevel::kInfo},   {"warn", LogLevel::kWarn},
+                                                        {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
 
 bool SetPath(std::string_view v, std::string* out) {
   v = Trim(v);
@@ -254,11 +257,20 @@ Result<uint64_t> ParseBytes(std::string_view text) {
     double factor;
   };
   static const Unit kUnits[] = {
-      {"", 1},          {"b", 1},
-      {"k", 1024.0},    {"kib", 1024.0},    {"kb", 1e3},
-      {"m", 1048576.0}, {"mib", 1048576.0}, {"mb", 1e6},
-      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
-      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12},
+      {"", 1},
+      {"b", 1},
+      {"k", 1024.0},
+      {"kib", 1024.0},
+      {"kb", 1e3},
+      {"m", 1048576.0},
+      {"mib", 1048576.0},
+      {"mb", 1e6},
+      {"g", 1073741824.0},
+      {"gib", 1073741824.0},
+      {"gb", 1e9},
+      {"t", 1099511627776.0},
+      {"tib", 1099511627776.0},
+      {"tb", 1e12},
   };
   for (const Unit& u : kUnits) {
     if (unit != u.name) continue;
@@ -274,8 +286,8 @@ Result<int64_t> ParseInteger(std::string_view text, int64_t lo, int64_t hi) {
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) {
-    return Status::InvalidArgument("'" + std::string(text) + "' is not an integer from " + std::to_string(lo) +
-                                   " to " + std::to_string(hi));
+    return Status::InvalidArgument("'" + std::string(text) + "' is not an integer from " + std::to_string(lo) + " to " +
+                                   std::to_string(hi));
   }
   return v;
 }
@@ -309,8 +321,10 @@ std::string FormatBytes(uint64_t bytes) {
     ++i;
   }
   char buf[32];
-  if (i == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, kNames[i]);
+  if (i == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, kNames[i]);
   return buf;
 }
 

@@ -107,7 +107,10 @@ std::string StatsRegistry::ToJson() const {
   for (const auto& [name, c] : counters_) Put(root, name, c->value());
   for (const auto& [name, h] : histograms_) {
     Put(root, name,
-        {{"count", h->count()}, {"mean", h->mean()}, {"p50", h->Percentile(50)}, {"p99", h->Percentile(99)},
+        {{"count", h->count()},
+         {"mean", h->mean()},
+         {"p50", h->Percentile(50)},
+         {"p99", h->Percentile(99)},
          {"max", h->max()}});
   }
   return root.dump(2) + "\n";

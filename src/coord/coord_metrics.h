@@ -47,8 +47,8 @@ class CoordMetrics {
   struct Tracked {
     bool admitted = false;
     bool on_gpu = false;
-    uint64_t turn_start = 0;         // device time its turn began (on_gpu)
-    proto::JobCounters reported;     // its last totals (the largest of each)
+    uint64_t turn_start = 0;      // device time its turn began (on_gpu)
+    proto::JobCounters reported;  // its last totals (the largest of each)
   };
 
   const std::string version_;

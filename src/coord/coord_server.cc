@@ -17,7 +17,7 @@
 namespace msched {
 namespace {
 
-constexpr int kTickMs = 100;  // watchdog and idle checks
+constexpr int kTickMs = 100;                    // watchdog and idle checks
 constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jobs still saying hello
 
 // The version msched_build_info reports.
@@ -89,8 +89,7 @@ CoordServer::CoordServer(ServerOptions options, int listen_fd, int wake_fd, int 
       idle_since_ms_(NowMs()),
       own_uid_(static_cast<uint32_t>(::geteuid())) {
   if (options_.metrics) {
-    const double started =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double started = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     metrics_ = std::make_unique<CoordMetrics>(MSCHED_VERSION, started, options_.metrics_job_names);
     PublishMetrics();  // the board is never empty once the server exists
   }
@@ -159,7 +158,8 @@ void CoordServer::Accept() {
     ::close(fd);
     return;
   }
-  if (!Privileged(peer->uid) && ConnectionsOf(peer->uid, false) >= options_.max_jobs_per_user + kSpareConnectionsPerUser) {
+  if (!Privileged(peer->uid) &&
+      ConnectionsOf(peer->uid, false) >= options_.max_jobs_per_user + kSpareConnectionsPerUser) {
     Log("refused a connection from " + Who(peer->uid, peer->pid) + ": that user holds too many connections");
     ::close(fd);
     return;

@@ -50,9 +50,9 @@
 #include "coord/coord_shm.h"
 #include "coord/coord_trace.h"
 #include "coord/metrics.h"
-#include "msched/status.h"
 #include "coord/scheduler.h"
 #include "coord/unix_socket.h"
+#include "msched/status.h"
 
 namespace msched {
 
@@ -63,12 +63,12 @@ struct ServerOptions {
   uint64_t idle_exit_ms = 0;  // exit after this long without jobs (0: never)
   uint64_t hello_timeout_ms = 5000;
   uint64_t idle_yield_ns = 50'000'000;  // a turn held this long without work passes on (0: never)
-  uint32_t max_jobs_per_user = 64;  // guests only
+  uint32_t max_jobs_per_user = 64;      // guests only
   int max_guest_priority = 0;
-  std::string trace_path;                       // empty: no timeline
+  std::string trace_path;  // empty: no timeline
   uint64_t trace_max_bytes = uint64_t{256} << 20;
-  std::shared_ptr<MetricsBoard> metrics;        // null: no metrics
-  bool metrics_job_names = false;               // publish jobs' names in the metrics
+  std::shared_ptr<MetricsBoard> metrics;  // null: no metrics
+  bool metrics_job_names = false;         // publish jobs' names in the metrics
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -94,10 +94,10 @@ class CoordServer {
     uint64_t job = 0;  // 0: not (yet) a job; a control connection
     FrameReader reader;
     uint64_t opened_ms = 0;
-    uint64_t partial_since_ms = 0;  // when the frame now pending began (0: none)
-    std::string writing;              // the unwritten rest of the order being sent
+    uint64_t partial_since_ms = 0;      // when the frame now pending began (0: none)
+    std::string writing;                // the unwritten rest of the order being sent
     std::deque<proto::Message> queued;  // orders after it, not yet begun
-    bool watching_writable = false;   // EPOLLOUT registered while anything waits
+    bool watching_writable = false;     // EPOLLOUT registered while anything waits
   };
   CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm,
               std::unique_ptr<CoordTrace> trace);
@@ -136,7 +136,7 @@ class CoordServer {
   int epoll_fd_;
   CoordShm shm_;
   Scheduler scheduler_;
-  std::unique_ptr<CoordTrace> trace_;  // null: no timeline
+  std::unique_ptr<CoordTrace> trace_;      // null: no timeline
   std::unique_ptr<CoordMetrics> metrics_;  // null: no metrics
   uint64_t metrics_published_ms_ = 0;
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd

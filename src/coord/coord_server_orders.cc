@@ -42,7 +42,8 @@ void CoordServer::Apply(const Commands& commands) {
       sent->fetch_add(1, std::memory_order_release);
     }
     auto conn = conns_.find(it->second);
-    if (conn == conns_.end() || !Deliver(*conn->second, std::visit([](const auto& o) { return proto::Message(o); }, cmd.order), sent)) {
+    if (conn == conns_.end() ||
+        !Deliver(*conn->second, std::visit([](const auto& o) { return proto::Message(o); }, cmd.order), sent)) {
       // Broken, or more orders behind than a live job leaves unread: no
       // further message could be read from it. Shut down, EPOLLRDHUP/EOF
       // removes it; the watchdog covers the gap.

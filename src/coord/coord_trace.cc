@@ -91,7 +91,8 @@ void CoordTrace::Sent(const Scheduler& s, const Commands& commands) {
     Track& t = TrackOf(s, c.job);
     if (const auto* refused = std::get_if<proto::Refused>(&c.order)) {
       Instant(t, "refused", s.now(), {{"job", c.job}, {"reason", refused->reason}});
-    } else if (const auto* stop = std::get_if<proto::Stop>(&c.order); stop && stop->reason == proto::StopReason::kPreempt) {
+    } else if (const auto* stop = std::get_if<proto::Stop>(&c.order);
+               stop && stop->reason == proto::StopReason::kPreempt) {
       Instant(t, "preempted", s.now(), {{"job", c.job}});
     } else if (const auto* go = std::get_if<proto::Go>(&c.order); go && go->load) {
       const Job* j = s.Find(c.job);

@@ -23,7 +23,7 @@ const char* JobStateName(JobState s);
 
 struct Job {
   uint64_t id = 0;
-  uint32_t uid = 0;   // from the socket's peer credentials
+  uint32_t uid = 0;  // from the socket's peer credentials
   int32_t pid = 0;
   std::string name;
   JobClass job_class = JobClass::kUnset;  // as declared
@@ -34,11 +34,11 @@ struct Job {
   uint64_t resident = 0;     // bytes it holds in HBM (estimate)
   uint64_t budget = 0;       // HBM it may hold while it runs
   JobState state = JobState::kWaiting;
-  bool active = false;       // running and in the group that holds the GPU now
-  bool was_admitted = false; // paused before admission returns to the queue on resume
-  bool unresponsive = false; // left an answer owed: out of the rotation until it is heard from
-  uint32_t stops_owed = 0;   // stops sent that it has not answered yet (they are answered in order)
-  bool idle = false;         // gave its turn up for want of work: out of the rotation until it has work again
+  bool active = false;        // running and in the group that holds the GPU now
+  bool was_admitted = false;  // paused before admission returns to the queue on resume
+  bool unresponsive = false;  // left an answer owed: out of the rotation until it is heard from
+  uint32_t stops_owed = 0;    // stops sent that it has not answered yet (they are answered in order)
+  bool idle = false;          // gave its turn up for want of work: out of the rotation until it has work again
   uint64_t submitted_ns = 0;
   uint64_t admitted_ns = 0;
   uint64_t finished_ns = 0;
@@ -62,18 +62,18 @@ struct Job {
 };
 
 struct SchedulerOptions {
-  uint64_t hbm_bytes = 0;                  // 0: learnt from the first job's device
-  uint64_t host_bytes = UINT64_MAX;        // admitted footprints must fit host memory (evicted data lives there)
-  double oversubscribe = 2.0;              // admitted footprints <= ratio x HBM, time-sliced as needed
-  double usable_fraction = 0.95;           // of HBM, for working sets (contexts, fragmentation)
-  double swap_fraction = 0.03;             // slices last so that swapping takes at most this share
-  uint64_t min_slice_ns = 20'000'000;      // 20 ms
-  uint64_t max_slice_ns = 10'000'000'000;  // 10 s
-  uint64_t fixed_slice_ns = 0;             // nonzero: every slice this long (no adaptation)
-  uint64_t aging_ns = 60'000'000'000;      // a minute of waiting is worth one priority step
-  uint64_t reserve_after_ns = 300'000'000'000;  // nobody passes a job that has waited 5 min
+  uint64_t hbm_bytes = 0;                         // 0: learnt from the first job's device
+  uint64_t host_bytes = UINT64_MAX;               // admitted footprints must fit host memory (evicted data lives there)
+  double oversubscribe = 2.0;                     // admitted footprints <= ratio x HBM, time-sliced as needed
+  double usable_fraction = 0.95;                  // of HBM, for working sets (contexts, fragmentation)
+  double swap_fraction = 0.03;                    // slices last so that swapping takes at most this share
+  uint64_t min_slice_ns = 20'000'000;             // 20 ms
+  uint64_t max_slice_ns = 10'000'000'000;         // 10 s
+  uint64_t fixed_slice_ns = 0;                    // nonzero: every slice this long (no adaptation)
+  uint64_t aging_ns = 60'000'000'000;             // a minute of waiting is worth one priority step
+  uint64_t reserve_after_ns = 300'000'000'000;    // nobody passes a job that has waited 5 min
   uint64_t short_threshold_ns = 300'000'000'000;  // undeclared jobs whose name ran shorter are short
-  double link_bytes_per_ns = 25.0;         // initial swap bandwidth (25 GB/s), then measured
+  double link_bytes_per_ns = 25.0;                // initial swap bandwidth (25 GB/s), then measured
 };
 
 }  // namespace msched

@@ -133,8 +133,8 @@ std::string RenderPrometheus(const MetricsSnapshot& s) {
   e.Sample("msched_jobs", Label("state", "waiting"), s.jobs_waiting);
   e.Sample("msched_jobs", Label("state", "running"), s.jobs_running);
   e.Sample("msched_jobs", Label("state", "paused"), s.jobs_paused);
-  e.Single("msched_jobs_submitted_total", "counter", "Jobs that registered with this coordinator, refused ones included.",
-           s.jobs_submitted);
+  e.Single("msched_jobs_submitted_total", "counter",
+           "Jobs that registered with this coordinator, refused ones included.", s.jobs_submitted);
   e.Single("msched_admissions_total", "counter", "Jobs admitted by this coordinator.", s.admissions);
   e.Single("msched_admission_wait_seconds_total", "counter",
            "Time the admitted jobs waited from registering to admission, summed, in seconds of the device clock "

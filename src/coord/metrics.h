@@ -54,23 +54,23 @@ struct JobMetrics {
 std::vector<double> SliceSecondsBounds();
 
 struct MetricsSnapshot {
-  std::string version;             // msched_build_info's label
-  double start_time_seconds = 0;   // wall clock, seconds since the Unix epoch
-  uint64_t hbm_bytes = 0;          // 0 until learnt
+  std::string version;            // msched_build_info's label
+  double start_time_seconds = 0;  // wall clock, seconds since the Unix epoch
+  uint64_t hbm_bytes = 0;         // 0 until learnt
   uint64_t jobs_waiting = 0, jobs_running = 0, jobs_paused = 0;
   uint64_t jobs_submitted = 0;
   uint64_t groups = 0;
   uint64_t switches = 0;
-  uint64_t swap_in_bytes = 0;      // reported by the jobs
-  uint64_t swap_out_bytes = 0;     // the coordinator's estimate
+  uint64_t swap_in_bytes = 0;   // reported by the jobs
+  uint64_t swap_out_bytes = 0;  // the coordinator's estimate
   uint64_t admissions = 0;
   uint64_t admission_wait_ns = 0;  // summed over admissions
   uint64_t faults = 0;
   uint64_t prefetched_bytes = 0;
   double link_bytes_per_second = 0;
   MetricsHistogram slice_seconds{SliceSecondsBounds()};
-  bool job_names = false;          // jobs' names as labels (mschedd --metrics-names)
-  std::vector<JobMetrics> jobs;    // by id
+  bool job_names = false;        // jobs' names as labels (mschedd --metrics-names)
+  std::vector<JobMetrics> jobs;  // by id
 };
 
 // The text exposition of `s`, every metric with its HELP and TYPE lines,

@@ -89,7 +89,6 @@ Result<Message> DecodeAs(const std::string& payload) {
   return Message(std::move(m));
 }
 
-
 // The length of the UTF-8 character that starts at s[i] if it is well formed
 // (shortest form, no surrogates, at most U+10FFFF), else 0.
 size_t Utf8Length(std::string_view s, size_t i) {
@@ -98,10 +97,14 @@ size_t Utf8Length(std::string_view s, size_t i) {
   if (c < 0x80) return 1;
   size_t n = 0;
   uint32_t cp = 0, min = 0;
-  if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f, min = 0x80;
-  else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f, min = 0x800;
-  else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07, min = 0x10000;
-  else return 0;
+  if ((c & 0xe0) == 0xc0)
+    n = 2, cp = c & 0x1f, min = 0x80;
+  else if ((c & 0xf0) == 0xe0)
+    n = 3, cp = c & 0x0f, min = 0x800;
+  else if ((c & 0xf8) == 0xf0)
+    n = 4, cp = c & 0x07, min = 0x10000;
+  else
+    return 0;
   if (s.size() - i < n) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xc0) != 0x80) return 0;
@@ -182,7 +185,7 @@ std::string SanitizeName(std::string_view name) {
 }
 
 uint32_t MaxPayloadOf(MsgType t) {
-  constexpr uint32_t kText = 4;      // a text's length field
+  constexpr uint32_t kText = 4;       // a text's length field
   constexpr uint32_t kCounters = 16;  // JobCounters
   switch (t) {
     case MsgType::kHello: return 4 * 8 + 4 + 1 + kText + kMaxName;

@@ -5,7 +5,7 @@
 namespace msched {
 namespace {
 
-constexpr size_t kFinishedKept = 256;             // finished jobs kept for msched status
+constexpr size_t kFinishedKept = 256;                // finished jobs kept for msched status
 constexpr uint64_t kMinLoadForBandwidth = 16 << 20;  // smaller loads say little about the link
 
 // A stop for `job`, which then owes one more answer.
@@ -131,7 +131,7 @@ Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
   Job* j = Heard(id);
-  if (j == nullptr || !j->active) {  // a stale report: its slice was already taken away
+  if (j == nullptr || !j->active) {         // a stale report: its slice was already taken away
     Reschedule(AllActiveReported(), &out);  // (it may be back from being unresponsive)
     return out;
   }
@@ -151,8 +151,8 @@ Commands Scheduler::Idle(uint64_t id, uint64_t since) {
     return out;
   }
   const std::vector<uint64_t> active = Active();
-  const bool others_run = std::any_of(active.begin(), active.end(),
-                                      [&](uint64_t a) { return a != id && !reported_.count(a); });
+  const bool others_run =
+      std::any_of(active.begin(), active.end(), [&](uint64_t a) { return a != id && !reported_.count(a); });
   if (slice_end_ == proto::kNever || !pending_.empty() || others_run) {
     out.push_back(CarryOn(*j, since, slice_end_));
     return out;

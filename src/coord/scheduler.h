@@ -36,9 +36,9 @@
 
 #include "coord/admission.h"
 #include "coord/job.h"
-#include "msched/status.h"
-#include "msched/protocol.h"
 #include "coord/timeline.h"
+#include "msched/protocol.h"
+#include "msched/status.h"
 
 namespace msched {
 
@@ -126,14 +126,14 @@ class Scheduler {
   JobHistory history_;
   uint64_t now_ = 0;
   uint64_t slice_end_ = proto::kNever;
-  uint64_t turn_start_ = 0;  // when the running group's slice began (slice_end_ finite)
-  std::set<uint64_t> pending_;    // stops not yet answered
+  uint64_t turn_start_ = 0;     // when the running group's slice began (slice_end_ finite)
+  std::set<uint64_t> pending_;  // stops not yet answered
   // Usage asks not yet answered, by job (the highest): answered once no
   // switch is under way, after the orders that settle the grants.
   std::map<uint64_t, uint64_t> unanswered_;
-  std::set<uint64_t> reported_;   // active jobs that reported their slice end
-  std::vector<uint64_t> next_;    // the group to start when pending_ empties
-  uint64_t switch_at_ = 0;        // an idle switch's time, until the next group starts (0: none)
+  std::set<uint64_t> reported_;  // active jobs that reported their slice end
+  std::vector<uint64_t> next_;   // the group to start when pending_ empties
+  uint64_t switch_at_ = 0;       // an idle switch's time, until the next group starts (0: none)
   uint64_t switches_ = 0;
   double link_bytes_per_ns_;
   size_t group_count_ = 0;

@@ -23,9 +23,8 @@ std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usab
   std::vector<Group> groups;
   for (const Job* j : runnable) {
     const uint64_t ws = j->WorkingSetEstimate();
-    auto fit = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.priority == j->priority && g.working_set + ws <= usable;
-    });
+    auto fit = std::find_if(groups.begin(), groups.end(),
+                            [&](const Group& g) { return g.priority == j->priority && g.working_set + ws <= usable; });
     if (fit == groups.end()) {
       groups.push_back({{}, j->priority, 0});
       fit = groups.end() - 1;

@@ -87,7 +87,8 @@ Result<int> ListenUnix(const std::string& path, bool any_user) {
   // symlink swapped in). The umask is the process's, hence set back at once.
   const mode_t mode = any_user ? 0666 : 0600;
   const mode_t umask_before = ::umask(0);
-  const bool bound = ::fchmod(fd, mode) == 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0;
+  const bool bound =
+      ::fchmod(fd, mode) == 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0;
   ::umask(umask_before);
   if (!bound || ::listen(fd, 128) != 0) {
     const Status s = Status::IoError(Errno("cannot listen at " + path));
@@ -125,11 +126,11 @@ Result<int> ConnectToCoordinator(const std::string& path) {
   Result<PeerCred> peer = PeerOf(*fd);
   if (!peer.ok() || (peer->uid != me && peer->uid != 0)) {
     ::close(*fd);
-    return Status::PermissionDenied("the process listening at " + path +
-                                    (peer.ok() ? " runs as uid " + std::to_string(peer->uid) + ", pid " +
-                                                     std::to_string(peer->pid)
-                                               : std::string(" cannot be identified")) +
-                                    ", neither this user nor root; not trusting it");
+    return Status::PermissionDenied(
+        "the process listening at " + path +
+        (peer.ok() ? " runs as uid " + std::to_string(peer->uid) + ", pid " + std::to_string(peer->pid)
+                   : std::string(" cannot be identified")) +
+        ", neither this user nor root; not trusting it");
   }
   return fd;
 }

@@ -13,8 +13,8 @@
 #include <optional>
 #include <string>
 
-#include "msched/status.h"
 #include "msched/protocol.h"
+#include "msched/status.h"
 
 namespace msched {
 

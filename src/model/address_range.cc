@@ -44,8 +44,8 @@ void RangeSet::Subtract(const ByteRange& r) {
 }
 
 bool RangeSet::Contains(uint64_t addr) const {
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), addr,
-                             [](uint64_t v, const ByteRange& x) { return v < x.end; });
+  auto it =
+      std::upper_bound(ranges_.begin(), ranges_.end(), addr, [](uint64_t v, const ByteRange& x) { return v < x.end; });
   return it != ranges_.end() && it->Contains(addr);
 }
 

@@ -8,9 +8,9 @@
 
 namespace msched {
 
-inline constexpr uint64_t kPageSize = 4096;             // the driver's base page
-inline constexpr uint64_t kBigPageSize = 64 * 1024;     // unit of a serviced fault
-inline constexpr uint64_t kChunkSize = 2 * 1024 * 1024; // VA block / eviction unit
+inline constexpr uint64_t kPageSize = 4096;              // the driver's base page
+inline constexpr uint64_t kBigPageSize = 64 * 1024;      // unit of a serviced fault
+inline constexpr uint64_t kChunkSize = 2 * 1024 * 1024;  // VA block / eviction unit
 inline constexpr int kChunkShift = 21;
 
 // REQUIRES: `align` is a power of two.

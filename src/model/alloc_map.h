@@ -14,11 +14,11 @@ namespace msched {
 
 // How an allocation came to be, which decides whether msched may move it.
 enum class AllocKind : uint8_t {
-  kManaged,        // managed memory (converted or asked for): prefetchable
-  kPooled,         // a block of msched's managed pool (stream-ordered): prefetchable;
-                   // the memory manager tracks its chunk, not the block
-  kDevice,         // ordinary device memory left as it is (mode off)
-  kPinned,         // VMM or IPC memory: cannot be managed, never moved by msched
+  kManaged,  // managed memory (converted or asked for): prefetchable
+  kPooled,   // a block of msched's managed pool (stream-ordered): prefetchable;
+             // the memory manager tracks its chunk, not the block
+  kDevice,   // ordinary device memory left as it is (mode off)
+  kPinned,   // VMM or IPC memory: cannot be managed, never moved by msched
 };
 
 // Whether msched may move the allocation's memory (it is managed).

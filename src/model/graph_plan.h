@@ -54,8 +54,8 @@ struct GraphPlan {
   // Each launch runs `segments` in turn. One segment holding every node
   // means the launch is the user's own, after its data is made resident.
   std::vector<GraphSegment> segments;
-  uint64_t bytes = 0;       // the size of the whole graph's data
-  bool split = false;       // more than one segment: nodes are disabled per launch
+  uint64_t bytes = 0;  // the size of the whole graph's data
+  bool split = false;  // more than one segment: nodes are disabled per launch
 };
 
 // The plan for `nodes` under a budget of `budget` bytes: the whole graph

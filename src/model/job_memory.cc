@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace msched {
 
 JobMemory::JobMemory(EvictionPolicy policy) { manager_.set_eviction_policy(policy); }
@@ -32,9 +31,9 @@ MoveOutcome JobMemory::MakeResident(const std::vector<PredictedRegion>& regions,
   if (regions.empty() || budget_.Total() == 0) return {};
   MemoryActions actions;
   // Left to faults, only what the launch's regions touch comes in.
-  manager_.PlanAccess(regions, seq, &actions,
-                      load == Load::kPrefetch ? MemoryManager::Granularity::kWholeChunks
-                                              : MemoryManager::Granularity::kPredicted);
+  manager_.PlanAccess(
+      regions, seq, &actions,
+      load == Load::kPrefetch ? MemoryManager::Granularity::kWholeChunks : MemoryManager::Granularity::kPredicted);
   if (load == Load::kLeaveToFaults) {
     actions.load.clear();
     actions.load_bytes = 0;

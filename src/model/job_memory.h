@@ -23,9 +23,9 @@
 #include "model/alloc_map.h"
 #include "model/device_ops.h"
 #include "model/memory_manager.h"
+#include "model/template_eval.h"
 #include "msched/config.h"
 #include "msched/status.h"
-#include "model/template_eval.h"
 
 namespace msched {
 

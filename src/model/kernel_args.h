@@ -129,8 +129,8 @@ class ArgView {
   };
 
   const ParamLayout* layout_ = nullptr;
-  void* const* params_ = nullptr;      // kernelParams form
-  const uint8_t* buffer_ = nullptr;    // packed form
+  void* const* params_ = nullptr;    // kernelParams form
+  const uint8_t* buffer_ = nullptr;  // packed form
 };
 
 struct ArgWord {

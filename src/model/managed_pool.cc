@@ -155,8 +155,7 @@ void ManagedPool::Release(BlockIt it, FenceId fence) {
 ManagedPool::BlockIt ManagedPool::InsertFree(BlockIt it) {
   // Neighbours in the same chunk are contiguous (the blocks tile it).
   auto mergeable = [](const Block& a, const Block& b) {
-    return a.chunk == b.chunk && a.state == Block::State::kFree && b.state == Block::State::kFree &&
-           a.fence == b.fence;
+    return a.chunk == b.chunk && a.state == Block::State::kFree && b.state == Block::State::kFree && a.fence == b.fence;
   };
   // Two blocks carried the fence and one is left: its count cannot reach 0.
   auto absorbed = [this](FenceId fence) {

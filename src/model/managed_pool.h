@@ -80,9 +80,9 @@ class ManagedPool {
   // REQUIRES: chunk_bytes a multiple of 2 MiB, own_chunk_from <= chunk_bytes,
   // alignment a power of two (CUDA promises 256 bytes; 512 as PyTorch rounds).
   struct Settings {
-    uint64_t chunk_bytes = uint64_t{64} << 20;      // a shared chunk
-    uint64_t own_chunk_from = uint64_t{32} << 20;   // requests this large get their own
-    uint64_t alignment = 512;                       // of every block's start and size
+    uint64_t chunk_bytes = uint64_t{64} << 20;     // a shared chunk
+    uint64_t own_chunk_from = uint64_t{32} << 20;  // requests this large get their own
+    uint64_t alignment = 512;                      // of every block's start and size
   };
 
   ManagedPool() : ManagedPool(Settings{}) {}
@@ -124,14 +124,14 @@ class ManagedPool {
  private:
   struct Block {
     uint64_t size = 0;
-    uint64_t chunk = 0;        // base of its chunk
+    uint64_t chunk = 0;  // base of its chunk
     enum class State : uint8_t { kFree, kUsed, kRetired } state = State::kFree;
     FenceId fence = kNoFence;  // a free block's: what reuse must wait for
   };
   struct Chunk {
-    uint64_t bytes = 0;        // as allocated
+    uint64_t bytes = 0;           // as allocated
     uint64_t begin = 0, end = 0;  // the aligned span its blocks tile
-    uint64_t live_blocks = 0;  // used or retired
+    uint64_t live_blocks = 0;     // used or retired
   };
   using BlockIt = std::map<uint64_t, Block>::iterator;
 
@@ -156,9 +156,9 @@ class ManagedPool {
   Result<BlockIt> Live(uint64_t ptr);
 
   Settings settings_;
-  std::map<uint64_t, Block> blocks_;               // every block, by address
-  std::set<std::pair<uint64_t, uint64_t>> free_;   // (size, address) of free blocks
-  std::map<uint64_t, Chunk> chunks_;               // by base
+  std::map<uint64_t, Block> blocks_;              // every block, by address
+  std::set<std::pair<uint64_t, uint64_t>> free_;  // (size, address) of free blocks
+  std::map<uint64_t, Chunk> chunks_;              // by base
   std::map<FenceId, uint32_t> fence_refs_;
   uint64_t reserved_ = 0, in_use_ = 0, retired_ = 0;
 };

@@ -18,9 +18,9 @@ using ChunkId = uint64_t;
 using AccessStep = std::vector<ChunkId>;
 
 struct PlannerInput {
-  uint64_t capacity = 0;            // what fits at once, in the units of `size`
-  std::vector<ChunkId> resident;    // resident now, least recently used first
-  std::vector<AccessStep> future;   // known future, earliest first
+  uint64_t capacity = 0;           // what fits at once, in the units of `size`
+  std::vector<ChunkId> resident;   // resident now, least recently used first
+  std::vector<AccessStep> future;  // known future, earliest first
   // What each chunk occupies once resident (bytes, say); a chunk not listed
   // occupies 1. A resident chunk's size may exceed what it holds now: the
   // growth is charged at step 0.

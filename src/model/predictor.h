@@ -13,16 +13,16 @@
 
 #include "model/alloc_map.h"
 #include "model/kernel_args.h"
-#include "msched/config.h"
 #include "model/template_eval.h"
+#include "msched/config.h"
 
 namespace msched {
 
 // How the pointer fallbacks read an argument word that points into a
 // managed allocation.
 enum class PointerExtent : uint8_t {
-  kToAllocationEnd,    // from the pointer to the end of the allocation
-  kWholeAllocation,    // the whole allocation, once
+  kToAllocationEnd,  // from the pointer to the end of the allocation
+  kWholeAllocation,  // the whole allocation, once
 };
 
 // Appends, for every 8-byte-aligned 64-bit word of the arguments (struct

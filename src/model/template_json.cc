@@ -17,9 +17,9 @@ namespace {
 using json = nlohmann::json;
 
 // Bounds that no real kernel comes near; a value past them is a broken file.
-constexpr int64_t kMaxConstant = int64_t{1} << 48;   // 256 TiB
+constexpr int64_t kMaxConstant = int64_t{1} << 48;  // 256 TiB
 constexpr int64_t kMaxDivisor = int64_t{1} << 32;
-constexpr uint32_t kMaxParamBytes = 32768;          // CUDA's parameter limit is 32764
+constexpr uint32_t kMaxParamBytes = 32768;  // CUDA's parameter limit is 32764
 
 // Parses one kernel entry. Each step returns a Status or Result; on the
 // first problem the entry is given up, with the field it was found in kept
@@ -54,16 +54,16 @@ Result<int64_t> EntryParser::GetInt(const json& j, const std::string& field, int
   if (j.is_number_unsigned()) {
     const uint64_t u = j.get<uint64_t>();
     if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) {
-      return Fail(field, "value " + std::to_string(u) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                             "]");
+      return Fail(field,
+                  "value " + std::to_string(u) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return static_cast<int64_t>(u);
   }
   if (j.is_number_integer()) {
     const int64_t v = j.get<int64_t>();
     if (v < lo || v > hi) {
-      return Fail(field, "value " + std::to_string(v) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                             "]");
+      return Fail(field,
+                  "value " + std::to_string(v) + " outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return v;
   }
@@ -164,9 +164,9 @@ Result<LinearExpr> EntryParser::Expr(const json& j, const ParamLayout& layout, c
   }
   // The coefficient defaults to 1 on a product and to 0 on a bare constant.
   e.coef = e.factors.empty() ? 0 : 1;
-  for (auto [key, out, lo, hi] : {std::tuple{"coef", &e.coef, -kMaxConstant, kMaxConstant},
-                                  std::tuple{"div", &e.div, int64_t{1}, kMaxDivisor},
-                                  std::tuple{"add", &e.add, -kMaxConstant, kMaxConstant}}) {
+  for (auto [key, out, lo, hi] :
+       {std::tuple{"coef", &e.coef, -kMaxConstant, kMaxConstant}, std::tuple{"div", &e.div, int64_t{1}, kMaxDivisor},
+        std::tuple{"add", &e.add, -kMaxConstant, kMaxConstant}}) {
     if (auto it = j.find(key); it != j.end()) {
       Result<int64_t> v = GetInt(*it, field + "." + key, lo, hi);
       if (!v.ok()) return v.status();
@@ -318,7 +318,8 @@ TemplateLoadResult ParseDocument(const json& doc, const std::string& file) {
     return out;
   }
   int version = kTemplateFormatVersion;
-  if (auto it = doc.find("format"); it == doc.end() || !it->is_string() || it->get<std::string>() != kTemplateFormatName) {
+  if (auto it = doc.find("format");
+      it == doc.end() || !it->is_string() || it->get<std::string>() != kTemplateFormatName) {
     problem("", "format", "expected \"msched-templates\"");
     return out;
   }
@@ -326,8 +327,11 @@ TemplateLoadResult ParseDocument(const json& doc, const std::string& file) {
     if (it->is_number_integer()) version = it->get<int>();
     if (!it->is_number_integer() || version != kTemplateFormatVersion) {
       // Entries may still carry a version this msched reads; each is judged alone.
-      problem("", "version", "file format version " + it->dump() + " is not supported; loading only entries "
-              "that declare version " + std::to_string(kTemplateFormatVersion));
+      problem("", "version",
+              "file format version " + it->dump() +
+                  " is not supported; loading only entries "
+                  "that declare version " +
+                  std::to_string(kTemplateFormatVersion));
     }
   }
   if (auto it = doc.find("kernels"); it != doc.end()) {

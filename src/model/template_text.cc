@@ -11,9 +11,8 @@ struct DimName {
   std::string_view name;
 };
 constexpr DimName kDimNames[] = {
-    {Factor::Kind::kGridX, "grid.x"},   {Factor::Kind::kGridY, "grid.y"},
-    {Factor::Kind::kGridZ, "grid.z"},   {Factor::Kind::kBlockX, "block.x"},
-    {Factor::Kind::kBlockY, "block.y"}, {Factor::Kind::kBlockZ, "block.z"},
+    {Factor::Kind::kGridX, "grid.x"},   {Factor::Kind::kGridY, "grid.y"},   {Factor::Kind::kGridZ, "grid.z"},
+    {Factor::Kind::kBlockX, "block.x"}, {Factor::Kind::kBlockY, "block.y"}, {Factor::Kind::kBlockZ, "block.z"},
 };
 
 bool ParseUint(std::string_view s, uint64_t max, uint64_t* out) {
@@ -49,9 +48,12 @@ std::optional<ArgRef> ParseArgRef(std::string_view text) {
   ArgRef ref;
   if (auto colon = text.find(':'); colon != std::string_view::npos) {
     const std::string_view w = text.substr(colon + 1);
-    if (w == "u32") ref.width = 4;
-    else if (w == "u64") ref.width = 8;
-    else return std::nullopt;
+    if (w == "u32")
+      ref.width = 4;
+    else if (w == "u64")
+      ref.width = 8;
+    else
+      return std::nullopt;
     text = text.substr(0, colon);
   }
   uint64_t param = 0, offset = 0;

@@ -133,8 +133,9 @@ ProfileReport Analyze(const Trace& trace) {
     if (kept_calls[name] < obs.size()) {
       kept_calls[name] = obs.size();
       auto& kernels = report.templates.kernels;
-      kernels.erase(std::remove_if(kernels.begin(), kernels.end(), [&n = name](const KernelTemplate& t) { return t.name == n; }),
-                    kernels.end());
+      kernels.erase(
+          std::remove_if(kernels.begin(), kernels.end(), [&n = name](const KernelTemplate& t) { return t.name == n; }),
+          kernels.end());
       kernels.push_back(std::move(full.tmpl));
     }
     report.kernels.push_back(std::move(k));
@@ -166,8 +167,8 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
     // fallback where there is none or where one of its regions failed.
     uint32_t failed = 0;
     RangeSet predicted = t ? Predict(*t, o, &failed) : RangeSet();
-    const std::optional<PointerExtent> rule = PointerRuleFor(
-        t ? PredictionSource::kTemplate : PredictionSource::kPointers, UnknownPolicy::kPointers, failed);
+    const std::optional<PointerExtent> rule =
+        PointerRuleFor(t ? PredictionSource::kTemplate : PredictionSource::kPointers, UnknownPolicy::kPointers, failed);
     if (rule) predicted.Add(o.fallback);
     ++check.launches;
     if (!rule) ++check.template_launches;
@@ -186,15 +187,18 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
                         const std::string& trace_name) {
   std::string out = "# Templates checked on a run\n\n";
   out += "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
-         std::to_string(trace.launches.size()) + " launches): what msched prefetches at run time for every "
+         std::to_string(trace.launches.size()) +
+         " launches): what msched prefetches at run time for every "
          "call, the kernel's template or else the fallback (from each pointer argument to the end of its "
-         "allocation), beside predicting whole allocations. " + std::to_string(c.template_launches) + " of " +
-         std::to_string(c.launches) + " launches predicted by a template. FN: touched but not predicted (each "
+         "allocation), beside predicting whole allocations. " +
+         std::to_string(c.template_launches) + " of " + std::to_string(c.launches) +
+         " launches predicted by a template. FN: touched but not predicted (each "
          "costs faults); FP: predicted but not touched (link bandwidth and HBM wasted). Blocks: the 2 MiB blocks "
          "each side covers, summed over launches.\n\n";
-  out += "| kernel | template | calls | FN % blocks | FP % blocks | FN % bytes | FN % pages | FP % bytes | "
-         "FP % pages | FN MB | FP MB | whole-alloc FN % | whole-alloc FP % |\n"
-         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out +=
+      "| kernel | template | calls | FN % blocks | FP % blocks | FN % bytes | FN % pages | FP % bytes | "
+      "FP % pages | FN MB | FP MB | whole-alloc FN % | whole-alloc FP % |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   auto row = [&](const std::string& name, const std::string& kind, const std::string& calls, const Accuracy& a,
                  const Accuracy& n) {
     char mb[64];
@@ -210,10 +214,14 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
 
 std::string CheckJson(const TemplateCheck& c) {
   auto figures = [](const Accuracy& a) {
-    return nlohmann::json{{"touched_bytes", a.touched_bytes},   {"predicted_bytes", a.predicted_bytes},
-                          {"fn_bytes", a.fn_bytes},             {"fp_bytes", a.fp_bytes},
-                          {"touched_blocks", a.touched_blocks}, {"predicted_blocks", a.predicted_blocks},
-                          {"fn_blocks", a.fn_blocks},           {"fp_blocks", a.fp_blocks}};
+    return nlohmann::json{{"touched_bytes", a.touched_bytes},
+                          {"predicted_bytes", a.predicted_bytes},
+                          {"fn_bytes", a.fn_bytes},
+                          {"fp_bytes", a.fp_bytes},
+                          {"touched_blocks", a.touched_blocks},
+                          {"predicted_blocks", a.predicted_blocks},
+                          {"fn_blocks", a.fn_blocks},
+                          {"fp_blocks", a.fp_blocks}};
   };
   nlohmann::json j;
   j["kernels"] = nlohmann::json::array();
@@ -225,26 +233,31 @@ std::string CheckJson(const TemplateCheck& c) {
     j["kernels"].push_back(std::move(e));
   }
   j["total"] = figures(c.total);
-  j["launches"] = {{"total", c.launches}, {"template", c.template_launches},
-                   {"fallback", c.launches - c.template_launches}};
+  j["launches"] = {
+      {"total", c.launches}, {"template", c.template_launches}, {"fallback", c.launches - c.template_launches}};
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatReport(const ProfileReport& r, const Trace& trace, const std::string& trace_name) {
   std::string out = "# msched-profile report\n\n";
-  out += "Trace: " + trace_name + " (" + trace.source + ", touched ranges known to " +
-         std::to_string(trace.precision) + " byte" + (trace.precision == 1 ? "" : "s") + "), " +
-         std::to_string(trace.launches.size()) + " launches of " + std::to_string(r.kernels.size()) + " kernels.\n";
+  out += "Trace: " + trace_name + " (" + trace.source + ", touched ranges known to " + std::to_string(trace.precision) +
+         " byte" + (trace.precision == 1 ? "" : "s") + "), " + std::to_string(trace.launches.size()) + " launches of " +
+         std::to_string(r.kernels.size()) + " kernels.\n";
   if (trace.precision > 1) {
-    out += "Precision: the driver migrates whole 64 KiB pages and prefetches within 2 MiB blocks, so touched ranges "
-           "are rounded out to " + std::to_string(trace.precision) + " bytes; templates err towards larger regions.\n";
+    out +=
+        "Precision: the driver migrates whole 64 KiB pages and prefetches within 2 MiB blocks, so touched ranges "
+        "are rounded out to " +
+        std::to_string(trace.precision) + " bytes; templates err towards larger regions.\n";
   }
   for (const std::string& note : trace.notes) out += "Note: " + note + "\n";
-  out += "\nHeld-out accuracy: templates fitted on each kernel's even-numbered calls, measured on its odd-numbered "
-         "calls, beside predicting whole allocations (the naive baseline). FN: touched but not predicted; FP: "
-         "predicted but not touched. In bytes: exact ranges; in pages: the 4 KiB pages each side covers (what migration moves).\n\n";
-  out += "| kernel | template | calls | held out | FN % bytes | FN % pages | FP % bytes | FP % pages | "
-         "whole-alloc FN % | whole-alloc FP % |\n";
+  out +=
+      "\nHeld-out accuracy: templates fitted on each kernel's even-numbered calls, measured on its odd-numbered "
+      "calls, beside predicting whole allocations (the naive baseline). FN: touched but not predicted; FP: "
+      "predicted but not touched. In bytes: exact ranges; in pages: the 4 KiB pages each side covers (what migration "
+      "moves).\n\n";
+  out +=
+      "| kernel | template | calls | held out | FN % bytes | FN % pages | FP % bytes | FP % pages | "
+      "whole-alloc FN % | whole-alloc FP % |\n";
   out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const KernelReport& k : r.kernels) {
     out += "| " + k.name + " | " + k.kind + " | " + std::to_string(k.calls) + " | " + std::to_string(k.heldout_calls);

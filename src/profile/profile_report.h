@@ -17,7 +17,7 @@
 namespace msched {
 
 struct Accuracy {
-  uint64_t touched_bytes = 0, touched_pages = 0;      // pages counted in bytes
+  uint64_t touched_bytes = 0, touched_pages = 0;  // pages counted in bytes
   uint64_t predicted_bytes = 0, predicted_pages = 0;
   uint64_t fn_bytes = 0, fp_bytes = 0, fn_pages = 0, fp_pages = 0;
   // 2 MiB blocks (the driver's VA blocks), counted: what CUPTI's ranges can
@@ -42,18 +42,18 @@ Accuracy Compare(const RangeSet& predicted, const RangeSet& touched);
 
 struct KernelReport {
   std::string name;
-  std::string kind;       // "T1", "T2", "T3", or "unpredictable"
-  std::string reason;     // unpredictable: why; otherwise notes (seen once, held-out fit failed)
+  std::string kind;    // "T1", "T2", "T3", or "unpredictable"
+  std::string reason;  // unpredictable: why; otherwise notes (seen once, held-out fit failed)
   uint64_t calls = 0;
   uint64_t heldout_calls = 0;
-  Accuracy tmpl;          // template, held-out calls
-  Accuracy naive;         // whole allocations, held-out calls
+  Accuracy tmpl;   // template, held-out calls
+  Accuracy naive;  // whole allocations, held-out calls
 };
 
 struct ProfileReport {
   std::vector<KernelReport> kernels;
   TemplateFile templates;
-  Accuracy tmpl_total, naive_total;  // over predictable kernels' held-out calls
+  Accuracy tmpl_total, naive_total;    // over predictable kernels' held-out calls
   uint64_t regions[4] = {0, 0, 0, 0};  // T1, T2, T3 and rest regions in the templates
 };
 
@@ -70,7 +70,7 @@ struct TemplateCheck {
   std::vector<KernelReport> kernels;  // kind "fallback" for kernels the file lacks
   Accuracy total, naive_total;
   uint64_t launches = 0;
-  uint64_t template_launches = 0;     // predicted by a template whose every region evaluated
+  uint64_t template_launches = 0;  // predicted by a template whose every region evaluated
 };
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace);
 std::string FormatCheck(const TemplateCheck& check, const Trace& trace, const std::string& templates_name,

@@ -34,12 +34,12 @@ struct Evidence {
 
 // A candidate rule's rank; lower is better.
 struct Rank {
-  size_t misses;     // launches whose migration the rule does not explain
-  int64_t gap;       // mean log2 of migrated over predicted pages, in 1/16ths
-  bool constant;     // no argument word in it
+  size_t misses;  // launches whose migration the rule does not explain
+  int64_t gap;    // mean log2 of migrated over predicted pages, in 1/16ths
+  bool constant;  // no argument word in it
   size_t factors;
-  bool odd_size;     // a coefficient other than an element size (1, 2, 4, 8 or 16 bytes)
-  bool fraction;     // a coefficient with a divisor
+  bool odd_size;  // a coefficient other than an element size (1, 2, 4, 8 or 16 bytes)
+  bool fraction;  // a coefficient with a divisor
 
   auto Key() const { return std::make_tuple(misses, gap, constant, odd_size, factors, fraction); }
 };
@@ -59,7 +59,8 @@ class RuleSearch {
       const Evidence& e = evidence_[i];
       const uint64_t migrated = e.end - e.pointer;
       // Reaches into the last migrated block, and not past the migrated end.
-      if (v > static_cast<__int128>(migrated) || e.pointer + static_cast<uint64_t>(v) <= AlignDown(e.end - 1, kChunkSize)) {
+      if (v > static_cast<__int128>(migrated) ||
+          e.pointer + static_cast<uint64_t>(v) <= AlignDown(e.end - 1, kChunkSize)) {
         if (++misses > allowed_misses_) return;
         continue;
       }
@@ -69,8 +70,9 @@ class RuleSearch {
       gap += std::log2(static_cast<double>(AlignUp(e.end, precision_) - first) / std::max(predicted_units, 1.0));
     }
     const bool element_size = den == 1 && num <= 16 && (num & (num - 1)) == 0;
-    const Rank rank{misses, std::llround(16 * gap / static_cast<double>(evidence_.size() - misses)), factors.empty(),
-                    factors.size(), !element_size, den != 1};
+    const Rank rank{misses,          std::llround(16 * gap / static_cast<double>(evidence_.size() - misses)),
+                    factors.empty(), factors.size(),
+                    !element_size,   den != 1};
     LinearExpr rule{num, den, std::move(factors), 0};
     if (ties_.empty() || rank.Key() < best_rank_.Key()) {
       best_rank_ = rank;
@@ -138,7 +140,6 @@ std::vector<const Observation*> Sample(const std::vector<const Observation*>& ob
   return out;
 }
 
-
 // Where a one-word rule's word lies relative to its region's base, with the
 // rule's coefficient: the count of a list's tensor sits at the same distance
 // from that tensor's pointer for every slot (PyTorch's TensorListMetadata,
@@ -149,7 +150,8 @@ std::optional<CountShape> CountShapeOf(const Region& region, const LinearExpr& r
   if (rule.factors.size() != 1 || rule.factors[0].kind != Factor::Kind::kArg) return std::nullopt;
   const ArgRef& word = rule.factors[0].arg;
   if (word.param != region.base.param) return std::nullopt;
-  return CountShape{word.param, static_cast<int>(word.offset) - static_cast<int>(region.base.offset), rule.coef, rule.div};
+  return CountShape{word.param, static_cast<int>(word.offset) - static_cast<int>(region.base.offset), rule.coef,
+                    rule.div};
 }
 
 // Sets each region's rule: among its equally good rules, the one of the
@@ -170,8 +172,8 @@ void ChooseByConsensus(std::vector<Region>& regions, const std::vector<std::vect
   }
   for (size_t r = 0; r < regions.size(); ++r) {
     if (choices[r].empty()) continue;
-    const LinearExpr* pick = &*std::min_element(choices[r].begin(), choices[r].end(),
-                                                [](const LinearExpr& a, const LinearExpr& b) { return a.coef < b.coef; });
+    const LinearExpr* pick = &*std::min_element(
+        choices[r].begin(), choices[r].end(), [](const LinearExpr& a, const LinearExpr& b) { return a.coef < b.coef; });
     double most = 0;
     for (const LinearExpr& rule : choices[r]) {
       const auto s = CountShapeOf(regions[r], rule);

@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kMaxSizeWord = uint64_t{1} << 40;  // larger integer words are not sizes
 constexpr size_t kMaxCandidates = 48;
-constexpr size_t kMaxRoundedCandidates = 1024;  // a 4 KiB struct of distinct words, and more
+constexpr size_t kMaxRoundedCandidates = 1024;         // a 4 KiB struct of distinct words, and more
 constexpr int64_t kMaxCoefficient = int64_t{1} << 48;  // what a templates file accepts
 constexpr int64_t kMaxDivisor = 1024;
 
@@ -83,16 +83,16 @@ std::vector<FactorValues> CandidateFactors(const std::vector<const Observation*>
                                            Factor::Kind::kBlockX, Factor::Kind::kBlockY, Factor::Kind::kBlockZ};
   for (int d = 0; d < 6; ++d) {
     FactorValues fv{{kDims[d], {}}, {}};
-    for (const Observation* o : obs) fv.values.push_back(d < 3 ? o->launch->dims.grid[d] : o->launch->dims.block[d - 3]);
+    for (const Observation* o : obs)
+      fv.values.push_back(d < 3 ? o->launch->dims.grid[d] : o->launch->dims.block[d - 3]);
     natural.push_back(std::move(fv));
   }
   std::vector<FactorValues> out;
   const size_t limit = keep_constant ? kMaxRoundedCandidates : kMaxCandidates;
   for (FactorValues& fv : natural) {
     const bool unusable = keep_constant ? fv.values[0] == 0 : AllSame(fv.values);
-    const bool duplicate = !keep_constant && std::any_of(out.begin(), out.end(), [&](const FactorValues& o) {
-      return o.values == fv.values;
-    });
+    const bool duplicate = !keep_constant && std::any_of(out.begin(), out.end(),
+                                                         [&](const FactorValues& o) { return o.values == fv.values; });
     if (!unusable && !duplicate && out.size() < limit) out.push_back(std::move(fv));
   }
   return out;
@@ -108,7 +108,7 @@ std::optional<int64_t> FeasibleAdd(int64_t num, int64_t den, const std::vector<_
   for (size_t i = 0; i < targets.size(); ++i) {
     if (!targets[i]) continue;
     const __int128 v = static_cast<__int128>(num) * p[i] / den;  // as EvaluateExpr computes it
-    dmin = std::max<__int128>(dmin, targets[i]->lo - v);           // exclusive
+    dmin = std::max<__int128>(dmin, targets[i]->lo - v);         // exclusive
     dmax = std::min<__int128>(dmax, targets[i]->hi - v);
   }
   if (dmin >= dmax) return std::nullopt;
@@ -155,7 +155,7 @@ std::optional<LinearExpr> FitProduct(const std::vector<const FactorValues*>& fac
 // One base's shape in one launch.
 struct Shape {
   enum Kind { kEmpty, kContiguous, kStrided } kind = kEmpty;
-  int64_t offset = 0;  // first byte touched, relative to the base pointer
+  int64_t offset = 0;   // first byte touched, relative to the base pointer
   uint64_t extent = 0;  // contiguous: bytes; strided: bytes of each piece
   uint64_t count = 0;
   uint64_t stride = 0;
@@ -289,7 +289,8 @@ void AttributeRounded(const Allocation& a, const TouchedRange& piece, Observatio
                              [](const ArgWord* x, const ArgWord* y) { return x->value == y->value; }),
                  pointers.end());
   if (pointers.empty() || piece.range.begin < AlignDown(pointers[0]->value, kChunkSize)) {
-    o->unexplained = "touches " + Hex(piece.range.begin) + ", in a 2 MiB block below every argument that points "
+    o->unexplained = "touches " + Hex(piece.range.begin) +
+                     ", in a 2 MiB block below every argument that points "
                      "into its allocation (a base read from memory: pointer chasing)";
     return;
   }
@@ -367,7 +368,8 @@ std::vector<Observation> Observe(const Trace& trace) {
           if (best == nullptr || word.value > best->value) best = &word;
         }
         if (best == nullptr) {
-          o.unexplained = "touches " + Hex(piece.begin) + " in an allocation no argument points into at or below it "
+          o.unexplained = "touches " + Hex(piece.begin) +
+                          " in an allocation no argument points into at or below it "
                           "(a base read from memory: pointer chasing)";
           continue;
         }
@@ -460,7 +462,10 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
       std::optional<LinearExpr> s = FitExpression(stride, candidates, fixed_sizes);
       if (!e || !c || !s) {
         fit.reason = "the strided pattern through " + name + " fits no rule (" +
-                     (!c ? "piece count" : !s ? "stride" : "piece size") + ")";
+                     (!c   ? "piece count"
+                      : !s ? "stride"
+                           : "piece size") +
+                     ")";
         return fit;
       }
       region.kind = Region::Kind::kStrided;

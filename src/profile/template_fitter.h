@@ -29,17 +29,17 @@
 namespace msched {
 
 struct Observation {
-  const TraceLaunch* launch = nullptr;             // the trace must outlive the observation
-  std::vector<void*> params;                       // one pointer per parameter, into launch->args
-  ArgView args;                                    // over `params` (its buffer survives moves)
-  std::vector<ArgWord> words;                      // every 32/64-bit word of the arguments
-  std::vector<bool> is_pointer;                    // per word: points into a live allocation
+  const TraceLaunch* launch = nullptr;                  // the trace must outlive the observation
+  std::vector<void*> params;                            // one pointer per parameter, into launch->args
+  ArgView args;                                         // over `params` (its buffer survives moves)
+  std::vector<ArgWord> words;                           // every 32/64-bit word of the arguments
+  std::vector<bool> is_pointer;                         // per word: points into a live allocation
   std::map<ArgRef, std::vector<TouchedRange>> by_base;  // touched ranges, by the pointer word they start from
-  std::string unexplained;                         // a range no argument explains (empty: none)
-  RangeSet touched;                                // exact bytes touched
-  std::vector<ByteRange> pointed;                  // the allocations the arguments point into, once each
-  RangeSet naive;                                  // the same, as a set
-  RangeSet fallback;                               // from each pointer to the end of its allocation
+  std::string unexplained;                              // a range no argument explains (empty: none)
+  RangeSet touched;                                     // exact bytes touched
+  std::vector<ByteRange> pointed;                       // the allocations the arguments point into, once each
+  RangeSet naive;                                       // the same, as a set
+  RangeSet fallback;                                    // from each pointer to the end of its allocation
 };
 
 // Replays the trace's allocation events and reduces every launch.

@@ -145,10 +145,9 @@ Status ReadRecord(const json& j, const std::string& where, bool* header, TraceRe
     // Compared as JSON: converting a huge float to int first would be undefined.
     const json v = j.value("version", json());  // a json default: never throws on an object
     if (v != json(kTraceFormatVersion)) {
-      out->status = Status::Corruption(where + "trace format version " +
-                                       (v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.type_name()) +
-                                       " is not supported (this msched reads " + std::to_string(kTraceFormatVersion) +
-                                       ")");
+      out->status = Status::Corruption(
+          where + "trace format version " + (v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.type_name()) +
+          " is not supported (this msched reads " + std::to_string(kTraceFormatVersion) + ")");
       return Status::Ok();
     }
     Result<std::string> source = JsonStringOr(j, "source", "unknown");
@@ -210,7 +209,8 @@ TraceReadResult ReadTrace(const std::string& path) {
         out.status = NotATrace(where);
         return out;
       }
-      out.problems.push_back(where + (too_deep ? error : "not a JSON object (a line cut short when the program died?)"));
+      out.problems.push_back(where +
+                             (too_deep ? error : "not a JSON object (a line cut short when the program died?)"));
       continue;
     }
     if (Status s = ReadRecord(j, where, &header, &out); !s.ok()) out.problems.push_back(where + s.message());
@@ -275,11 +275,14 @@ std::vector<std::string> SiblingTraces(const std::string& trace) {
 }
 
 std::string TraceHeaderLine(const std::string& source, uint64_t precision, const std::string& program) {
-  return json{{"type", "header"}, {"format", "msched-trace"}, {"version", kTraceFormatVersion}, {"source", source},
-              {"precision", precision}, {"program", program}}.dump();
+  return json{{"type", "header"}, {"format", "msched-trace"}, {"version", kTraceFormatVersion},
+              {"source", source}, {"precision", precision},   {"program", program}}
+      .dump();
 }
 
-std::string TraceAllocLine(uint64_t base, uint64_t size) { return json{{"type", "alloc"}, {"base", base}, {"size", size}}.dump(); }
+std::string TraceAllocLine(uint64_t base, uint64_t size) {
+  return json{{"type", "alloc"}, {"base", base}, {"size", size}}.dump();
+}
 
 std::string TraceFreeLine(uint64_t base) { return json{{"type", "free"}, {"base", base}}.dump(); }
 
@@ -290,9 +293,14 @@ std::string TraceLaunchLine(const TraceLaunch& l) {
   for (const ParamInfo& p : l.layout) params.push_back({p.offset, p.size});
   for (const auto& a : l.args) args.push_back(Hex(a));
   for (const TouchedRange& t : l.touched) touched.push_back({t.range.begin, t.range.end, static_cast<int>(t.mode)});
-  json j = {{"type", "launch"}, {"seq", l.seq}, {"kernel", l.kernel}, {"params", params}, {"args", args},
+  json j = {{"type", "launch"},
+            {"seq", l.seq},
+            {"kernel", l.kernel},
+            {"params", params},
+            {"args", args},
             {"grid", {l.dims.grid[0], l.dims.grid[1], l.dims.grid[2]}},
-            {"block", {l.dims.block[0], l.dims.block[1], l.dims.block[2]}}, {"smem", l.dims.shared_mem},
+            {"block", {l.dims.block[0], l.dims.block[1], l.dims.block[2]}},
+            {"smem", l.dims.shared_mem},
             {"touched", touched}};
   if (l.latency_ns) j["latency_ns"] = l.latency_ns;
   if (l.duration_ns) j["duration_ns"] = l.duration_ns;

@@ -54,8 +54,8 @@ struct TraceAllocEvent {
 };
 
 struct Trace {
-  std::string source;        // "simulator" or "cupti"
-  uint64_t precision = 1;    // bytes: how finely touched ranges are known
+  std::string source;      // "simulator" or "cupti"
+  uint64_t precision = 1;  // bytes: how finely touched ranges are known
   std::vector<std::string> notes;
   std::vector<TraceAllocEvent> allocs;  // in order
   std::vector<TraceLaunch> launches;    // in order

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "msched/protocol.h"
 #include "coord/unix_socket.h"
+#include "msched/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

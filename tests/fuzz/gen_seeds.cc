@@ -15,9 +15,7 @@ namespace proto = msched::proto;
 
 namespace {
 
-void Write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void Write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 }  // namespace
 
@@ -41,11 +39,19 @@ int main(int argc, char** argv) {
   proto::ControlReply reply;
   reply.ok = true, reply.text = "{\"jobs\":[]}\n";
   const proto::Message messages[] = {
-      hello, proto::Usage{.allocated = 4096, .now_ns = 9, .counters = {.faults = 12, .prefetched = 1 << 20}},
-      proto::SliceEnd{.now_ns = 77}, proto::Idle{.at_ns = 88, .idle = true},
+      hello,
+      proto::Usage{.allocated = 4096, .now_ns = 9, .counters = {.faults = 12, .prefetched = 1 << 20}},
+      proto::SliceEnd{.now_ns = 77},
+      proto::Idle{.at_ns = 88, .idle = true},
       proto::Stopped{.now_ns = 1, .resident = 2, .working_set = 3, .loaded = 4, .load_ns = 5, .counters = {6, 7}},
-      proto::Goodbye{.now_ns = 8, .counters = {.faults = 30, .prefetched = 2 << 20}}, welcome, proto::Refused{.reason = "needs 90 GiB; the device has 80"}, go, stop,
-      proto::Budget{.budget = 1 << 30}, control, reply};
+      proto::Goodbye{.now_ns = 8, .counters = {.faults = 30, .prefetched = 2 << 20}},
+      welcome,
+      proto::Refused{.reason = "needs 90 GiB; the device has 80"},
+      go,
+      stop,
+      proto::Budget{.budget = 1 << 30},
+      control,
+      reply};
   std::string stream;
   for (const proto::Message& m : messages) {
     const std::string frame = proto::Encode(m);
@@ -64,10 +70,10 @@ int main(int argc, char** argv) {
   l.dims.grid[0] = 3, l.dims.block[0] = 128, l.dims.block[1] = 2, l.dims.shared_mem = 64;
   l.touched = {{{0x1000, 0x1800}, msched::AccessMode::kRead}, {{0x9000, 0x9004}, msched::AccessMode::kReadWrite}};
   l.latency_ns = 1234;
-  Write(dir + "/trace/sample.jsonl",
-        msched::TraceHeaderLine("simulator", 1, "./app") + "\n" + msched::TraceAllocLine(0x1000, 0x10000) + "\n" +
-            msched::TraceNoteLine("hello") + "\n" + msched::TraceLaunchLine(l) + "\n" +
-            msched::TraceFreeLine(0x1000) + "\n");
+  Write(dir + "/trace/sample.jsonl", msched::TraceHeaderLine("simulator", 1, "./app") + "\n" +
+                                         msched::TraceAllocLine(0x1000, 0x10000) + "\n" +
+                                         msched::TraceNoteLine("hello") + "\n" + msched::TraceLaunchLine(l) + "\n" +
+                                         msched::TraceFreeLine(0x1000) + "\n");
 
   // CUPTI's form: 64 KiB pages, a struct argument with two pointers into
   // one allocation and a count, ranges that start below the pointers.

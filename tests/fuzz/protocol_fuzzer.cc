@@ -21,8 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!m.ok()) return 0;
   (void)proto::MsgTypeName(proto::TypeOf(*m));
   const std::string frame = proto::Encode(*m);
-  if (payload.size() == h->size &&
-      frame != std::string(reinterpret_cast<const char*>(data), size)) {
+  if (payload.size() == h->size && frame != std::string(reinterpret_cast<const char*>(data), size)) {
     std::abort();  // decode accepted bytes that encode differently
   }
   return 0;

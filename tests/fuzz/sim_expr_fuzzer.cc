@@ -20,10 +20,14 @@ class FixedContext : public msim::ExprContext {
     return true;
   }
   bool Var(std::string_view name, int64_t* out) const override {
-    if (name == "N") *out = 1 << 20;
-    else if (name == "BIG") *out = INT64_MAX;
-    else if (name == "NEG") *out = INT64_MIN;
-    else return false;
+    if (name == "N")
+      *out = 1 << 20;
+    else if (name == "BIG")
+      *out = INT64_MAX;
+    else if (name == "NEG")
+      *out = INT64_MIN;
+    else
+      return false;
     return true;
   }
 };

@@ -49,13 +49,13 @@ Fn L(const char* name, int version, int flavour = 0) {
   return reinterpret_cast<Fn>(Lookup(name, version, flavour));
 }
 
-#define CHECK(expr)                                                                       \
-  do {                                                                                    \
-    CUresult r_ = (expr);                                                                 \
-    if (r_ != CUDA_SUCCESS) {                                                             \
+#define CHECK(expr)                                                                      \
+  do {                                                                                   \
+    CUresult r_ = (expr);                                                                \
+    if (r_ != CUDA_SUCCESS) {                                                            \
       std::fprintf(stderr, "fault_app: %s failed: %d (line %d)\n", #expr, r_, __LINE__); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 uint64_t Fnv(const void* data, size_t n) {
@@ -128,11 +128,18 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
   }
   if (base == "cuMemAlloc") {
     auto f = fn(PFN_cuMemAlloc_v3020{});
-    return [f] { CUdeviceptr d; return f(&d, kBytes); };
+    return [f] {
+      CUdeviceptr d;
+      return f(&d, kBytes);
+    };
   }
   if (base == "cuMemAllocPitch") {
     auto f = fn(PFN_cuMemAllocPitch_v3020{});
-    return [f] { CUdeviceptr d; size_t pitch; return f(&d, &pitch, 256, 16, 4); };
+    return [f] {
+      CUdeviceptr d;
+      size_t pitch;
+      return f(&d, &pitch, 256, 16, 4);
+    };
   }
   if (base == "cuMemFree" || base == "cuMemFreeAsync") {
     CUdeviceptr d;
@@ -146,17 +153,26 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
   }
   if (base == "cuMemAllocManaged") {
     auto f = fn(PFN_cuMemAllocManaged_v6000{});
-    return [f] { CUdeviceptr d; return f(&d, kBytes, CU_MEM_ATTACH_GLOBAL); };
+    return [f] {
+      CUdeviceptr d;
+      return f(&d, kBytes, CU_MEM_ATTACH_GLOBAL);
+    };
   }
   if (base == "cuMemAllocAsync") {
     auto f = fn(PFN_cuMemAllocAsync_v11020{});
-    return [f, s] { CUdeviceptr d; return f(&d, kBytes, s); };
+    return [f, s] {
+      CUdeviceptr d;
+      return f(&d, kBytes, s);
+    };
   }
   if (base == "cuMemAllocFromPoolAsync") {
     CUmemoryPool pool;
     CHECK(L<PFN_cuDeviceGetDefaultMemPool_v11020>("cuDeviceGetDefaultMemPool", 11020)(&pool, 0));
     auto f = fn(PFN_cuMemAllocFromPoolAsync_v11020{});
-    return [f, s, pool] { CUdeviceptr d; return f(&d, kBytes, pool, s); };
+    return [f, s, pool] {
+      CUdeviceptr d;
+      return f(&d, kBytes, pool, s);
+    };
   }
   if (base == "cuMemPoolTrimTo") {
     CUmemoryPool pool;
@@ -166,7 +182,10 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
   }
   if (base == "cuMemGetInfo") {
     auto f = fn(PFN_cuMemGetInfo_v3020{});
-    return [f] { size_t free, total; return f(&free, &total); };
+    return [f] {
+      size_t free, total;
+      return f(&free, &total);
+    };
   }
   if (base == "cuMemCreate" || base == "cuMemRelease" || base == "cuMemMap" || base == "cuMemUnmap") {
     static CUmemAllocationProp prop{};
@@ -175,7 +194,10 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
     const size_t size = 2 << 20;
     if (base == "cuMemCreate") {
       auto f = fn(PFN_cuMemCreate_v10020{});
-      return [f, size] { CUmemGenericAllocationHandle h; return f(&h, size, &prop, 0); };
+      return [f, size] {
+        CUmemGenericAllocationHandle h;
+        return f(&h, size, &prop, 0);
+      };
     }
     CUmemGenericAllocationHandle h;
     CHECK(L<PFN_cuMemCreate_v10020>("cuMemCreate", 10020)(&h, size, &prop, 0));
@@ -195,7 +217,11 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
   }
   if (base == "cuIpcOpenMemHandle") {
     auto f = fn(PFN_cuIpcOpenMemHandle_v11000{});
-    return [f] { CUdeviceptr d; CUipcMemHandle h{}; return f(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS); };
+    return [f] {
+      CUdeviceptr d;
+      CUipcMemHandle h{};
+      return f(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    };
   }
   if (base == "cuIpcCloseMemHandle") {
     auto f = fn(PFN_cuIpcCloseMemHandle_v4010{});
@@ -242,15 +268,18 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
     auto f = fn(PFN_cuGraphLaunch_v10000{});
     return [f, exec, s] { return f(exec, s); };
   }
-  if (base == "cuGraphInstantiateWithFlags" || base == "cuGraphInstantiateWithParams" ||
-      base == "cuGraphExecDestroy" || base == "cuGraphDestroy") {
+  if (base == "cuGraphInstantiateWithFlags" || base == "cuGraphInstantiateWithParams" || base == "cuGraphExecDestroy" ||
+      base == "cuGraphDestroy") {
     CHECK(L<PFN_cuStreamBeginCapture_v10010>("cuStreamBeginCapture", 10010)(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CHECK(L<PFN_cuLaunchKernel_v4000>("cuLaunchKernel", 4000)(k, grid, 1, 1, 256, 1, 1, 0, s, params, nullptr));
     CUgraph g;
     CHECK(L<PFN_cuStreamEndCapture_v10000>("cuStreamEndCapture", 10000)(s, &g));
     if (base == "cuGraphInstantiateWithFlags") {
       auto f = fn(PFN_cuGraphInstantiateWithFlags_v11040{});
-      return [f, g] { CUgraphExec exec; return f(&exec, g, 0); };
+      return [f, g] {
+        CUgraphExec exec;
+        return f(&exec, g, 0);
+      };
     }
     if (base == "cuGraphInstantiateWithParams") {
       auto f = fn(PFN_cuGraphInstantiateWithParams_v12000{});

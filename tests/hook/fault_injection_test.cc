@@ -20,7 +20,6 @@ namespace {
 
 namespace testsupport = msched::testsupport;
 
-
 // Hooked calls fault_app cannot make, each with the reason. Every hooked call
 // is made today; a call added here is reported as skipped, never silently
 // passed.
@@ -117,7 +116,8 @@ TEST_P(FaultInjectionTest, TheDriversErrorReachesTheProgramAndWrittenDataSurvive
     }
   }
   ASSERT_FALSE(target.empty()) << e.symbol << " in mode " << mode
-                               << " made no driver call this test knows how to fail\n" << dry.out;
+                               << " made no driver call this test knows how to fail\n"
+                               << dry.out;
   const uint64_t nth = clean.counts.at(target).first + 1;
 
   const auto [spec_error, code] = ErrorFor(e.base);

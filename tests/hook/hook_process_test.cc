@@ -62,8 +62,8 @@ uint64_t U(const json& j, std::initializer_list<const char*> path) { return test
 // the answer must be libc's, whatever the order, not its own wrapper (on
 // which it would recurse forever).
 TEST(HookProcessTest, AnotherInterposersNextLookupIsAnsweredForItsCaller) {
-  for (const std::string& preload : {std::string(LIBMSCHED) + ":" + NEXT_INTERPOSER,
-                                     std::string(NEXT_INTERPOSER) + ":" + LIBMSCHED}) {
+  for (const std::string& preload :
+       {std::string(LIBMSCHED) + ":" + NEXT_INTERPOSER, std::string(NEXT_INTERPOSER) + ":" + LIBMSCHED}) {
     const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"LD_PRELOAD", preload}});
     EXPECT_EQ(r.status, 0) << preload << ": " << r.err;
     EXPECT_NE(r.err.find("next: libc\n"), std::string::npos) << preload << ": " << r.err;
@@ -130,7 +130,8 @@ TEST(HookProcessTest, ChecksumsAreIdenticalInEveryModeAndUnderASmallBudget) {
     ASSERT_FALSE(sums.empty());
     for (const char* mode : {"off", "um", "alloc", "msched"}) {
       for (const char* budget : {"", "4M"}) {
-        const Outcome r = RunHooked({MSIM_RUN, Workload(workload)}, {{"MSCHED_MODE", mode}, {"MSCHED_GPU_MEMORY", budget}});
+        const Outcome r =
+            RunHooked({MSIM_RUN, Workload(workload)}, {{"MSCHED_MODE", mode}, {"MSCHED_GPU_MEMORY", budget}});
         ASSERT_EQ(r.status, 0) << workload << " " << mode << "\n" << r.err;
         EXPECT_EQ(Checksums(r.out), sums) << workload << " in mode " << mode << " budget '" << budget << "'";
       }
@@ -140,8 +141,12 @@ TEST(HookProcessTest, ChecksumsAreIdenticalInEveryModeAndUnderASmallBudget) {
 
 TEST(HookProcessTest, OversubscribedWorkloadFaultsLessAndFinishesSoonerUnderMsched) {
   // Weights of 96 MiB streamed every decode step through a 64 MiB device.
-  const std::vector<std::string> argv = {MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=24", "--set",
-                                         "ROWS=1024", "--set", "COLS=1024", "--set", "MAXCTX=256", "--set", "INIT=0"};
+  const std::vector<std::string> argv = {MSIM_RUN, Workload("llm_decode.json"),
+                                         "--set",  "LAYERS=24",
+                                         "--set",  "ROWS=1024",
+                                         "--set",  "COLS=1024",
+                                         "--set",  "MAXCTX=256",
+                                         "--set",  "INIT=0"};
   std::map<std::string, json> sim;
   for (const char* mode : {"um", "msched"}) {
     const Outcome r = RunHooked(argv, {{"MSCHED_MODE", mode}, {"MSIM_HBM_BYTES", std::to_string(64ull << 20)}});
@@ -207,7 +212,8 @@ TEST(HookProcessTest, VmmMemoryIsPinnedAndMemGetInfoShowsTheJobsView) {
   EXPECT_EQ(U(r.hook, {"allocations", "pinned_bytes"}), 4u << 20);
   // 64 MiB budget, 4 MiB pinned, 8 MiB allocated (managed).
   EXPECT_NE(r.out.find("meminfo free " + std::to_string(52u << 20) + " total " + std::to_string(64u << 20)),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
 }
 
 TEST(HookProcessTest, StreamOrderedFreesWaitForTheirStream) {
@@ -232,8 +238,8 @@ TEST(HookProcessTest, StreamOrderedAllocationsAreServedFromThePoolWithTheSameDat
   const std::string sums = Checksums(plain.out);
   ASSERT_NE(sums.find("checksum losses "), std::string::npos) << plain.out;
   const uint64_t allocations = 16 + 12 * 15;  // the weights, then 15 activations a step
-  for (const auto& [mode, budget] : std::vector<std::pair<std::string, std::string>>{
-           {"off", ""}, {"um", ""}, {"msched", ""}, {"msched", "8M"}}) {
+  for (const auto& [mode, budget] :
+       std::vector<std::pair<std::string, std::string>>{{"off", ""}, {"um", ""}, {"msched", ""}, {"msched", "8M"}}) {
     const Outcome r = RunHooked(argv, {{"MSCHED_MODE", mode}, {"MSCHED_GPU_MEMORY", budget}});
     ASSERT_EQ(r.status, 0) << mode << " " << budget << "\n" << r.err;
     EXPECT_EQ(Checksums(r.out), sums) << "in mode " << mode << " budget '" << budget << "'";
@@ -264,9 +270,9 @@ TEST(HookProcessTest, RtldNextIsAnsweredRelativeToTheCaller) {
 
 TEST(HookProcessTest, BadSettingsAreReportedOnceAndTheDefaultsApply) {
   const Outcome plain = RunHooked({MSIM_RUN, Workload("integrity.json")}, {}, false);
-  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")},
-                        {{"MSCHED_MODE", "fast"}, {"MSCHED_GPU_MEMORY", "lots"}, {"MSCHED_LOG_LEVEL", "warn"},
-                         {"MSCHED_MODEE", "um"}});
+  const Outcome r = RunHooked(
+      {MSIM_RUN, Workload("integrity.json")},
+      {{"MSCHED_MODE", "fast"}, {"MSCHED_GPU_MEMORY", "lots"}, {"MSCHED_LOG_LEVEL", "warn"}, {"MSCHED_MODEE", "um"}});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("MSCHED_MODE='fast' is not valid: expected off|um|alloc|msched|profile"), std::string::npos)
       << r.err;
@@ -279,11 +285,13 @@ TEST(HookProcessTest, BadSettingsAreReportedOnceAndTheDefaultsApply) {
 TEST(HookProcessTest, TheHookNeverWritesToStdout) {
   const Outcome plain = RunHooked({MSIM_RUN, Workload("integrity.json")}, {}, false);
   // In pass-through mode the program's output is byte for byte its own.
-  const Outcome off = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "off"}, {"MSCHED_LOG_LEVEL", "trace"}});
+  const Outcome off =
+      RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "off"}, {"MSCHED_LOG_LEVEL", "trace"}});
   ASSERT_EQ(off.status, 0);
   EXPECT_EQ(off.out, plain.out);
   // Managing memory changes the virtual time msim-run reports, nothing else.
-  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG_LEVEL", "trace"}});
+  const Outcome r =
+      RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG_LEVEL", "trace"}});
   ASSERT_EQ(r.status, 0);
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
@@ -297,8 +305,9 @@ TEST(HookProcessTest, MalformedTemplatesAreReportedAndTheRestStillPredict) {
   std::ofstream(bad) << R"({"format":"msched-templates","version":1,"kernels":[
       {"name":"vector_add","params":[[0,8]],"regions":[{"base":"p4","kind":"fixed","extent":1}]}]})";
   const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")},
-                        {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG_LEVEL", "warn"},
-                         {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels:" + bad}});
+                              {{"MSCHED_MODE", "msched"},
+                               {"MSCHED_LOG_LEVEL", "warn"},
+                               {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels:" + bad}});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find(bad + ": kernel 'vector_add': regions[0].base"), std::string::npos) << r.err;
   EXPECT_EQ(U(r.hook, {"templates", "problems"}), 1u);
@@ -321,7 +330,8 @@ TEST(HookProcessTest, StatisticsCarryWhatTheIssueAsksFor) {
 TEST(HookProcessTest, AMissingRealDriverFailsHookedCallsClearlyWithoutCrashing) {
   // The wrappers a -lcuda program binds to have no driver to forward to:
   // they answer CUDA_ERROR_NO_DEVICE and say why, once, on stderr.
-  const Outcome run = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_REAL_LIBCUDA", "/nonexistent/libcuda.so.1"}});
+  const Outcome run =
+      RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_REAL_LIBCUDA", "/nonexistent/libcuda.so.1"}});
   EXPECT_EQ(run.status, 1);
   EXPECT_NE(run.err.find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("cannot load the real driver '/nonexistent/libcuda.so.1'"), std::string::npos) << run.err;
@@ -340,9 +350,11 @@ size_t Count(const std::string& text, const std::string& needle) {
 // Statistics that cannot be written (a full disk) are not lost without a
 // word: the failed write is reported at the default log level.
 TEST(HookProcessTest, StatisticsThatCannotBeWrittenAreReported) {
-  const Outcome r = RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_STATS", "/dev/full"}});
+  const Outcome r =
+      RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_STATS", "/dev/full"}});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(Count(r.err, "cannot write statistics to '/dev/full' (MSCHED_STATS): No space left on device"), 1u) << r.err;
+  EXPECT_EQ(Count(r.err, "cannot write statistics to '/dev/full' (MSCHED_STATS): No space left on device"), 1u)
+      << r.err;
 }
 
 // An unusable MSCHED_LOG falls back to stderr, saying why, once, and a
@@ -364,10 +376,10 @@ TEST(HookProcessTest, AnUnusableLogFileIsReportedOnStderrAndNoDirectoryIsCreated
 // not read forever.
 TEST(HookProcessTest, MisspeltVariablesAndUnreadableTemplatesAreErrorsAtTheDefaultLevel) {
   const std::string missing = "/nonexistent/t.templates.json";
-  const Outcome r = RunHooked(
-      {"timeout", "60", MSIM_RUN, Workload("integrity.json")},
-      {{"MSCHED_MODE", "msched"}, {"MSCHED_MODEE", "um"},
-       {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels:/dev/zero:" + missing}});
+  const Outcome r = RunHooked({"timeout", "60", MSIM_RUN, Workload("integrity.json")},
+                              {{"MSCHED_MODE", "msched"},
+                               {"MSCHED_MODEE", "um"},
+                               {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels:/dev/zero:" + missing}});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(Count(r.err, "error: MSCHED_MODEE is not an msched variable"), 1u) << r.err;
   EXPECT_EQ(Count(r.err, "error: templates: /dev/zero: not a regular file"), 1u) << r.err;

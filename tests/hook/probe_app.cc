@@ -75,13 +75,13 @@ std::string Owner(void* fn) {
   return lib + ":" + (info.dli_sname ? info.dli_sname : "?");
 }
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    CUresult r_ = (expr);                                                      \
-    if (r_ != CUDA_SUCCESS) {                                                  \
+#define CHECK(expr)                                                                  \
+  do {                                                                               \
+    CUresult r_ = (expr);                                                            \
+    if (r_ != CUDA_SUCCESS) {                                                        \
       std::fprintf(stderr, "probe: %s failed: %d (line %d)\n", #expr, r_, __LINE__); \
-      return 1;                                                                \
-    }                                                                          \
+      return 1;                                                                      \
+    }                                                                                \
   } while (0)
 
 struct Api {
@@ -139,11 +139,12 @@ int Lookups() {
       {"cuMemcpyHtoD", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM},
       {"cuCtxSynchronize", 13000, 0},
       {"cuCtxSynchronize", 2000, 0},
-      {"cuMemAlloc", 2000, 0},          // an older ABI than msched hooks
-      {"cuModuleLoadData", 2000, 0},    // not hooked
+      {"cuMemAlloc", 2000, 0},        // an older ABI than msched hooks
+      {"cuModuleLoadData", 2000, 0},  // not hooked
   };
-  for (const auto& q : queries) std::printf("%s@%d/%llu %s\n", q.name, q.version, (unsigned long long)q.flags,
-                                            Owner(Lookup(q.name, q.version, q.flags)).c_str());
+  for (const auto& q : queries)
+    std::printf("%s@%d/%llu %s\n", q.name, q.version, (unsigned long long)q.flags,
+                Owner(Lookup(q.name, q.version, q.flags)).c_str());
   return 0;
 }
 
@@ -158,8 +159,10 @@ int Run(Api& api, uint64_t n, bool per_thread) {
   CHECK(api.htod(b, y.data(), 4 * n));
   void* params[] = {&a, &b, &c, &n};
   for (int rep = 0; rep < 3; ++rep) {
-    if (per_thread) CHECK(api.launch_ptsz(api.vadd, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
-    else CHECK(api.launch(api.vadd, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+    if (per_thread)
+      CHECK(api.launch_ptsz(api.vadd, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+    else
+      CHECK(api.launch(api.vadd, (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
   }
   CHECK(api.sync());
   CHECK(api.dtoh(x.data(), c, 4 * n));
@@ -413,8 +416,9 @@ int RtldNext() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash|late_context|idle US\n");
+    std::fprintf(
+        stderr,
+        "usage: probe_app lookups|run|run_ptsz|capture|vmm|async|pool [steps]|rtld_next|crash|late_context|idle US\n");
     return 1;
   }
   const std::string cmd = argv[1];

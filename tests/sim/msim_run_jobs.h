@@ -38,19 +38,25 @@ inline std::vector<uint64_t> RunJobs(const std::vector<Job>& jobs, bool together
     std::vector<std::pair<size_t, msched::Subprocess>> procs;
     for (size_t i : batch) {
       const std::string out = testing::TempDir() + device + "_" + std::to_string(i) + ".json";
-      std::vector<std::string> argv = {MSIM_RUN, std::string(WORKLOADS_DIR) + "/" + jobs[i].workload, "--set",
-                                       "WARMUP=0", "--json", out};
+      std::vector<std::string> argv = {
+          MSIM_RUN, std::string(WORKLOADS_DIR) + "/" + jobs[i].workload, "--set", "WARMUP=0", "--json", out};
       if (!compute) argv.insert(argv.end(), {"--no-checksum", "--set", "INIT=0"});
       if (together) argv.push_back("--managed");
       for (const std::string& v : jobs[i].vars) argv.insert(argv.end(), {"--set", v});
       msched::SpawnOptions opts;
-      opts.env = {{"MSIM_DEVICE", device}, {"MSIM_HOST_KERNELS", compute ? "on" : "off"},
-                  {"MSIM_PROFILE", "rtx5080-pcie5"}, {"MSIM_RANK", std::to_string(i)}};
+      opts.env = {{"MSIM_DEVICE", device},
+                  {"MSIM_HOST_KERNELS", compute ? "on" : "off"},
+                  {"MSIM_PROFILE", "rtx5080-pcie5"},
+                  {"MSIM_RANK", std::to_string(i)}};
       opts.unset_env = {"LD_PRELOAD"};
-      if (hbm_bytes > 0) opts.env["MSIM_HBM_BYTES"] = std::to_string(hbm_bytes);
-      else opts.unset_env.push_back("MSIM_HBM_BYTES");
-      if (batch.size() > 1) opts.env["MSIM_START_BARRIER"] = std::to_string(batch.size());
-      else opts.unset_env.push_back("MSIM_START_BARRIER");
+      if (hbm_bytes > 0)
+        opts.env["MSIM_HBM_BYTES"] = std::to_string(hbm_bytes);
+      else
+        opts.unset_env.push_back("MSIM_HBM_BYTES");
+      if (batch.size() > 1)
+        opts.env["MSIM_START_BARRIER"] = std::to_string(batch.size());
+      else
+        opts.unset_env.push_back("MSIM_START_BARRIER");
       opts.stdout_path = "/dev/null";
       auto p = msched::Subprocess::Spawn(argv, opts);
       EXPECT_TRUE(p.ok()) << p.status().ToString();

@@ -59,7 +59,8 @@ TEST(SimDeterminismTest, JobsThatEndAtDifferentTimesRepeatExactly) {
   ASSERT_EQ(first.size(), 4u);
   EXPECT_NE(first[0], first[2]) << "the jobs end at different times";
   for (int run = 1; run < 8; ++run) {
-    EXPECT_EQ(msim_test::RunJobs(jobs, true, "micro" + std::to_string(run), uint64_t{64} << 20, true), first) << "run " << run;
+    EXPECT_EQ(msim_test::RunJobs(jobs, true, "micro" + std::to_string(run), uint64_t{64} << 20, true), first)
+        << "run " << run;
   }
 }
 

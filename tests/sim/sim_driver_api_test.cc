@@ -254,11 +254,14 @@ TEST_F(SimDriverTest, PrefetchOfNonManagedMemoryIsRejected) {
 TEST_F(SimDriverTest, MalformedModulesFailWithInvalidImage) {
   CUmodule m;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(cuModuleLoadData(&m, "{\"format\": \"msim-module\", \"version\": 1, \"kernels\": [{"), CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(cuModuleLoadData(&m, "{\"format\": \"msim-module\", \"version\": 1, \"kernels\": [{"),
+            CUDA_ERROR_INVALID_IMAGE);
   EXPECT_EQ(cuModuleLoadData(&m, R"({"format":"msim-module","version":1,"kernels":[
-      {"name":"k","params":[8],"accesses":[{"arg":"p3","extent":"4"}]}]})"), CUDA_ERROR_INVALID_IMAGE);
+      {"name":"k","params":[8],"accesses":[{"arg":"p3","extent":"4"}]}]})"),
+            CUDA_ERROR_INVALID_IMAGE);
   EXPECT_EQ(cuModuleLoadData(&m, R"({"format":"msim-module","version":1,"kernels":[
-      {"name":"k","params":[8],"accesses":[{"arg":"p0","extent":"4*(p0"}]}]})"), CUDA_ERROR_INVALID_IMAGE);
+      {"name":"k","params":[8],"accesses":[{"arg":"p0","extent":"4*(p0"}]}]})"),
+            CUDA_ERROR_INVALID_IMAGE);
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("kernel 'k'"), std::string::npos) << err;
   EXPECT_EQ(cuModuleLoad(&m, "/nonexistent/module.json"), CUDA_ERROR_FILE_NOT_FOUND);

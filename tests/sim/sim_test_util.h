@@ -14,11 +14,11 @@
 
 #include "msim/msim.h"
 
-#define CU_ASSERT(expr)                                                 \
-  do {                                                                  \
-    const CUresult r_ = (expr);                                         \
-    const char* n_ = nullptr;                                           \
-    cuGetErrorName(r_, &n_);                                            \
+#define CU_ASSERT(expr)                                                \
+  do {                                                                 \
+    const CUresult r_ = (expr);                                        \
+    const char* n_ = nullptr;                                          \
+    cuGetErrorName(r_, &n_);                                           \
     ASSERT_EQ(r_, CUDA_SUCCESS) << #expr << " -> " << (n_ ? n_ : "?"); \
   } while (0)
 

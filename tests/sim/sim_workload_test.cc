@@ -63,8 +63,7 @@ TEST(SimWorkloadTest, MalformedWorkloadsAreRejectedClearly) {
       {R"({"format":"msim-workload","version":1,"buffers":[{"name":"A","size":"4*(N"}],"steps":[]})", "missing ')'"},
       {R"({"format":"msim-workload","version":1,"buffers":[{"name":"A","size":"8","kind":"weird"}],"steps":[]})",
        "is not device, managed"},
-      {R"({"format":"msim-workload","version":1,"steps":[{"op":"launch","kernel":"k","args":[]}]})",
-       "no kernel 'k'"},
+      {R"({"format":"msim-workload","version":1,"steps":[{"op":"launch","kernel":"k","args":[]}]})", "no kernel 'k'"},
       {R"({"format":"msim-workload","version":1,"buffers":[{"name":"A","size":"NOPE*4"}],"steps":[]})",
        "cannot evaluate 'NOPE*4'"},
   };
@@ -105,8 +104,9 @@ TEST(SimWorkloadTest, MalformedDeviceProfileFailsInitialisationClearly) {
   const Outcome device = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"}, {{"MSIM_PROFILE", "/dev/zero"}});
   EXPECT_EQ(device.status, 1);
   EXPECT_NE(device.err.find("not a regular file"), std::string::npos) << device.err;
-  const Outcome deep = RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"},
-                               {{"MSIM_PROFILE", Write("deep_profile.json", std::string(100000, '[') + std::string(100000, ']'))}});
+  const Outcome deep =
+      RunMsim({std::string(WORKLOADS_DIR) + "/integrity.json"},
+              {{"MSIM_PROFILE", Write("deep_profile.json", std::string(100000, '[') + std::string(100000, ']'))}});
   EXPECT_EQ(deep.status, 1);
   EXPECT_NE(deep.err.find("nested deeper than"), std::string::npos) << deep.err;
 }
@@ -137,8 +137,8 @@ TEST(SimWorkloadTest, AJobStartsAtItsArrivalTime) {
 TEST(SimWorkloadTest, AJobThatRunsOutOfMemoryIsRunAgainAndCountsTheWorkLost) {
   const std::string out = testing::TempDir() + "attempts_" + std::to_string(getpid()) + ".json";
   // 300 MB on 256 MiB: A, B and C fit, D (allocated after the first burst) does not.
-  const Outcome o = RunMsim({std::string(WORKLOADS_DIR) + "/train_phases.json", "--set", "FOOT=300M", "--attempts",
-                             "3", "--retry-delay-ns", "1000000", "--json", out});
+  const Outcome o = RunMsim({std::string(WORKLOADS_DIR) + "/train_phases.json", "--set", "FOOT=300M", "--attempts", "3",
+                             "--retry-delay-ns", "1000000", "--json", out});
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.err.find("allocating D"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << o.err;
@@ -151,8 +151,8 @@ TEST(SimWorkloadTest, AJobThatRunsOutOfMemoryIsRunAgainAndCountsTheWorkLost) {
   EXPECT_GE(j["virtual_time_ns"].get<uint64_t>(), lost + 2 * 1000000) << "two retry delays";
   // Memory a failed run held is released for the next: with room, the same
   // program succeeds at its first attempt.
-  const Outcome fits = RunMsim({std::string(WORKLOADS_DIR) + "/train_phases.json", "--set", "FOOT=200M", "--attempts",
-                                "3", "--json", out});
+  const Outcome fits = RunMsim(
+      {std::string(WORKLOADS_DIR) + "/train_phases.json", "--set", "FOOT=200M", "--attempts", "3", "--json", out});
   EXPECT_EQ(fits.status, 0) << fits.err;
   j = nlohmann::json::parse(std::ifstream(out), nullptr, false);
   EXPECT_EQ(j["attempts"].get<int>(), 1);
@@ -194,7 +194,8 @@ TEST(SimWorkloadTest, ServiceInstancesShareOneTraceAndASwapServerPaysForLoads) {
   ASSERT_EQ(one["latency_ns"].size(), 40u);
   EXPECT_EQ(both["checksums"], one["checksums"]) << "the same answers, however many models stay loaded";
   uint64_t sum_both = 0, sum_one = 0;
-  for (size_t i = 0; i < 40; ++i) sum_both += both["latency_ns"][i].get<uint64_t>(), sum_one += one["latency_ns"][i].get<uint64_t>();
+  for (size_t i = 0; i < 40; ++i)
+    sum_both += both["latency_ns"][i].get<uint64_t>(), sum_one += one["latency_ns"][i].get<uint64_t>();
   EXPECT_GT(sum_one, sum_both) << "with one model loaded at a time, requests wait for reloads";
 }
 

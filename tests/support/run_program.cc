@@ -30,8 +30,10 @@ ProgramRun RunProgram(const std::vector<std::string>& argv, std::map<std::string
   const std::string base = ::testing::TempDir() + "run_" + std::to_string(getpid()) + "_" + std::to_string(serial++);
   SpawnOptions o;
   for (auto& [k, v] : env) {
-    if (v.empty()) o.unset_env.push_back(k);
-    else o.env[k] = v;
+    if (v.empty())
+      o.unset_env.push_back(k);
+    else
+      o.env[k] = v;
   }
   o.stdout_path = base + ".out";
   o.stderr_path = base + ".err";

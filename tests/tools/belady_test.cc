@@ -68,7 +68,8 @@ TEST(BeladyTest, EvictsWhatIsNeededFurthestAheadAndFirstTouchesAreFree) {
   EXPECT_EQ(two->accesses, 6u);
   EXPECT_EQ(two->units, 3u);
   EXPECT_EQ(b::BeladyMinimum(path, 3 * kUnit)->h2d_bytes, 0u) << "everything fits";
-  EXPECT_EQ(b::BeladyMinimum(path, 1 * kUnit)->h2d_bytes, 2 * kUnit) << "room for one: two of the three second uses miss";
+  EXPECT_EQ(b::BeladyMinimum(path, 1 * kUnit)->h2d_bytes, 2 * kUnit)
+      << "room for one: two of the three second uses miss";
 }
 
 TEST(BeladyTest, FreedMemoryAllocatedAgainIsNewMemory) {
@@ -100,13 +101,19 @@ TEST(BeladyTest, NoRealRunMovesLessThanTheMinimum) {
   for (const char* mode : {"um", "msched"}) {
     const std::string log = LogPath(mode), stats = LogPath(std::string(mode) + "_stats");
     const std::string device = std::string("belady") + mode + std::to_string(getpid());
-    const ts::ProgramRun r = ts::RunProgram(
-        {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=" + std::to_string(kFoot), "--set",
-         "TASKS=4", "--set", "INIT=0", "--no-checksum"},
-        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"LD_PRELOAD", LIBMSCHED}, {"MSCHED_MODE", mode},
-         {"MSCHED_COORD", "off"}, {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels"},
-         {"MSIM_DEVICE", device}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSIM_HOST_KERNELS", "off"},
-         {"MSIM_ACCESS_LOG", log}, {"MSIM_STATS", stats}});
+    const ts::ProgramRun r =
+        ts::RunProgram({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
+                        "FOOT=" + std::to_string(kFoot), "--set", "TASKS=4", "--set", "INIT=0", "--no-checksum"},
+                       {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                        {"LD_PRELOAD", LIBMSCHED},
+                        {"MSCHED_MODE", mode},
+                        {"MSCHED_COORD", "off"},
+                        {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels"},
+                        {"MSIM_DEVICE", device},
+                        {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+                        {"MSIM_HOST_KERNELS", "off"},
+                        {"MSIM_ACCESS_LOG", log},
+                        {"MSIM_STATS", stats}});
     ::unlink(("/dev/shm/msim-" + device).c_str());
     ASSERT_EQ(r.status, 0) << r.err;
     std::ifstream in(stats);

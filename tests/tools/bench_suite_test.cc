@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -83,9 +83,10 @@ TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   std::vector<std::string> names;
   for (const b::Scenario& s : *all) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
-                                             "ablation-eviction", "ablation-slice", "overhead", "multiuser", "hostphase",
-                                             "urgent", "services", "real-llama", "real-resnet", "real-mix"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
+                                      "ablation-eviction", "ablation-slice", "overhead", "multiuser", "hostphase",
+                                      "urgent", "services", "real-llama", "real-resnet", "real-mix"}));
   const b::Scenario& slice = Named(*all, "ablation-slice");
   EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
   ASSERT_EQ(slice.policies.size(), 2u);
@@ -215,7 +216,8 @@ TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("shortfalls.speed: a target's name"), std::string::npos) << r.status().message();
   for (const auto& [job, expect] : std::map<std::string, std::string>{
-           {R"({"label": "x", "workload": "micro_vadd.json", "trace": "a.trace.xz"})", "a workload or a trace, not both"},
+           {R"({"label": "x", "workload": "micro_vadd.json", "trace": "a.trace.xz"})",
+            "a workload or a trace, not both"},
            {R"({"label": "x", "trace": "../a.trace.xz"})", "a NAME.trace.xz file under bench/traces"},
            {R"({"label": "x", "trace": "a.trace.xz", "hbm_share": 0.5})", "takes share (0 to 1), not hbm_share"}}) {
     std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
@@ -256,7 +258,8 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
       continue;
     }
     rows[row.at("scenario") + "," + policy] = row;
-    if (policy == "nocheck" && row.at("status") == "out_of_memory") continue;  // what sharing without a memory check does
+    if (policy == "nocheck" && row.at("status") == "out_of_memory")
+      continue;  // what sharing without a memory check does
     EXPECT_EQ(row.at("ok"), "1") << key;
     EXPECT_EQ(row.at("status"), "ok") << key;
     EXPECT_NE(row.at("makespan_ns"), "0") << "a makespan was measured: " << key;
@@ -286,16 +289,16 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
   const std::string batch = TempDir("bench_full_batch"), again = TempDir("bench_full_again");
   // Batch work where every job fits alone (micro, A-D), against running the
   // jobs one after another in plain device memory; and the urgent job.
-  const ts::ProgramRun r = ts::RunProgram({MSCHED_CLI, "bench", "micro", "A", "B", "C", "D", "urgent", "--policies",
-                                           "msched,exclusive", "--out", batch},
-                                          {});
+  const ts::ProgramRun r = ts::RunProgram(
+      {MSCHED_CLI, "bench", "micro", "A", "B", "C", "D", "urgent", "--policies", "msched,exclusive", "--out", batch},
+      {});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   // Again: micro, D and urgent, whose runs differ first when events reach
   // the coordinator in another order (bytes moved where every job fits
   // alone, a run that thrashes, a preemption at another moment); and E, one
   // job larger than the GPU, beside demand paging.
-  const ts::ProgramRun r2 = ts::RunProgram(
-      {MSCHED_CLI, "bench", "micro", "D", "E", "urgent", "--policies", "msched,um", "--out", again}, {});
+  const ts::ProgramRun r2 =
+      ts::RunProgram({MSCHED_CLI, "bench", "micro", "D", "E", "urgent", "--policies", "msched,um", "--out", again}, {});
   ASSERT_EQ(r2.status, 0) << r2.out << r2.err;
   const auto first = CsvRows(batch + "/results.csv"), second = CsvRows(again + "/results.csv");
   size_t batch_points = 0, repeated = 0, oversubscribed = 0;

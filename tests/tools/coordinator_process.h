@@ -46,8 +46,9 @@ class CoordinatorProcessTest : public ::testing::Test {
   std::string socket() const { return dir_ + "/s.sock"; }
 
   void StartDaemon(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {MSCHEDD, "--socket", socket(), "--gpu-memory", std::to_string(kHbm),
-                                     "--oversubscribe", "4", "--log", dir_ + "/mschedd.log"};
+    std::vector<std::string> argv = {
+        MSCHEDD,           "--socket", socket(), "--gpu-memory",       std::to_string(kHbm),
+        "--oversubscribe", "4",        "--log",  dir_ + "/mschedd.log"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto d = msched::Subprocess::Spawn(argv);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -63,10 +64,10 @@ class CoordinatorProcessTest : public ::testing::Test {
   size_t StartJob(uint64_t foot, int tasks, std::map<std::string, std::string> env = {}) {
     const size_t i = jobs_.size();
     msched::SpawnOptions o;
-    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},        {"LD_PRELOAD", LIBMSCHED},
-             {"MSIM_DEVICE", device_},                {"MSIM_HBM_BYTES", std::to_string(kHbm)},
-             {"MSCHED_SOCKET", socket()},             {"MSCHED_COORD", "required"},
-             {"MSCHED_TEMPLATES", Templates()},       {"MSCHED_JOB_NAME", "job" + std::to_string(i)},
+    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},  {"LD_PRELOAD", LIBMSCHED},
+             {"MSIM_DEVICE", device_},          {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+             {"MSCHED_SOCKET", socket()},       {"MSCHED_COORD", "required"},
+             {"MSCHED_TEMPLATES", Templates()}, {"MSCHED_JOB_NAME", "job" + std::to_string(i)},
              {"MSCHED_LOG_LEVEL", "warn"}};
     for (auto& [k, v] : env) o.env[k] = v;
     o.stdout_path = Out(i);
@@ -83,11 +84,12 @@ class CoordinatorProcessTest : public ::testing::Test {
 
   // The checksum a job of this shape prints when it runs alone, uncoordinated.
   std::string AloneChecksum(uint64_t foot, int tasks) {
-    const ts::ProgramRun r = ts::RunProgram(
-        {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=" + std::to_string(foot), "--set",
-         "TASKS=" + std::to_string(tasks)},
-        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_ + "alone"}, {"MSIM_HBM_BYTES", std::to_string(kHbm)},
-         {"LD_PRELOAD", ""}});
+    const ts::ProgramRun r = ts::RunProgram({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
+                                             "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
+                                            {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                             {"MSIM_DEVICE", device_ + "alone"},
+                                             {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+                                             {"LD_PRELOAD", ""}});
     ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
     return ts::Checksums(r.out);
   }

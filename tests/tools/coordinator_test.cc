@@ -11,25 +11,25 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <set>
-#include <sstream>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
-#include <random>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <optional>
+#include <random>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "msched/trace_layout.h"
+#include "base/subprocess.h"
 #include "coordinator_process.h"
+#include "msched/trace_layout.h"
 #include "run_program.h"
 #include "suite/runner.h"
-#include "base/subprocess.h"
 
 namespace {
 
@@ -51,7 +51,6 @@ b::BenchPaths Paths() {
   return p;
 }
 
-
 b::JobSpec Vadd(const std::string& label, uint64_t foot, int tasks) {
   b::JobSpec j;
   j.label = label;
@@ -72,7 +71,8 @@ b::JobSpec Matmul(const std::string& label, uint64_t foot, int tasks) {
   return j;
 }
 
-b::RunOutcome RunUnder(const std::vector<b::JobSpec>& jobs, b::Policy policy, uint64_t hbm, double oversubscribe = 4.0) {
+b::RunOutcome RunUnder(const std::vector<b::JobSpec>& jobs, b::Policy policy, uint64_t hbm,
+                       double oversubscribe = 4.0) {
   b::RunOptions o;
   o.policy = policy;
   o.hbm_bytes = hbm;
@@ -177,7 +177,6 @@ TEST(CoordinatorTest, AdmissionAvoidsOutOfMemory) {
 }
 
 // ---- A coordinator process and jobs started by hand -----------------------
-
 
 TEST_F(CoordinatorProcessTest, KillingAJobMidRunReleasesItsMemoryAndTheOthersFinish) {
   StartDaemon({"--slice", "5ms"});
@@ -295,9 +294,9 @@ TEST_F(CoordinatorProcessTest, AStoppedCoordinatorNeverHangsANewJob) {
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(alone))), AloneChecksum(8 * kMiB, 2));
   EXPECT_NE(strict_status, 0);
   EXPECT_LT(strict_s, 30);
-  EXPECT_NE(Err(strict).find("MSCHED_COORD=required, but the coordinator at " + socket() +
-                             " did not answer within 3000 ms"),
-            std::string::npos)
+  EXPECT_NE(
+      Err(strict).find("MSCHED_COORD=required, but the coordinator at " + socket() + " did not answer within 3000 ms"),
+      std::string::npos)
       << Err(strict);
 }
 
@@ -390,8 +389,9 @@ TEST_F(CoordinatorProcessTest, KillCampaign) {
   const char* len = std::getenv("MSCHED_KILL_CAMPAIGN_SECONDS");
   const char* seed_env = std::getenv("MSCHED_KILL_CAMPAIGN_SEED");
   const int seconds = len && *len ? std::atoi(len) : 20;
-  const uint64_t seed = seed_env && *seed_env ? std::strtoull(seed_env, nullptr, 10)
-                                              : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t seed = seed_env && *seed_env
+                            ? std::strtoull(seed_env, nullptr, 10)
+                            : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(seed);
   std::printf("kill campaign: %d s, seed %llu (MSCHED_KILL_CAMPAIGN_SEED repeats it)\n", seconds,
               static_cast<unsigned long long>(seed));
@@ -437,8 +437,8 @@ TEST_F(CoordinatorProcessTest, KillCampaign) {
     reap(false);
     while (live.size() < 4) {
       const auto shape = shapes[rng() % shapes.size()];
-      live.push_back({StartJob(shape.first, shape.second, {{"MSCHED_COORD", "auto"}}), shape,
-                      std::chrono::steady_clock::now()});
+      live.push_back(
+          {StartJob(shape.first, shape.second, {{"MSCHED_COORD", "auto"}}), shape, std::chrono::steady_clock::now()});
       ++started;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 400));
@@ -484,9 +484,10 @@ TEST_F(CoordinatorProcessTest, KillCampaign) {
   const json s = Status();
   ASSERT_TRUE(s.is_object()) << "the coordinator answers at the end";
   for (const json& j : s["jobs"]) EXPECT_EQ(j["state"], "finished") << j.dump();
-  std::printf("kill campaign: %d jobs started, %d finished with correct checksums, %d killed, %d coordinator kills, "
-              "%d coordinator stops, %d failures\n",
-              started, finished - failures, killed, daemon_kills, daemon_stops, failures);
+  std::printf(
+      "kill campaign: %d jobs started, %d finished with correct checksums, %d killed, %d coordinator kills, "
+      "%d coordinator stops, %d failures\n",
+      started, finished - failures, killed, daemon_kills, daemon_stops, failures);
   EXPECT_GT(finished, 0);
 }
 

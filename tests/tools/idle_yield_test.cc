@@ -73,12 +73,12 @@ class IdleYieldTest : public ::testing::Test {
                   const std::string& slice = "100ms") {
     const std::string dir = base_ + "/" + std::to_string(serial_++);
     ::mkdir(dir.c_str(), 0700);
-    const std::string socket = dir + "/s.sock", device = "idleyield" + std::to_string(getpid()) + "_" +
-                                                           std::to_string(serial_);
+    const std::string socket = dir + "/s.sock",
+                      device = "idleyield" + std::to_string(getpid()) + "_" + std::to_string(serial_);
     Outcome run;
-    auto daemon = msched::Subprocess::Spawn({MSCHEDD, "--socket", socket, "--gpu-memory", std::to_string(kHbm),
-                                             "--oversubscribe", "4", "--slice", slice, "--idle-yield", idle_yield,
-                                             "--log", dir + "/mschedd.log"});
+    auto daemon =
+        msched::Subprocess::Spawn({MSCHEDD, "--socket", socket, "--gpu-memory", std::to_string(kHbm), "--oversubscribe",
+                                   "4", "--slice", slice, "--idle-yield", idle_yield, "--log", dir + "/mschedd.log"});
     EXPECT_TRUE(daemon.ok()) << daemon.status().ToString();
     if (!daemon.ok()) return run;
     for (int i = 0; i < 250 && !Status(socket).is_object(); ++i) {
@@ -143,9 +143,10 @@ class IdleYieldTest : public ::testing::Test {
     for (size_t i = 0; i < vars.size(); i += 2) {
       if (vars[i] == "--set") argv.insert(argv.end(), {vars[i], vars[i + 1]});
     }
-    const ts::ProgramRun r = ts::RunProgram(
-        argv, {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSIM_DEVICE", ""},
-               {"LD_PRELOAD", ""}});
+    const ts::ProgramRun r = ts::RunProgram(argv, {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                                   {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+                                                   {"MSIM_DEVICE", ""},
+                                                   {"LD_PRELOAD", ""}});
     EXPECT_EQ(r.status, 0) << r.err;
     return ts::Checksums(r.out);
   }
@@ -216,9 +217,10 @@ TEST_F(IdleYieldTest, ALaunchAfterAnIdlenessNoTimerSawGivesTheTurnUpAsOfItsStart
     EXPECT_FALSE(r->loader.checksums.empty());
     EXPECT_EQ(r->trainer.checksums, Alone({"--set", "TASKS=300"}));
   }
-  const ts::ProgramRun alone = ts::RunProgram(
-      probe, {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSIM_DEVICE", ""},
-              {"LD_PRELOAD", ""}});
+  const ts::ProgramRun alone = ts::RunProgram(probe, {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                                      {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+                                                      {"MSIM_DEVICE", ""},
+                                                      {"LD_PRELOAD", ""}});
   EXPECT_EQ(yield.loader.checksums, ts::Checksums(alone.out)) << alone.err;
   EXPECT_EQ(off.loader.checksums, ts::Checksums(alone.out));
   EXPECT_EQ(yield.loader.idle_yields, 1u) << "at its second launch";
@@ -235,8 +237,8 @@ TEST_F(IdleYieldTest, TheOptionTakesADurationOrOff) {
   for (const auto& [value, ns] : std::vector<std::pair<std::string, uint64_t>>{
            {"20ms", 20'000'000}, {"1.5s", 1'500'000'000}, {"0", 0}, {"off", 0}}) {
     const std::string socket = base_ + "/opt.sock";
-    auto daemon = msched::Subprocess::Spawn({MSCHEDD, "--socket", socket, "--idle-yield", value, "--log",
-                                             base_ + "/opt.log"});
+    auto daemon =
+        msched::Subprocess::Spawn({MSCHEDD, "--socket", socket, "--idle-yield", value, "--log", base_ + "/opt.log"});
     ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
     json status;
     for (int i = 0; i < 250 && !status.is_object(); ++i) {

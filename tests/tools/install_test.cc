@@ -61,7 +61,8 @@ std::multimap<std::string, std::string> UnitSettings(const std::string& path) {
 }
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -119,9 +120,8 @@ TEST_F(InstallTest, LaysOutTheProgramsLibraryDataUnitAndDocs) {
        {Share() + "/templates/devices/rtx5080-pcie5.json", Share() + "/bench/workloads/micro_vadd.json",
         Share() + "/bench/scenarios/micro.json", Share() + "/bench/traces/llama-8x1024-t3.trace.xz",
         Share() + "/bench/scenarios/real-llama.json", Unit(Prefix()), Prefix() + "/lib/sysusers.d/msched.conf",
-        Prefix() + "/libexec/msched/slurm-taskprolog",
-        Prefix() + "/share/doc/msched/operate.md", Prefix() + "/share/doc/msched/README.md",
-        Prefix() + "/share/doc/msched/LICENSE"}) {
+        Prefix() + "/libexec/msched/slurm-taskprolog", Prefix() + "/share/doc/msched/operate.md",
+        Prefix() + "/share/doc/msched/README.md", Prefix() + "/share/doc/msched/LICENSE"}) {
     EXPECT_TRUE(fs::is_regular_file(file)) << file;
   }
   // Only the three programs, and no piece of the simulator anywhere.
@@ -144,7 +144,8 @@ TEST_F(InstallTest, NoInstalledFileNamesTheBuildTree) {
 }
 
 TEST_F(InstallTest, MschedRunPreloadsTheInstalledLibrary) {
-  const ts::ProgramRun r = Installed("msched", {"run", "--coord", "off", "--", "/bin/sh", "-c", "printf %s \"$LD_PRELOAD\""});
+  const ts::ProgramRun r =
+      Installed("msched", {"run", "--coord", "off", "--", "/bin/sh", "-c", "printf %s \"$LD_PRELOAD\""});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(RealPath(r.out), RealPath(Lib())) << r.out;
 }
@@ -159,11 +160,12 @@ TEST_F(InstallTest, TheInstalledLibraryLoadsTheTemplatesInShare) {
   const std::string shipped = Share() + "/templates/basic.templates.json";
   auto run = [&](const std::string& load_shipped = "on") {
     ::unlink(stats.c_str());
-    const ts::ProgramRun r = Installed("msched", {"run", "--coord", "off", "--mode", "msched", "--", MSIM_RUN,
-                                                  Workload("integrity.json")},
-                                       {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSCHED_STATS", stats},
-                                        {"MSCHED_SHIPPED_TEMPLATES", load_shipped},
-                                        {"MSIM_HBM_BYTES", std::to_string(256ull << 20)}});
+    const ts::ProgramRun r =
+        Installed("msched", {"run", "--coord", "off", "--mode", "msched", "--", MSIM_RUN, Workload("integrity.json")},
+                  {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                   {"MSCHED_STATS", stats},
+                   {"MSCHED_SHIPPED_TEMPLATES", load_shipped},
+                   {"MSIM_HBM_BYTES", std::to_string(256ull << 20)}});
     EXPECT_EQ(r.status, 0) << r.err;
     return json::parse(ts::Slurp(stats), nullptr, false);
   };
@@ -176,7 +178,8 @@ TEST_F(InstallTest, TheInstalledLibraryLoadsTheTemplatesInShare) {
   EXPECT_EQ(ts::JsonU64(none, {"launches", "predicted"}), 0u) << none.dump();
   fs::remove(shipped);
   const json without = run();
-  EXPECT_LT(ts::JsonU64(without, {"templates", "loaded"}), ts::JsonU64(with, {"templates", "loaded"})) << without.dump();
+  EXPECT_LT(ts::JsonU64(without, {"templates", "loaded"}), ts::JsonU64(with, {"templates", "loaded"}))
+      << without.dump();
   EXPECT_EQ(ts::JsonU64(without, {"templates", "problems"}), 0u) << without.dump();
   EXPECT_EQ(ts::JsonU64(without, {"launches", "predicted"}), 0u) << without.dump();
   EXPECT_EQ(ts::JsonU64(without, {"launches", "fallback"}), 16u) << without.dump();
@@ -187,8 +190,8 @@ TEST_F(InstallTest, TheInstalledLibraryLoadsTheTemplatesInShare) {
 TEST_F(InstallTest, AJobRunsUnderTheCoordinatorTheInstalledMschedStarts) {
   const std::string device = "install" + std::to_string(getpid());
   const std::string socket = root_ + "/run/gpu0.sock";
-  const std::vector<std::string> job = {MSIM_RUN, Workload("micro_vadd.json"), "--set", "FOOT=8388608",
-                                        "--set", "TASKS=3"};
+  const std::vector<std::string> job = {MSIM_RUN, Workload("micro_vadd.json"), "--set", "FOOT=8388608", "--set",
+                                        "TASKS=3"};
   const std::map<std::string, std::string> sim = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
                                                   {"MSIM_HBM_BYTES", std::to_string(kHbm)}};
   std::map<std::string, std::string> alone_env = sim;
@@ -222,9 +225,10 @@ TEST_F(InstallTest, AJobRunsUnderTheCoordinatorTheInstalledMschedStarts) {
 
 TEST_F(InstallTest, MschedProfileFromTheInstalledTreeFitsTemplates) {
   const std::string out = root_ + "/vadd.templates.json";
-  const ts::ProgramRun r = Installed("msched-profile", {"-o", out, "--", MSIM_RUN, Workload("micro_vadd.json"), "--set",
-                                                        "FOOT=4194304", "--set", "TASKS=1"},
-                                     {{"LD_LIBRARY_PATH", SIM_LIB_DIR}});
+  const ts::ProgramRun r =
+      Installed("msched-profile",
+                {"-o", out, "--", MSIM_RUN, Workload("micro_vadd.json"), "--set", "FOOT=4194304", "--set", "TASKS=1"},
+                {{"LD_LIBRARY_PATH", SIM_LIB_DIR}});
   ASSERT_EQ(r.status, 0) << r.err;
   const json t = json::parse(ts::Slurp(out), nullptr, false);
   ASSERT_TRUE(t.is_object()) << ts::Slurp(out);
@@ -358,8 +362,7 @@ TEST(PackageTest, TheDebHoldsTheInstallUnderUsrWithItsDependenciesAndScripts) {
   }
   EXPECT_TRUE(depends.count("libc6") && depends.count("libstdc++6") && depends.count("passwd")) << fields.out;
   for (const std::string& d : depends) {
-    EXPECT_TRUE(d == "libc6" || d == "libstdc++6" || d == "libgcc-s1" || d == "passwd")
-        << d << " in " << fields.out;
+    EXPECT_TRUE(d == "libc6" || d == "libstdc++6" || d == "libgcc-s1" || d == "passwd") << d << " in " << fields.out;
   }
 
   // The unit names /usr/bin/mschedd; postinst creates the group and is a valid sh script.

@@ -40,12 +40,16 @@ class MemoryOwnershipTest : public ts::CoordinatorProcessTest, public ::testing:
   // are those its first touches cost.
   uint64_t FaultsAlone(uint64_t foot, int tasks) {
     const std::string stats = dir_ + "/alone.sim.json";
-    const ts::ProgramRun r = ts::RunProgram(
-        {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=" + std::to_string(foot), "--set",
-         "TASKS=" + std::to_string(tasks)},
-        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"LD_PRELOAD", LIBMSCHED}, {"MSIM_DEVICE", device_ + "alone"},
-         {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSCHED_COORD", "off"}, {"MSCHED_TEMPLATES", dir_ + "/none"},
-         {"MSCHED_UNKNOWN", GetParam()}, {"MSIM_STATS", stats}});
+    const ts::ProgramRun r = ts::RunProgram({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
+                                             "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
+                                            {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                             {"LD_PRELOAD", LIBMSCHED},
+                                             {"MSIM_DEVICE", device_ + "alone"},
+                                             {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+                                             {"MSCHED_COORD", "off"},
+                                             {"MSCHED_TEMPLATES", dir_ + "/none"},
+                                             {"MSCHED_UNKNOWN", GetParam()},
+                                             {"MSIM_STATS", stats}});
     ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
     EXPECT_EQ(r.status, 0) << r.err;
     return SimStats(stats)["faults"].get<uint64_t>();

@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "base/subprocess.h"
-#include "run_program.h"
 #include "msched/templates.h"
 #include "profile/trace.h"
+#include "run_program.h"
 
 namespace {
 
@@ -36,7 +36,8 @@ std::string Workload(const std::string& name) { return std::string(WORKLOADS_DIR
 std::map<std::string, std::string> SimEnv(std::map<std::string, std::string> env = {}) {
   env.emplace("LD_LIBRARY_PATH", SIM_LIB_DIR);
   env.emplace("MSIM_HBM_BYTES", std::to_string(1ull << 30));
-  for (const char* k : {"MSIM_DEVICE", "MSCHED_LIB", "MSCHED_LOG", "MSCHED_TEMPLATES", "LD_PRELOAD"}) env.emplace(k, "");
+  for (const char* k : {"MSIM_DEVICE", "MSCHED_LIB", "MSCHED_LOG", "MSCHED_TEMPLATES", "LD_PRELOAD"})
+    env.emplace(k, "");
   return env;
 }
 
@@ -79,8 +80,8 @@ TEST(MschedProfileTest, LearnsEveryRegionKindWithinThePapersAccuracy) {
   // argument, the same in every call too, explains it, so the extent follows
   // that argument (T2) rather than being a constant (T1): it extrapolates.
   const std::map<std::string, std::string> kinds = {
-      {"vector_add", "T2"}, {"fill_u32", "T2"},   {"strided_scale", "T3"}, {"struct_axpy", "T2"},
-      {"kv_attend", "T2"},  {"matmul", "T2"},     {"gather", "unpredictable"}, {"indirect_sum", "unpredictable"},
+      {"vector_add", "T2"}, {"fill_u32", "T2"}, {"strided_scale", "T3"},     {"struct_axpy", "T2"},
+      {"kv_attend", "T2"},  {"matmul", "T2"},   {"gather", "unpredictable"}, {"indirect_sum", "unpredictable"},
       {"iota_u32", "T2"}};
   for (const auto& [kernel, kind] : kinds) {
     const std::vector<std::string> row = Row(text, kernel);
@@ -109,8 +110,10 @@ TEST(MschedProfileTest, LearnsEveryRegionKindWithinThePapersAccuracy) {
 // Runs the LLM-decode workload at 150% of the simulated HBM in `mode`.
 json DecodeAt150(const std::string& mode, const std::string& templates) {
   const std::string stats = Temp("decode_" + mode + ".sim.json");
-  std::map<std::string, std::string> env = {{"LD_PRELOAD", LIBMSCHED}, {"MSCHED_MODE", mode},
-                                            {"MSIM_STATS", stats}, {"MSIM_HBM_BYTES", std::to_string(64ull << 20)}};
+  std::map<std::string, std::string> env = {{"LD_PRELOAD", LIBMSCHED},
+                                            {"MSCHED_MODE", mode},
+                                            {"MSIM_STATS", stats},
+                                            {"MSIM_HBM_BYTES", std::to_string(64ull << 20)}};
   if (!templates.empty()) env["MSCHED_TEMPLATES"] = templates;
   const ts::ProgramRun r = ts::RunProgram({MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=24", "--set",
                                            "ROWS=1024", "--set", "COLS=1024", "--set", "MAXCTX=256"},
@@ -124,9 +127,9 @@ json DecodeAt150(const std::string& mode, const std::string& templates) {
 TEST(MschedProfileTest, ProducedTemplatesCutFaultsAndTimeVersusUmAndAlloc) {
   // Profile a short run (2 layers, 4 tokens) at the sizes the real run uses.
   const std::string out = Temp("decode.templates.json");
-  const ts::ProgramRun p = Profile({"-o", out, "--", MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=2",
-                                    "--set", "STEPS=4", "--set", "ROWS=1024", "--set", "COLS=1024", "--set",
-                                    "MAXCTX=256"});
+  const ts::ProgramRun p =
+      Profile({"-o", out, "--", MSIM_RUN, Workload("llm_decode.json"), "--set", "LAYERS=2", "--set", "STEPS=4", "--set",
+               "ROWS=1024", "--set", "COLS=1024", "--set", "MAXCTX=256"});
   ASSERT_EQ(p.status, 0) << p.err;
   const json um = DecodeAt150("um", ""), alloc = DecodeAt150("alloc", ""), ms = DecodeAt150("msched", out);
   auto u = [](const json& j, std::initializer_list<const char*> path) { return ts::JsonU64(j, path); };
@@ -282,14 +285,15 @@ TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
     ::unlink(pid_file.c_str());
     msched::SpawnOptions o;
     for (const auto& [k, v] : SimEnv({{"TMPDIR", tmp}})) {
-      if (v.empty()) o.unset_env.push_back(k);
-      else o.env[k] = v;
+      if (v.empty())
+        o.unset_env.push_back(k);
+      else
+        o.env[k] = v;
     }
     o.stderr_path = Temp("stopped" + std::to_string(signal) + ".err");
     // The program sleeps as the shell's own process (exec), so nothing of it outlives its pid.
     auto profile = msched::Subprocess::Spawn(
-        {MSCHED_PROFILE, "-o", Temp("stopped.json"), "--", "sh", "-c", "echo $$ > " + pid_file + "; exec sleep 60"},
-        o);
+        {MSCHED_PROFILE, "-o", Temp("stopped.json"), "--", "sh", "-c", "echo $$ > " + pid_file + "; exec sleep 60"}, o);
     ASSERT_TRUE(profile.ok()) << profile.status().ToString();
     pid_t program = 0;
     for (int i = 0; i < 500 && program == 0; ++i) {
@@ -306,8 +310,9 @@ TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
     if (program_lives) ::kill(program, SIGKILL);
     EXPECT_FALSE(program_lives) << "the program outlived msched-profile";
     EXPECT_EQ(status, 128 + signal) << ts::Slurp(o.stderr_path);
-    EXPECT_NE(ts::Slurp(o.stderr_path).find(std::string("stopped by SIG") + sigabbrev_np(signal) +
-                                            "; sh got it too and was killed by signal " + std::to_string(signal)),
+    EXPECT_NE(ts::Slurp(o.stderr_path)
+                  .find(std::string("stopped by SIG") + sigabbrev_np(signal) +
+                        "; sh got it too and was killed by signal " + std::to_string(signal)),
               std::string::npos)
         << ts::Slurp(o.stderr_path);
     EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the private trace directory is removed";

@@ -54,19 +54,18 @@ class MschedStatusTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "status_" + std::to_string(getpid());
     ::mkdir(dir_.c_str(), 0700);
     device_ = "status" + std::to_string(getpid());
-    auto d = msched::Subprocess::Spawn({MSCHEDD, "--socket", Socket(), "--gpu-memory", std::to_string(kHbm), "--log",
-                                        dir_ + "/mschedd.log"});
+    auto d = msched::Subprocess::Spawn(
+        {MSCHEDD, "--socket", Socket(), "--gpu-memory", std::to_string(kHbm), "--log", dir_ + "/mschedd.log"});
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemon_.emplace(std::move(*d));
     // A job long enough to be live while the tests ask.
     msched::SpawnOptions o;
-    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},  {"LD_PRELOAD", LIBMSCHED},        {"MSIM_DEVICE", device_},
+    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},         {"LD_PRELOAD", LIBMSCHED},   {"MSIM_DEVICE", device_},
              {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSCHED_SOCKET", Socket()}, {"MSCHED_COORD", "required"},
-             {"MSCHED_JOB_NAME", "status-job"}, {"MSCHED_MEM", "16MiB"}};
+             {"MSCHED_JOB_NAME", "status-job"},        {"MSCHED_MEM", "16MiB"}};
     o.stdout_path = o.stderr_path = dir_ + "/job.out";
-    auto j = msched::Subprocess::Spawn({MSIM_RUN, WORKLOADS_DIR "/micro_vadd.json", "--set", "FOOT=8388608", "--set",
-                                        "TASKS=1000000"},
-                                       o);
+    auto j = msched::Subprocess::Spawn(
+        {MSIM_RUN, WORKLOADS_DIR "/micro_vadd.json", "--set", "FOOT=8388608", "--set", "TASKS=1000000"}, o);
     ASSERT_TRUE(j.ok()) << j.status().ToString();
     job_.emplace(std::move(*j));
     for (int i = 0; i < 600 && !HasJob(Json()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));

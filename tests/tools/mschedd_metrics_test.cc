@@ -86,8 +86,9 @@ class MschedMetricsTest : public ::testing::Test {
 
   // Starts mschedd with --metrics on a port the system picks; returns that port.
   int StartDaemon(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {MSCHEDD, "--socket", Socket(), "--gpu-memory", std::to_string(kHbm),
-                                     "--log", dir_ + "/mschedd.log", "--metrics", "127.0.0.1:0"};
+    std::vector<std::string> argv = {
+        MSCHEDD,     "--socket",   Socket(), "--gpu-memory", std::to_string(kHbm), "--log", dir_ + "/mschedd.log",
+        "--metrics", "127.0.0.1:0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto d = msched::Subprocess::Spawn(argv);
     EXPECT_TRUE(d.ok()) << d.status().ToString();
@@ -107,10 +108,14 @@ class MschedMetricsTest : public ::testing::Test {
   // A vector-add job of `foot` bytes and `tasks` tasks under the coordinator.
   void StartJob(const std::string& name, uint64_t foot, int tasks, std::map<std::string, std::string> env = {}) {
     msched::SpawnOptions o;
-    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},         {"LD_PRELOAD", LIBMSCHED},
-             {"MSIM_DEVICE", device_},                 {"MSIM_HBM_BYTES", std::to_string(kHbm)},
-             {"MSCHED_SOCKET", Socket()},              {"MSCHED_COORD", "required"},
-             {"MSCHED_TEMPLATES", WORKLOADS_DIR "/kernels"}, {"MSCHED_JOB_NAME", name},
+    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+             {"LD_PRELOAD", LIBMSCHED},
+             {"MSIM_DEVICE", device_},
+             {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+             {"MSCHED_SOCKET", Socket()},
+             {"MSCHED_COORD", "required"},
+             {"MSCHED_TEMPLATES", WORKLOADS_DIR "/kernels"},
+             {"MSCHED_JOB_NAME", name},
              {"MSCHED_LOG_LEVEL", "warn"}};
     for (auto& [k, v] : env) o.env[k] = v;
     o.stdout_path = o.stderr_path = dir_ + "/" + name + ".out";
@@ -151,8 +156,7 @@ TEST_F(MschedMetricsTest, TwoJobsTakingTurnsShowInTheSeriesAndTheirSeriesGoWithT
   ASSERT_GT(port, 0);
   HttpReply first = Http(port, "GET", "/metrics");
   ASSERT_EQ(first.status, 200) << first.head;
-  EXPECT_NE(first.head.find("Content-Type: text/plain; version=0.0.4; charset=utf-8"), std::string::npos)
-      << first.head;
+  EXPECT_NE(first.head.find("Content-Type: text/plain; version=0.0.4; charset=utf-8"), std::string::npos) << first.head;
   std::map<std::string, double> s = Series(first.body);
   EXPECT_EQ(s["msched_jobs{state=\"running\"}"], 0);
   EXPECT_EQ(s["msched_gpu_memory_bytes"], static_cast<double>(kHbm));
@@ -244,13 +248,11 @@ TEST_F(MschedMetricsTest, NamesArePublishedOnlyWithMetricsNames) {
   const int port = StartDaemon({"--metrics-names"});
   ASSERT_GT(port, 0);
   StartJob("named-job", 8 * kMiB, 1000000);
-  const std::map<std::string, double> s = ScrapeUntil(port, [](std::map<std::string, double>& m) {
-    return PerJob(m, "msched_job_resident_bytes").size() == 1;
-  });
+  const std::map<std::string, double> s = ScrapeUntil(
+      port, [](std::map<std::string, double>& m) { return PerJob(m, "msched_job_resident_bytes").size() == 1; });
   const std::map<std::string, double> resident = PerJob(s, "msched_job_resident_bytes");
   ASSERT_EQ(resident.size(), 1u);
-  EXPECT_EQ(resident.begin()->first,
-            "{job_id=\"1\",uid=\"" + std::to_string(getuid()) + "\",name=\"named-job\"}");
+  EXPECT_EQ(resident.begin()->first, "{job_id=\"1\",uid=\"" + std::to_string(getuid()) + "\",name=\"named-job\"}");
 }
 
 TEST_F(MschedMetricsTest, ABadAddressIsAUsageErrorAndAPortInUseFailsToStart) {
@@ -279,10 +281,11 @@ TEST_F(MschedMetricsTest, ABadAddressIsAUsageErrorAndAPortInUseFailsToStart) {
   const ts::ProgramRun r = ts::RunProgram({MSCHEDD, "--socket", Socket(), "--metrics", address}, {});
   ::close(taken);
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_NE(r.err.find("mschedd: cannot serve metrics at " + address + ": cannot bind to " + address), std::string::npos)
+  EXPECT_NE(r.err.find("mschedd: cannot serve metrics at " + address + ": cannot bind to " + address),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("Address already in use"), std::string::npos) << r.err;
-  struct stat st{};
+  struct stat st {};
   EXPECT_NE(::stat(Socket().c_str(), &st), 0) << "the coordinator's socket is removed again";
 }
 

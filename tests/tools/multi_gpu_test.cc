@@ -64,10 +64,17 @@ class MultiGpuTest : public ::testing::Test {
   // The environment every program here shares: the node, and where its
   // coordinators' sockets are.
   std::map<std::string, std::string> Env() const {
-    return {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_},          {"MSIM_GPUS", "2"},
-            {"MSIM_HBM_BYTES", std::to_string(kHbm)}, {"MSCHED_SOCKET_DIR", dir_}, {"MSCHED_SOCKET", ""},
-            {"MSCHED_LIB", LIBMSCHED},        {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels"},
-            {"MSCHED_COORD", "required"},     {"MSCHED_LOG_LEVEL", "info"},      {"CUDA_VISIBLE_DEVICES", ""},
+    return {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+            {"MSIM_DEVICE", device_},
+            {"MSIM_GPUS", "2"},
+            {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+            {"MSCHED_SOCKET_DIR", dir_},
+            {"MSCHED_SOCKET", ""},
+            {"MSCHED_LIB", LIBMSCHED},
+            {"MSCHED_TEMPLATES", std::string(WORKLOADS_DIR) + "/kernels"},
+            {"MSCHED_COORD", "required"},
+            {"MSCHED_LOG_LEVEL", "info"},
+            {"CUDA_VISIBLE_DEVICES", ""},
             {"LD_PRELOAD", ""}};
   }
 
@@ -78,7 +85,8 @@ class MultiGpuTest : public ::testing::Test {
                                        o);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemons_.push_back(std::move(*d));
-    for (int i = 0; i < 250 && !Status(gpu).is_object(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 250 && !Status(gpu).is_object(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_TRUE(Status(gpu).is_object()) << "GPU " << gpu << "'s coordinator did not answer";
   }
 
@@ -117,11 +125,15 @@ class MultiGpuTest : public ::testing::Test {
   }
 
   std::string AloneChecksum() {
-    const ts::ProgramRun r = ts::RunProgram(
-        {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=" + std::to_string(kFoot), "--set",
-         "TASKS=" + std::to_string(kTasks)},
-        {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_ + "alone"}, {"MSIM_HBM_BYTES", std::to_string(kHbm)},
-         {"MSIM_GPUS", ""}, {"CUDA_VISIBLE_DEVICES", ""}, {"LD_PRELOAD", ""}});
+    const ts::ProgramRun r =
+        ts::RunProgram({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
+                        "FOOT=" + std::to_string(kFoot), "--set", "TASKS=" + std::to_string(kTasks)},
+                       {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                        {"MSIM_DEVICE", device_ + "alone"},
+                        {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+                        {"MSIM_GPUS", ""},
+                        {"CUDA_VISIBLE_DEVICES", ""},
+                        {"LD_PRELOAD", ""}});
     EXPECT_EQ(r.status, 0) << r.err;
     return ts::Checksums(r.out);
   }
@@ -227,7 +239,8 @@ TEST_F(MultiGpuTest, MemGetInfoShowsTheShareOfTheJobsOwnGpu) {
     EXPECT_EQ(r.status, 0) << r.err;
     unsigned long long free = 0, total = 0;
     const size_t at = r.out.find("meminfo ");
-    if (at == std::string::npos || std::sscanf(r.out.c_str() + at, "meminfo free %llu total %llu", &free, &total) != 2) {
+    if (at == std::string::npos ||
+        std::sscanf(r.out.c_str() + at, "meminfo free %llu total %llu", &free, &total) != 2) {
       ADD_FAILURE() << "no meminfo line in: " << r.out;
     }
     return std::make_pair(free, total);

@@ -29,7 +29,9 @@ json Job(uint64_t id, const std::string& name, const std::string& run_state) {
           {"pid", 4242},
           {"state", run_state == "paused" ? "paused" : "running"},
           {"run_state", run_state},
-          {"wait_reason", on_gpu ? "" : run_state == "paused" ? "paused" : "turn"},
+          {"wait_reason", on_gpu                  ? ""
+                          : run_state == "paused" ? "paused"
+                                                  : "turn"},
           {"on_gpu", on_gpu},
           {"class", "long"},
           {"priority", -3},
@@ -92,8 +94,8 @@ bool Has(const std::string& header, const std::string& column) {
   return false;
 }
 
-const std::vector<std::string> kAll = {"JOB",   "NAME",     "USER",      "PID",     "STATE",    "WHY",
-                                       "WAITED", "SLICES", "CLASS", "PRIO", "DECLARED", "ALLOCATED",
+const std::vector<std::string> kAll = {"JOB",     "NAME",     "USER",   "PID",  "STATE",    "WHY",
+                                       "WAITED",  "SLICES",   "CLASS",  "PRIO", "DECLARED", "ALLOCATED",
                                        "WORKSET", "RESIDENT", "BUDGET", "SWAPS"};
 
 TEST(StatusTableTest, WithoutALimitEveryColumnShowsInFull) {
@@ -172,9 +174,9 @@ TEST(StatusTableTest, EveryLineFitsEveryWidth) {
 TEST(StatusTableTest, NarrowTablesLeaveOutColumnsInTheDocumentedOrder) {
   const json s = Status({Job(1, "train", "running")});
   const size_t full = Columns(Header(msched::RenderStatus(s, 0)));
-  const std::vector<std::string> drop_order = {"SWAPS",    "BUDGET", "PID",       "CLASS",    "PRIO",
-                                               "SLICES",   "WORKSET", "DECLARED", "USER",     "ALLOCATED",
-                                               "RESIDENT", "WAITED", "WHY"};
+  const std::vector<std::string> drop_order = {"SWAPS",    "BUDGET",  "PID",      "CLASS", "PRIO",
+                                               "SLICES",   "WORKSET", "DECLARED", "USER",  "ALLOCATED",
+                                               "RESIDENT", "WAITED",  "WHY"};
   size_t previously_dropped = 0;
   // 19 columns hold JOB, the 5-column name and "running".
   for (size_t width = full; width >= 19; --width) {
@@ -182,8 +184,9 @@ TEST(StatusTableTest, NarrowTablesLeaveOutColumnsInTheDocumentedOrder) {
     size_t dropped = 0;
     while (dropped < drop_order.size() && !Has(header, drop_order[dropped])) ++dropped;
     for (size_t i = dropped; i < drop_order.size(); ++i) {
-      EXPECT_TRUE(Has(header, drop_order[i])) << "width " << width << ": " << drop_order[i] << " left out before "
-                                              << drop_order[dropped] << "\n" << header;
+      EXPECT_TRUE(Has(header, drop_order[i]))
+          << "width " << width << ": " << drop_order[i] << " left out before " << drop_order[dropped] << "\n"
+          << header;
     }
     EXPECT_GE(dropped, previously_dropped) << "a narrower table shows a column a wider one left out";
     previously_dropped = dropped;

@@ -224,11 +224,14 @@ TEST(TraceReplayTest, ChecksumsAreTheSameWhateverRunsItAndFollowEveryWrite) {
   EXPECT_EQ(std::count(sums.begin(), sums.end(), '\n'), 25) << "one line per live allocation";
   const Replay runs[] = {RunReplay(trace, {"--managed"}, {}, hbm), RunReplay(trace, {}, Msched(templates), hbm),
                          RunReplay(trace, {}, Msched(), hbm),
-                         RunReplay(trace, {}, [] {
-                           auto env = Msched();
-                           env["MSCHED_UNKNOWN"] = "fault";
-                           return env;
-                         }(), hbm)};
+                         RunReplay(
+                             trace, {},
+                             [] {
+                               auto env = Msched();
+                               env["MSCHED_UNKNOWN"] = "fault";
+                               return env;
+                             }(),
+                             hbm)};
   for (const Replay& r : runs) {
     ASSERT_EQ(r.run.status, 0) << r.run.err;
     EXPECT_EQ(ts::Checksums(r.run.out), sums);
@@ -236,11 +239,11 @@ TEST(TraceReplayTest, ChecksumsAreTheSameWhateverRunsItAndFollowEveryWrite) {
   // The stamps reach memory: a written allocation's sum is not that of
   // zeros, and the same launches in another order end differently.
   const uint64_t a = 0x7f0000000000, b = a + 4 * kMiB;
-  const std::string write_a = msched::TraceLaunchLine(
-      Launch(1, "k", {Word(a)}, {Range(a, a + 64 * 1024, msched::AccessMode::kWrite)}));
-  const std::string write_a_b = msched::TraceLaunchLine(
-      Launch(2, "k", {Word(b)}, {Range(a, a + 64 * 1024, msched::AccessMode::kReadWrite),
-                                 Range(b, b + 64 * 1024, msched::AccessMode::kWrite)}));
+  const std::string write_a =
+      msched::TraceLaunchLine(Launch(1, "k", {Word(a)}, {Range(a, a + 64 * 1024, msched::AccessMode::kWrite)}));
+  const std::string write_a_b = msched::TraceLaunchLine(Launch(
+      2, "k", {Word(b)},
+      {Range(a, a + 64 * 1024, msched::AccessMode::kReadWrite), Range(b, b + 64 * 1024, msched::AccessMode::kWrite)}));
   const std::string allocs = msched::TraceAllocLine(a, 4 * kMiB) + "\n" + msched::TraceAllocLine(b, 4 * kMiB);
   const Replay ab = RunReplay(HandMade("ab", {allocs, write_a, write_a_b}), {}, {});
   const Replay ba = RunReplay(HandMade("ba", {allocs, write_a_b, write_a}), {}, {});
@@ -298,9 +301,8 @@ TEST(TraceReplayTest, KernelsTakeTheTracesCleanDurationsOrTheStatedModel) {
   const uint64_t a = 0x7f0000000000;
   const auto trace = [&](const std::string& name, uint64_t duration) {
     return HandMade(name, {msched::TraceAllocLine(a, 64 * kMiB),
-                           msched::TraceLaunchLine(Launch(1, "k", {Word(a)},
-                                                          {Range(a, a + 64 * kMiB, msched::AccessMode::kRead)},
-                                                          duration))});
+                           msched::TraceLaunchLine(Launch(
+                               1, "k", {Word(a)}, {Range(a, a + 64 * kMiB, msched::AccessMode::kRead)}, duration))});
   };
   const Replay clean = RunReplay(trace("clean", 7'000'000), {"--no-checksum"}, {});
   const Replay modelled = RunReplay(trace("modelled", 0), {"--no-checksum"}, {});
@@ -336,7 +338,8 @@ TEST(TraceReplayTest, BadTracesGetAClearErrorOrABoundedRun) {
        "not an msched trace"},
       {[] {
          const std::string p = Temp("compressed.trace.xz");
-         std::ofstream(p) << "\xfd" "7zXZ";
+         std::ofstream(p) << "\xfd"
+                             "7zXZ";
          return p;
        }(),
        "xz -dk"},
@@ -354,10 +357,10 @@ TEST(TraceReplayTest, BadTracesGetAClearErrorOrABoundedRun) {
   too_many_threads.dims.block[0] = 2048;
   const std::string trace = HandMade(
       "odd", {msched::TraceAllocLine(a, 4 * kMiB), msched::TraceAllocLine(b, 4 * kMiB),
-              msched::TraceLaunchLine(Launch(1, "k", {Word(a)},
-                                             {Range(a, a + 4096, msched::AccessMode::kRead),
-                                              Range(0x1000, 0x2000, msched::AccessMode::kWrite),
-                                              Range(b + 4 * kMiB - 4096, b + 5 * kMiB, msched::AccessMode::kWrite)})),
+              msched::TraceLaunchLine(Launch(
+                  1, "k", {Word(a)},
+                  {Range(a, a + 4096, msched::AccessMode::kRead), Range(0x1000, 0x2000, msched::AccessMode::kWrite),
+                   Range(b + 4 * kMiB - 4096, b + 5 * kMiB, msched::AccessMode::kWrite)})),
               msched::TraceLaunchLine(Launch(2, "k", {Word(a), Word(b)}, {})),  // a second layout for k
               msched::TraceLaunchLine(too_many_threads), msched::TraceLaunchLine(Launch(4, "wide", {wide}, {})),
               msched::TraceFreeLine(0x1234), msched::TraceAllocLine(a + 2 * kMiB, 4 * kMiB),  // over a
@@ -379,8 +382,8 @@ TEST(TraceReplayTest, BadTracesGetAClearErrorOrABoundedRun) {
     std::ofstream f(Temp("many.trace"));
     f << msched::TraceHeaderLine("cupti", 65536, "many") << "\n" << msched::TraceAllocLine(a, 4 * kMiB) << "\n";
     for (uint64_t i = 1; i <= 100'000; ++i) {
-      f << msched::TraceLaunchLine(Launch(i, "k", {Word(a + i % 64 * 4096)},
-                                          {Range(a, a + 65536, msched::AccessMode::kReadWrite)}))
+      f << msched::TraceLaunchLine(
+               Launch(i, "k", {Word(a + i % 64 * 4096)}, {Range(a, a + 65536, msched::AccessMode::kReadWrite)}))
         << "\n";
     }
   }

@@ -157,8 +157,8 @@ TEST(ConfigTest, AJobNameOfAnyLengthIsAccepted) {
 }
 
 TEST(ConfigTest, ReportsUnknownMschedVariables) {
-  const char* environ[] = {"PATH=/bin", "MSCHED_MODEE=um", "MSCHED_MODE=um", "MSCHED_LIB=/x/libmsched.so",
-                           "MSCHED_SIM_DIR=/x/sim", nullptr};
+  const char* environ[] = {
+      "PATH=/bin", "MSCHED_MODEE=um", "MSCHED_MODE=um", "MSCHED_LIB=/x/libmsched.so", "MSCHED_SIM_DIR=/x/sim", nullptr};
   ConfigParse p = Parse({{"MSCHED_MODE", "um"}}, environ);
   EXPECT_EQ(p.unknown_variables, (std::vector<std::string>{"MSCHED_MODEE"})) << "the programs' own variables are known";
 }

@@ -27,7 +27,13 @@ std::string Thrown(const std::function<void()>& f) {
 
 template <typename Json>
 std::vector<Json> Values() {
-  return {Json(), Json(true), Json(7), Json(-7), Json(1.5), Json("text"), Json::array({1, "a"}),
+  return {Json(),
+          Json(true),
+          Json(7),
+          Json(-7),
+          Json(1.5),
+          Json("text"),
+          Json::array({1, "a"}),
           Json::object({{"k", "v"}, {"b", false}, {"n", 3}})};
 }
 
@@ -99,7 +105,8 @@ TEST(JsonCheckedTest, NamesTheMissingKeyAndTheWrongType) {
   EXPECT_EQ(JsonAt(doc, "count").status().message(), "[json.exception.out_of_range.403] key 'count' not found");
   EXPECT_EQ(JsonGetString(doc["steps"]).status().message(),
             "[json.exception.type_error.302] type must be string, but is number");
-  EXPECT_EQ(JsonAt(doc["steps"], "x").status().message(), "[json.exception.type_error.304] cannot use at() with number");
+  EXPECT_EQ(JsonAt(doc["steps"], "x").status().message(),
+            "[json.exception.type_error.304] cannot use at() with number");
 }
 
 }  // namespace

@@ -66,9 +66,9 @@ TEST_F(CoordMetricsTest, TurnsSwapsWaitsAndJobsAreCounted) {
 
   Apply(s_.SliceEnded(1, 1100));  // job 1's turn (0 to 1100) ends: told to stop
   // The scheduler counted job 1 as holding its whole 10 GiB; it gave up 4.
-  Stopped(1, 1200, 6 * kGiB);      // job 2's turn begins at 1200
-  Apply(s_.SliceEnded(2, 2200));   // and ends at 2200 (1000 ns)
-  Stopped(2, 2300, 6 * kGiB);      // job 1 goes again, bringing its working set back
+  Stopped(1, 1200, 6 * kGiB);     // job 2's turn begins at 1200
+  Apply(s_.SliceEnded(2, 2200));  // and ends at 2200 (1000 ns)
+  Stopped(2, 2300, 6 * kGiB);     // job 1 goes again, bringing its working set back
   Apply(s_.SliceEnded(1, 3300));
   Stopped(1, 3400, 6 * kGiB, 4 * kGiB);  // it reports having loaded 4 GiB
   snap = m_.Snapshot(s_);
@@ -99,8 +99,8 @@ TEST_F(CoordMetricsTest, ReportedCountersAddEachJobsRiseAndNeverFall) {
   Submit(1, 4 * kGiB, 0);
   Submit(2, 4 * kGiB, 0);
   m_.Counted(1, {10, 100});
-  m_.Counted(1, {7, 100});    // lower: ignored
-  m_.Counted(1, {15, 300});   // counts only the rise above 10
+  m_.Counted(1, {7, 100});   // lower: ignored
+  m_.Counted(1, {15, 300});  // counts only the rise above 10
   m_.Counted(2, {3, 50});
   m_.Counted(99, {1000, 1000});  // no such job
   MetricsSnapshot snap = m_.Snapshot(s_);

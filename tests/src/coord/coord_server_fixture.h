@@ -98,7 +98,8 @@ class CoordServerTest : public ::testing::Test {
     int shm_fd = -1;
     Result<proto::Message> m = ReceiveMessage(fd, 5000, &shm_fd);
     if (!m.ok() || !std::holds_alternative<proto::Welcome>(*m)) {
-      ADD_FAILURE() << "expected a welcome: " << (m.ok() ? proto::MsgTypeName(proto::TypeOf(*m)) : m.status().ToString());
+      ADD_FAILURE() << "expected a welcome: "
+                    << (m.ok() ? proto::MsgTypeName(proto::TypeOf(*m)) : m.status().ToString());
       return {proto::Welcome{}, shm_fd};
     }
     return {std::get<proto::Welcome>(*m), shm_fd};
@@ -132,7 +133,8 @@ class CoordServerTest : public ::testing::Test {
   }
   // The running one's slice ends at `now`: it is stopped, answers, and the
   // other is told to go. `stopped` runs after the Stop arrives.
-  void Switch(const TurnTakers& t, int running, uint64_t now, const std::function<void()>& stopped = [] {}) {
+  void Switch(
+      const TurnTakers& t, int running, uint64_t now, const std::function<void()>& stopped = [] {}) {
     ASSERT_TRUE(SendMessage(t.fds[running], proto::SliceEnd{now}).ok());
     Expect<proto::Stop>(t.fds[running]);
     stopped();

@@ -32,7 +32,6 @@ namespace {
 using testing_fixtures::CoordServerTest;
 using testing_fixtures::kGiB;
 
-
 TEST_F(CoordServerTest, AJobRegistersAndRunsAndItsGateOpensInSharedMemory) {
   const int fd = Join(4 * kGiB, "train");
   const auto [w, shm_fd] = ExpectWelcome(fd);
@@ -209,7 +208,7 @@ TEST_F(CoordServerTest, EveryMessageOfAJobIsCountedInTheGatePageOnceHandled) {
   EXPECT_EQ(handled(0, 0), 0u) << "the hello is not counted";
   ASSERT_TRUE(SendMessage(t.fds[0], proto::Usage{10 * kGiB, 1000, {}, 0}).ok());
   EXPECT_EQ(handled(0, 1), 1u) << "a report that asks nothing";
-  Status();  // a control request, on a connection of its own
+  Status();                               // a control request, on a connection of its own
   Switch(t, /*running=*/0, 100'000'000);  // a slice's end and a stop's reply
   EXPECT_EQ(handled(0, 3), 3u);
   EXPECT_EQ(handled(1, 0), 0u) << "the other job sent nothing";
@@ -387,7 +386,8 @@ TEST_F(CoordServerTest, AJobThatReadsNothingKeepsItsPlaceAndFindsItsLatestGrant)
   constexpr int kReports = 20000;
   for (int i = 1; i <= kReports; ++i) {
     const uint64_t allocated = (i % 2 ? 4 : 8) * kGiB;
-    ASSERT_TRUE(SendMessage(busy, proto::Usage{allocated, static_cast<uint64_t>(i), {}, static_cast<uint64_t>(i)}).ok());
+    ASSERT_TRUE(
+        SendMessage(busy, proto::Usage{allocated, static_cast<uint64_t>(i), {}, static_cast<uint64_t>(i)}).ok());
     for (;;) {  // its own orders: a Go, Budgets, and the answer to this ask
       const Result<proto::Message> m = ReceiveMessage(busy, 5000);
       ASSERT_TRUE(m.ok()) << m.status().ToString() << " at report " << i;

@@ -110,14 +110,16 @@ class JobSideTest : public ::testing::Test, public JobClock, public JobDevice, p
   }
 
   // The messages of type T sent so far.
-  template <typename T> std::vector<T> Sent() const {
+  template <typename T>
+  std::vector<T> Sent() const {
     std::vector<T> out;
     for (const proto::Message& m : sent) {
       if (auto* t = std::get_if<T>(&m)) out.push_back(*t);
     }
     return out;
   }
-  template <typename T> T Last() const {
+  template <typename T>
+  T Last() const {
     const std::vector<T> all = Sent<T>();
     EXPECT_FALSE(all.empty());
     return all.empty() ? T{} : all.back();

@@ -139,7 +139,8 @@ TEST(MetricsTest, NamesAreLabelsOnlyWhenPublishedAndAreEscaped) {
   EXPECT_EQ(hidden.find("plain"), std::string::npos);
   s.job_names = true;
   const std::vector<std::string> lines = Lines(RenderPrometheus(s));
-  EXPECT_TRUE(Has(lines, "msched_job_resident_bytes{job_id=\"3\",uid=\"1000\",name=\"we\\\"ird\\\\name\\nx\"} 5368709120"));
+  EXPECT_TRUE(
+      Has(lines, "msched_job_resident_bytes{job_id=\"3\",uid=\"1000\",name=\"we\\\"ird\\\\name\\nx\"} 5368709120"));
   EXPECT_TRUE(Has(lines, "msched_job_on_gpu{job_id=\"5\",uid=\"0\",name=\"plain\"} 0"));
   EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   EXPECT_EQ(EscapeLabelValue("caf\xc3\xa9 tab\there"), "caf\xc3\xa9 tab\there") << "UTF-8 and tabs stay";
@@ -168,7 +169,8 @@ TEST(MetricsTest, EveryFamilyFollowsTheFormatAndTheNamingConventions) {
       ASSERT_EQ(m[1], expect_type_for) << line;
       family_type = m[2];
       expect_type_for.clear();
-      EXPECT_EQ(family.ends_with("_total"), family_type == "counter") << family << ": counters, and only they, end in _total";
+      EXPECT_EQ(family.ends_with("_total"), family_type == "counter")
+          << family << ": counters, and only they, end in _total";
       EXPECT_TRUE(family.ends_with("_bytes") || family.ends_with("_bytes_total") || family.ends_with("_seconds") ||
                   family.ends_with("_seconds_total") || family.ends_with("_per_second") || family == "msched_jobs" ||
                   family == "msched_groups" || family == "msched_build_info" || family == "msched_job_on_gpu" ||

@@ -41,8 +41,20 @@ std::vector<Message> Samples() {
   ControlReply reply;
   reply.ok = true;
   reply.text = "{\n\t\"jobs\": []\n}";
-  return {hello, Usage{1 << 20, 5, {6, 7}, 3}, SliceEnd{77}, Stopped{1, 2, 3, 4, 5, {6, 7}}, Goodbye{8, {9, 10}},
-          welcome, Refused{"too big"}, go, stop, Budget{99, 3}, control, reply, Idle{123, true}, Idle{456, false}};
+  return {hello,
+          Usage{1 << 20, 5, {6, 7}, 3},
+          SliceEnd{77},
+          Stopped{1, 2, 3, 4, 5, {6, 7}},
+          Goodbye{8, {9, 10}},
+          welcome,
+          Refused{"too big"},
+          go,
+          stop,
+          Budget{99, 3},
+          control,
+          reply,
+          Idle{123, true},
+          Idle{456, false}};
 }
 
 TEST(ProtocolTest, EveryMessageRoundTrips) {

@@ -9,10 +9,10 @@
 namespace msched {
 namespace {
 
+using testing_fixtures::Find;
 using testing_fixtures::kGiB;
 using testing_fixtures::NewJob;
 using testing_fixtures::Options;
-using testing_fixtures::Find;
 using testing_fixtures::StoppedAt;
 
 TEST(SchedulerTest, AJobAloneRunsWithTheWholeGpuAndNoSliceEnd) {
@@ -144,7 +144,8 @@ TEST(SchedulerTest, ABatchTurnAmortisesMovingTheRunningJobOutAndGrowsWithIt) {
   t.Submit(NewJob(1, 0), 0, 0);
   t.Allocated(1, 10 * kGiB, 10);
   t.Submit(NewJob(2, 8 * kGiB, 0, JobClass::kShort), 0, 100);
-  EXPECT_LE(static_cast<double>(t.slice_end_ns() - 100), 1.01 * worth(8 * kGiB)) << "a short job waits one load's worth";
+  EXPECT_LE(static_cast<double>(t.slice_end_ns() - 100), 1.01 * worth(8 * kGiB))
+      << "a short job waits one load's worth";
 }
 
 TEST(SchedulerTest, JobsThatDoNotFitTakeTurnsWithOneSwapPerSwitch) {

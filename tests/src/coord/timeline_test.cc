@@ -26,8 +26,10 @@ TEST(FormGroupsTest, JobsThatFitTogetherShareOneGroup) {
 }
 
 TEST(FormGroupsTest, FirstFitDecreasingWithinPriority) {
-  std::map<uint64_t, Job> jobs = {{1, Running(1, 9 * kGiB)}, {2, Running(2, 5 * kGiB)},
-                                  {3, Running(3, 7 * kGiB)}, {4, Running(4, 6 * kGiB)},
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 9 * kGiB)},
+                                  {2, Running(2, 5 * kGiB)},
+                                  {3, Running(3, 7 * kGiB)},
+                                  {4, Running(4, 6 * kGiB)},
                                   {5, Running(5, 1 * kGiB, 10)}};
   const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
   ASSERT_EQ(g.size(), 3u);
@@ -75,8 +77,8 @@ TEST(SliceLengthTest, SwapTimeStaysAFractionOfTheSlice) {
 }
 
 TEST(PickNextGroupTest, TheGroupServedLeastRecentlyAmongTheHighestPriority) {
-  std::map<uint64_t, Job> jobs = {{1, Running(1, 10 * kGiB, 0, 300)}, {2, Running(2, 10 * kGiB, 0, 100)},
-                                  {3, Running(3, 10 * kGiB, 0, 200)}};
+  std::map<uint64_t, Job> jobs = {
+      {1, Running(1, 10 * kGiB, 0, 300)}, {2, Running(2, 10 * kGiB, 0, 100)}, {3, Running(3, 10 * kGiB, 0, 200)}};
   const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
   ASSERT_EQ(g.size(), 3u);
   EXPECT_EQ(g[PickNextGroup(g, jobs)].jobs[0], 2u);

@@ -32,7 +32,7 @@ TEST(RangeSetTest, AddMergesOverlappingAndTouchingRanges) {
   s.Add({200, 250});  // touches the first
   ASSERT_EQ(s.ranges().size(), 2u);
   EXPECT_EQ(s.ranges()[0], (ByteRange{100, 250}));
-  s.Add({50, 350});   // swallows both
+  s.Add({50, 350});  // swallows both
   ASSERT_EQ(s.ranges().size(), 1u);
   EXPECT_EQ(s.ranges()[0], (ByteRange{50, 400}));
   EXPECT_EQ(s.TotalBytes(), 350u);

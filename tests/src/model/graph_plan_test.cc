@@ -35,7 +35,8 @@ TEST(GraphPlanTest, DependencyOrderPutsEveryNodeAfterWhatItDependsOn) {
   std::vector<size_t> position(4);
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    for (size_t d : nodes[i].deps) EXPECT_LT(position[d], position[i]) << "node " << i << " before its dependency " << d;
+    for (size_t d : nodes[i].deps)
+      EXPECT_LT(position[d], position[i]) << "node " << i << " before its dependency " << d;
   }
   EXPECT_EQ(order, (std::vector<size_t>{2, 1, 3, 0}));  // among ready nodes, the lowest index first
 }

@@ -24,8 +24,8 @@ TEST(JobMemoryExecuteTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);
   FakeDeviceOps ops;
   ASSERT_TRUE(jm.Execute(act, 7, ops).ok());
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 7 2", "loads after evictions", "after 7 1", "out 0", "in 4",
-                                                 "wait 7"}))
+  EXPECT_EQ(ops.calls,
+            (std::vector<std::string>{"mark 7 2", "loads after evictions", "after 7 1", "out 0", "in 4", "wait 7"}))
       << "the plan marks its place in the queue; the eviction waits for launch 1, which used its victim";
 }
 
@@ -49,8 +49,8 @@ TEST(JobMemoryExecuteTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueu
   EXPECT_EQ(evict_a.op, 4u);
   FakeDeviceOps ops;
   ASSERT_TRUE(jm.Execute(evict_a, 5, ops).ok());
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 5 4", "loads after evictions", "after 5 1", "out 0", "in 8",
-                                                 "wait 5"}));
+  EXPECT_EQ(ops.calls,
+            (std::vector<std::string>{"mark 5 4", "loads after evictions", "after 5 1", "out 0", "in 8", "wait 5"}));
 }
 
 TEST(JobMemoryExecuteTest, AdviceComesBeforeAnyTransfer) {

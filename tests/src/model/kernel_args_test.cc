@@ -33,7 +33,7 @@ TEST(ArgViewTest, ReadsKernelParamsForm) {
   EXPECT_EQ(v.Read({1, 12, 4}), 5u);
   EXPECT_EQ(v.Read({1, 16, 8}), 64u);
   EXPECT_EQ(v.Read({2, 0, 4}), 1000u);
-  EXPECT_EQ(v.Read({2, 0, 8}), 1000u);  // narrow parameter: zero-extended
+  EXPECT_EQ(v.Read({2, 0, 8}), 1000u);          // narrow parameter: zero-extended
   EXPECT_FALSE(v.Read({2, 4, 4}).has_value());  // past the parameter
   EXPECT_FALSE(v.Read({3, 0, 8}).has_value());  // no such parameter
 }
@@ -73,8 +73,7 @@ TEST(ArgViewTest, ReadsExtraFormThroughTokens) {
   std::memcpy(buf + 32, &n, 4);
   size_t size = sizeof buf;
   void* extra[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), buf,
-                   reinterpret_cast<void*>(kLaunchParamBufferSize), &size,
-                   reinterpret_cast<void*>(kLaunchParamEnd)};
+                   reinterpret_cast<void*>(kLaunchParamBufferSize), &size, reinterpret_cast<void*>(kLaunchParamEnd)};
   Result<ArgView> v = ArgView::FromExtra(layout, extra);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->Read({0, 0, 8}), 0x1234u);
@@ -89,8 +88,7 @@ TEST(ArgViewTest, RejectsMalformedExtra) {
                        reinterpret_cast<void*>(kLaunchParamBufferSize), &small,
                        reinterpret_cast<void*>(kLaunchParamEnd)};
   EXPECT_FALSE(ArgView::FromExtra(layout, too_small).ok());
-  void* no_size[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), buf,
-                     reinterpret_cast<void*>(kLaunchParamEnd)};
+  void* no_size[] = {reinterpret_cast<void*>(kLaunchParamBufferPointer), buf, reinterpret_cast<void*>(kLaunchParamEnd)};
   EXPECT_FALSE(ArgView::FromExtra(layout, no_size).ok());
   void* bad_token[] = {reinterpret_cast<void*>(uintptr_t{9}), buf, reinterpret_cast<void*>(kLaunchParamEnd)};
   EXPECT_FALSE(ArgView::FromExtra(layout, bad_token).ok());

@@ -61,9 +61,7 @@ class FakePoolOps : public PoolOps {
     passed.insert(f);
     return Status::Ok();
   }
-  void DropFence(FenceId f) override {
-    EXPECT_TRUE(dropped.insert(f).second) << "fence " << f << " dropped twice";
-  }
+  void DropFence(FenceId f) override { EXPECT_TRUE(dropped.insert(f).second) << "fence " << f << " dropped twice"; }
 
   uint64_t capacity = UINT64_MAX / 4;
   Status fail_next;  // the next AllocateChunk's answer, when not OK

@@ -200,7 +200,8 @@ TEST(MemoryManagerRecurrenceTest, ALoopingTrainingStepLoadsWhatOptWouldOnceTheLo
       opt_input.future.push_back({l, 100 + l});
     }
     for (uint64_t l = kLayers; l-- > 0;) {
-      launches.push_back({whole(a(l), AccessMode::kRead), whole(w(l), AccessMode::kRead), whole(g(l), AccessMode::kWrite)});
+      launches.push_back(
+          {whole(a(l), AccessMode::kRead), whole(w(l), AccessMode::kRead), whole(g(l), AccessMode::kWrite)});
       opt_input.future.push_back({100 + l, l, 200 + l});
     }
     for (uint64_t l = 0; l < kLayers; ++l) {

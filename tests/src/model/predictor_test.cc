@@ -68,11 +68,11 @@ TEST(PredictFromPointersTest, WordsOutsideEveryAllocationPredictNothing) {
 TEST(ClipToAllocationsTest, RegionsEndWithTheirAllocationAndThoseOutsideEveryManagedOneGo) {
   PointerArgs a;
   Prediction p(/*alignment=*/1);
-  p.Add({0x50, 0x60}, AccessMode::kRead);                // kept: before `first`
-  p.Add({0x100100, 0x900000}, AccessMode::kRead);        // runs past A's end into B
-  p.Add({0x0ff000, 0x100800}, AccessMode::kRead);        // starts before A: in no allocation
-  p.Add({0x300000, 0x300100}, AccessMode::kRead);        // pinned: never moved
-  p.Add({0x108000, 0x109000}, AccessMode::kWrite);       // inside A, as it is
+  p.Add({0x50, 0x60}, AccessMode::kRead);                                // kept: before `first`
+  p.Add({0x100100, 0x900000}, AccessMode::kRead);                        // runs past A's end into B
+  p.Add({0x0ff000, 0x100800}, AccessMode::kRead);                        // starts before A: in no allocation
+  p.Add({0x300000, 0x300100}, AccessMode::kRead);                        // pinned: never moved
+  p.Add({0x108000, 0x109000}, AccessMode::kWrite);                       // inside A, as it is
   p.Add({0x200000, 0x200000 + (uint64_t{1} << 46)}, AccessMode::kRead);  // a "rest" region in B
   ClipToAllocations(a.allocs, 1, &p);
   ASSERT_EQ(p.regions().size(), 4u);

@@ -56,10 +56,12 @@ TEST(TemplateEvalTest, ProductOfArgumentsAndLaunchDims) {
 
 TEST(TemplateEvalTest, OverflowInProductFailsTheRegionOnly) {
   const ParamLayout layout = FourPointersAndN();
-  KernelTemplate t{"k", layout,
+  KernelTemplate t{"k",
+                   layout,
                    {Linear(0, 1 << 20, {Arg(2), Arg(3)}, AccessMode::kRead),  // overflows
                     Linear(1, 1, {Arg(3)}, AccessMode::kRead)},
-                   {}, 0};
+                   {},
+                   0};
   uint64_t a = 0x1000, b = 0x900000, big = uint64_t{1} << 40, n = 8192;
   void* params[] = {&a, &b, &big, &n};
   Prediction p;
@@ -302,16 +304,15 @@ std::string CompareOnRandomArguments(const KernelTemplate& t, int trials, std::m
     got.Clear();
     ReferenceTemplate(t, args, dims, &want);
     compiled.Evaluate(args, dims, &got);
-    bool same = want.failed_regions() == got.failed_regions() &&
-                want.enveloped_regions() == got.enveloped_regions() && want.regions().size() == got.regions().size();
+    bool same = want.failed_regions() == got.failed_regions() && want.enveloped_regions() == got.enveloped_regions() &&
+                want.regions().size() == got.regions().size();
     for (size_t i = 0; same && i < want.regions().size(); ++i) {
       same = want.regions()[i].range == got.regions()[i].range && want.regions()[i].mode == got.regions()[i].mode;
     }
     if (!same) {
-      return "kernel '" + t.name + "', trial " + std::to_string(trial) + ": " +
-             std::to_string(got.regions().size()) + " ranges and " + std::to_string(got.failed_regions()) +
-             " failed, against " + std::to_string(want.regions().size()) + " and " +
-             std::to_string(want.failed_regions());
+      return "kernel '" + t.name + "', trial " + std::to_string(trial) + ": " + std::to_string(got.regions().size()) +
+             " ranges and " + std::to_string(got.failed_regions()) + " failed, against " +
+             std::to_string(want.regions().size()) + " and " + std::to_string(want.failed_regions());
     }
   }
   return "";

@@ -84,8 +84,7 @@ class BrokenEntryTest : public ::testing::TestWithParam<BrokenCase> {};
 TEST_P(BrokenEntryTest, SkipsOnlyTheBrokenEntry) {
   const std::string text = std::string(R"({"format":"msched-templates","version":1,"kernels":[)") +
                            R"({"name":"ok1","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":64}]},)" +
-                           GetParam().entry +
-                           R"(,{"name":"ok2","params":[[0,8]],"regions":[]}]})";
+                           GetParam().entry + R"(,{"name":"ok2","params":[[0,8]],"regions":[]}]})";
   TemplateLoadResult r = ParseTemplates(text, "f.json");
   ASSERT_EQ(r.problems.size(), 1u) << text;
   EXPECT_EQ(r.problems[0].file, "f.json");
@@ -103,38 +102,58 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"ParamsNotArray", R"({"name":"bad","params":"x","regions":[]})", "params"},
         BrokenCase{"ParamSizeString", R"({"name":"bad","params":[[0,"8"]],"regions":[]})", "params[0].size"},
         BrokenCase{"RegionsNotArray", R"({"name":"bad","params":[[0,8]],"regions":{}})", "regions"},
-        BrokenCase{"BaseNotString", R"({"name":"bad","params":[[0,8]],"regions":[{"base":7,"kind":"fixed","extent":1}]})",
+        BrokenCase{"BaseNotString",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":7,"kind":"fixed","extent":1}]})",
                    "regions[0].base"},
-        BrokenCase{"FractionalExtent", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1.5}]})",
+        BrokenCase{"FractionalExtent",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1.5}]})",
                    "regions[0].extent"},
-        BrokenCase{"UnknownKind", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"blob","extent":1}]})",
+        BrokenCase{"UnknownKind",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"blob","extent":1}]})",
                    "regions[0].kind"},
-        BrokenCase{"UnknownMode", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","mode":"rw","extent":1}]})",
+        BrokenCase{"UnknownMode",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","mode":"rw","extent":1}]})",
                    "regions[0].mode"},
         // references outside the layout
-        BrokenCase{"BaseParamMissing", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
+        BrokenCase{"BaseParamMissing",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
                    "regions[0].base"},
-        BrokenCase{"BaseTooNarrow", R"({"name":"bad","params":[[0,8],[8,4]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
+        BrokenCase{"BaseTooNarrow",
+                   R"({"name":"bad","params":[[0,8],[8,4]],"regions":[{"base":"p1","kind":"fixed","extent":1}]})",
                    "regions[0].base"},
-        BrokenCase{"FactorParamMissing", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p5"]}}]})",
-                   "regions[0].extent.factors[0]"},
+        BrokenCase{
+            "FactorParamMissing",
+            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p5"]}}]})",
+            "regions[0].extent.factors[0]"},
         // absurd sizes and overflow-prone coefficients
-        BrokenCase{"ExtentTooLarge", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1000000000000000000000}]})",
+        BrokenCase{
+            "ExtentTooLarge",
+            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":1000000000000000000000}]})",
+            "regions[0].extent"},
+        BrokenCase{"NegativeExtent",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":-4}]})",
                    "regions[0].extent"},
-        BrokenCase{"NegativeExtent", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":-4}]})",
-                   "regions[0].extent"},
-        BrokenCase{"CoefOverflow", R"({"name":"bad","params":[[0,8],[8,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":9223372036854775807,"factors":["p1"]}}]})",
-                   "regions[0].extent.coef"},
-        BrokenCase{"ZeroDivisor", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":1,"div":0,"factors":["p0"]}}]})",
-                   "regions[0].extent.div"},
-        BrokenCase{"TooManyFactors", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p0","p0","p0","p0"]}}]})",
-                   "regions[0].extent.factors"},
+        BrokenCase{
+            "CoefOverflow",
+            R"({"name":"bad","params":[[0,8],[8,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":9223372036854775807,"factors":["p1"]}}]})",
+            "regions[0].extent.coef"},
+        BrokenCase{
+            "ZeroDivisor",
+            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"coef":1,"div":0,"factors":["p0"]}}]})",
+            "regions[0].extent.div"},
+        BrokenCase{
+            "TooManyFactors",
+            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p0","p0","p0","p0"]}}]})",
+            "regions[0].extent.factors"},
         BrokenCase{"ParamTooLarge", R"({"name":"bad","params":[[0,99999]],"regions":[]})", "params[0].size"},
         // structure
-        BrokenCase{"StridedWithoutCount", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"strided","extent":4}]})",
+        BrokenCase{"StridedWithoutCount",
+                   R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"strided","extent":4}]})",
                    "regions[0].count"},
-        BrokenCase{"FixedWithFactors", R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":{"factors":["p0"]}}]})",
-                   "regions[0].extent"},
+        BrokenCase{
+            "FixedWithFactors",
+            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":{"factors":["p0"]}}]})",
+            "regions[0].extent"},
         BrokenCase{"UnknownEntryVersion", R"({"name":"bad","version":7,"params":[[0,8]],"regions":[]})", "version"},
         BrokenCase{"NoParams", R"({"name":"bad","regions":[]})", "params"}),
     [](const ::testing::TestParamInfo<BrokenCase>& p) { return std::string(p.param.name); });
@@ -170,7 +189,8 @@ TEST(TemplateJsonTest, MissingFileIsOneProblem) {
 TEST(TemplateJsonTest, DeeplyNestedValuesAreOneProblemNotACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string text = R"({"format":"msched-templates","version":1,"kernels":[{"name":"k","params":[[0,8]],)"
-                           R"("regions":[{"base":"p0","kind":"fixed","extent":)" + deep + "}]}]}";
+                           R"("regions":[{"base":"p0","kind":"fixed","extent":)" +
+                           deep + "}]}]}";
   const std::string path = testing::TempDir() + "deep_" + std::to_string(getpid()) + ".templates.json";
   std::ofstream(path) << text;
   for (const TemplateLoadResult& r : {ParseTemplates(text, "deep.json"), LoadTemplatesFile(path)}) {

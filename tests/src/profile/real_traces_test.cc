@@ -109,8 +109,8 @@ void Expect(const Score& s, const Bounds& b) {
   EXPECT_GE(s.template_pct, b.template_pct);
 }
 
-#define LOAD_OR_SKIP(var, name)                         \
-  std::string why_##var;                                \
+#define LOAD_OR_SKIP(var, name)                                  \
+  std::string why_##var;                                         \
   const Trace* var = SharedTraces::Get().Find(name, &why_##var); \
   if (var == nullptr) GTEST_SKIP() << why_##var
 

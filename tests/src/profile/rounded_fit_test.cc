@@ -23,7 +23,6 @@ constexpr uint64_t kA = 0x7f0000000000, kB = 0x7f0100000000, kSize = uint64_t{1}
 
 uint64_t PageUp(uint64_t v) { return (v + kPage - 1) / kPage * kPage; }
 
-
 // The bytes a fitted template predicts for `params`.
 uint64_t Predicted(const KernelTemplate& t, const std::vector<std::vector<uint8_t>>& params) {
   std::vector<void*> ptrs;
@@ -149,7 +148,7 @@ TEST(RoundedFitTest, AFreshAllocationsSilentFirstWriteSaysNothing) {
 TEST(RoundedFitTest, WideArgumentsAndManyLaunchesFitInBoundedTime) {
   TraceBuilder b(kPage);
   b.Alloc(kA, kSize).Alloc(kA + kBlock, kBlock);  // overlaps the first: the newer wins
-  std::array<uint64_t, 512> wide{};  // 4 KiB, the most a launch passes
+  std::array<uint64_t, 512> wide{};               // 4 KiB, the most a launch passes
   for (size_t i = 0; i < wide.size(); ++i) wide[i] = i % 3 == 0 ? kA + kSize / 2 + i * kPage : 1000 + i;
   for (int i = 0; i < 2000; ++i) {
     wide[1] = 1000 + static_cast<uint64_t>(i);

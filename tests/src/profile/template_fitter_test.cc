@@ -15,7 +15,6 @@ using tracetest::Write;
 
 constexpr uint64_t kA = 0x10000000, kB = 0x20000000, kSize = 64 << 20;
 
-
 Factor Arg(uint16_t param, uint16_t offset = 0) { return {Factor::Kind::kArg, {param, offset, 8}}; }
 
 TEST(TemplateFitterTest, TheSameExtentInEveryCallIsFixed) {
@@ -213,9 +212,11 @@ TEST(TemplateFitterTest, PointerChasingIsUnpredictable) {
 TEST(TemplateFitterTest, ScatteredPagesAreAGather) {
   TraceBuilder b;
   b.Alloc(kA, kSize);
-  b.Launch("gather", {kA, 100}, {Read(kA, kA + 4096), Read(kA + 5 * 4096, kA + 6 * 4096), Read(kA + 7 * 4096, kA + 8 * 4096)});
-  b.Launch("gather", {kA, 100}, {Read(kA + 2 * 4096, kA + 3 * 4096), Read(kA + 9 * 4096, kA + 10 * 4096),
-                                 Read(kA + 30 * 4096, kA + 31 * 4096), Read(kA + 31 * 4096, kA + 32 * 4096)});
+  b.Launch("gather", {kA, 100},
+           {Read(kA, kA + 4096), Read(kA + 5 * 4096, kA + 6 * 4096), Read(kA + 7 * 4096, kA + 8 * 4096)});
+  b.Launch("gather", {kA, 100},
+           {Read(kA + 2 * 4096, kA + 3 * 4096), Read(kA + 9 * 4096, kA + 10 * 4096),
+            Read(kA + 30 * 4096, kA + 31 * 4096), Read(kA + 31 * 4096, kA + 32 * 4096)});
   const KernelFit fit = FitAll(b.trace());
   EXPECT_FALSE(fit.predictable);
   EXPECT_NE(fit.reason.find("gather"), std::string::npos) << fit.reason;
@@ -257,8 +258,8 @@ TEST(TemplateFitterTest, RangesRoundedOutToCoarsePrecisionStillCoverEveryTouch) 
   ASSERT_EQ(e.factors.size(), 1u);
   for (uint64_t n : {123456, 500000, 999999}) {
     const int64_t predicted = e.coef * static_cast<int64_t>(n) / e.div + e.add;
-    EXPECT_GE(predicted, static_cast<int64_t>(4 * n)) << n;                         // no false negative
-    EXPECT_LE(predicted, static_cast<int64_t>(4 * n + 2 * kBlock)) << n;            // at most the rounding
+    EXPECT_GE(predicted, static_cast<int64_t>(4 * n)) << n;               // no false negative
+    EXPECT_LE(predicted, static_cast<int64_t>(4 * n + 2 * kBlock)) << n;  // at most the rounding
   }
 }
 

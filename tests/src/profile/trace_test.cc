@@ -77,7 +77,10 @@ TEST_F(TraceFileTest, MalformedRecordsAreNamedAndSkipped) {
   std::string empty_range = TraceLaunchLine(SampleLaunch());
   empty_range.replace(empty_range.find("[4096,6144,1]"), 13, "[6144,4096,1]");
   const std::string text = TraceHeaderLine("simulator", 1, "app") + "\n" + bad_hex + "\n" + empty_range + "\n" +
-                           R"({"type":"alloc","base":-1,"size":5})" "\n" R"({"type":"wat"})" "\n";
+                           R"({"type":"alloc","base":-1,"size":5})"
+                           "\n"
+                           R"({"type":"wat"})"
+                           "\n";
   TraceReadResult r = ReadTrace(Write(text));
   ASSERT_TRUE(r.status.ok());
   EXPECT_TRUE(r.trace.launches.empty());
@@ -92,7 +95,9 @@ TEST_F(TraceFileTest, MalformedRecordsAreNamedAndSkipped) {
 TEST_F(TraceFileTest, AFileThatIsNotATraceIsRefused) {
   EXPECT_EQ(ReadTrace(Write("{\"format\": \"msched-templates\"}\n")).status.code(), StatusCode::kCorruption);
   EXPECT_EQ(ReadTrace(Write("")).status.code(), StatusCode::kCorruption);
-  const Status newer = ReadTrace(Write(R"({"type":"header","format":"msched-trace","version":99})" "\n")).status;
+  const Status newer = ReadTrace(Write(R"({"type":"header","format":"msched-trace","version":99})"
+                                       "\n"))
+                           .status;
   EXPECT_EQ(newer.code(), StatusCode::kCorruption);
   EXPECT_NE(newer.message().find("version 99 is not supported"), std::string::npos) << newer.ToString();
 }
@@ -116,8 +121,7 @@ TEST(TraceTest, OnlyRegularFilesAreRead) {
 TEST_F(TraceFileTest, ADeeplyNestedRecordIsSkippedUnparsed) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const TraceReadResult r = ReadTrace(Write(TraceHeaderLine("simulator", 1, "prog") + "\n" +
-                                            R"({"type":"note","text":)" + deep + "}\n" +
-                                            TraceNoteLine("kept") + "\n"));
+                                            R"({"type":"note","text":)" + deep + "}\n" + TraceNoteLine("kept") + "\n"));
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_NE(r.problems[0].find(":2: JSON nested deeper than"), std::string::npos) << r.problems[0].substr(0, 200);

@@ -4,13 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_max.h"
+
 namespace msched {
 
-void Counter::Max(uint64_t v) {
-  uint64_t cur = v_.load(std::memory_order_relaxed);
-  while (cur < v && !v_.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
+void Counter::Max(uint64_t v) { RaiseAtLeast(v_, v, std::memory_order_relaxed); }
 
 // Values below 4 get their own bucket; above, bucket = 4 * (log2 v - 1) + the
 // next two bits below the top bit.
@@ -35,9 +33,7 @@ void Histogram::Record(uint64_t value) {
   buckets_[BucketOf(value)].fetch_add(1, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
   sum_.fetch_add(value, std::memory_order_relaxed);
-  uint64_t cur = max_.load(std::memory_order_relaxed);
-  while (cur < value && !max_.compare_exchange_weak(cur, value, std::memory_order_relaxed)) {
-  }
+  RaiseAtLeast(max_, value, std::memory_order_relaxed);
 }
 
 double Histogram::mean() const {

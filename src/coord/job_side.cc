@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/atomic_max.h"
+
 namespace msched {
 
 uint64_t JobSide::Hello(uint64_t allocating) {
@@ -16,7 +18,7 @@ void JobSide::OnWelcome(const proto::Welcome& w) {
   {
     MutexLock usage(&usage_mu_);  // this connection's hello told it all
     seen_allocated_ = last_ask_bytes_ = hello_allocated_.load();
-    RaiseAnswered(asks_.load());
+    RaiseAtLeast(answered_, asks_.load());
   }
   idleness_ = Idleness::kBusy;
   idle_yield_ns_.store(w.idle_yield_ns);
@@ -84,7 +86,7 @@ void JobSide::OnBudget(const proto::Budget& budget) {
   MutexLock usage(&usage_mu_);
   // Answers to older asks say nothing of what the last one reported.
   if (budget.answers == asks_.load()) seen_allocated_ = last_ask_bytes_;
-  RaiseAnswered(budget.answers);
+  RaiseAtLeast(answered_, budget.answers);
 }
 
 void JobSide::ReportUsage(uint64_t bytes, bool coordinated) {
@@ -99,12 +101,6 @@ void JobSide::ReportUsage(uint64_t bytes, bool coordinated) {
     last_ask_bytes_ = std::min(last_ask_bytes_, bytes);
   }
   link_.Send(proto::Usage{bytes, clock_.Now(), device_.Counters(), ask});
-}
-
-void JobSide::RaiseAnswered(uint64_t answer) {
-  uint64_t seen = answered_.load();
-  while (seen < answer && !answered_.compare_exchange_weak(seen, answer)) {
-  }
 }
 
 bool JobSide::Runnable() const { return holds_turn_.load() && answered_.load() >= asks_.load(); }
@@ -140,10 +136,7 @@ void JobSide::Passed(uint64_t end) {
 }
 
 void JobSide::Synchronized(uint64_t passes_before, uint64_t end) {
-  uint64_t known = synced_passes_.load(std::memory_order_relaxed);
-  while (known < passes_before &&
-         !synced_passes_.compare_exchange_weak(known, passes_before, std::memory_order_release)) {
-  }
+  RaiseAtLeast(synced_passes_, passes_before, std::memory_order_release);
   NoteActiveNow(end);
 }
 

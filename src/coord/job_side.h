@@ -200,7 +200,6 @@ class JobSide {
   enum class Idleness : uint8_t { kBusy, kAsked, kYielded };
 
   void NoteActiveNow(uint64_t end);
-  void RaiseAnswered(uint64_t answer);
 
   JobClock& clock_;
   JobDevice& device_;

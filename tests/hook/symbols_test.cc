@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "base/subprocess.h"
 
 namespace {
@@ -54,12 +56,13 @@ TEST(HookSymbolsTest, NeedsNoSharedLibstdcxx) {
 TEST(HookSymbolsTest, EveryHookedVariantResolvesToItsWrapper) {
   msched::SpawnOptions o;
   o.env = {{"LD_PRELOAD", LIBMSCHED}, {"LD_LIBRARY_PATH", SIM_LIB_DIR}};
-  const std::string out = testing::TempDir() + "entry_check.out";
+  const std::string out = testing::TempDir() + "entry_check_" + std::to_string(getpid()) + ".out";
   o.stdout_path = out;
   auto p = msched::Subprocess::Spawn({ENTRY_CHECK}, o);
   ASSERT_TRUE(p.ok());
   const int status = p->Wait();
   const std::string text = Capture("cat " + out);
+  std::remove(out.c_str());
   EXPECT_EQ(status, 0) << text;
   EXPECT_NE(text.find("0 failures"), std::string::npos) << text;
 }

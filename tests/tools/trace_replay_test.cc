@@ -8,8 +8,12 @@
 // error or a bounded run.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -28,7 +32,25 @@ using msched::TraceLaunch;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::string Temp(const std::string& name) { return testing::TempDir() + "replay_" + name; }
+// A directory of this process's own, removed when its tests end: ctest runs
+// this program's tests side by side, and a trace one test is writing must
+// not be another's input.
+const std::string& ProcessDir() {
+  static const std::string dir = [] {
+    std::string pattern = testing::TempDir() + "replay_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern << ": " << std::strerror(errno);
+    return pattern + "/";
+  }();
+  return dir;
+}
+
+class RemoveProcessDir : public testing::Environment {
+ public:
+  void TearDown() override { std::filesystem::remove_all(ProcessDir()); }
+};
+testing::Environment* const kRemoveProcessDir = testing::AddGlobalTestEnvironment(new RemoveProcessDir);
+
+std::string Temp(const std::string& name) { return ProcessDir() + name; }
 
 // bench/traces/NAME.trace.xz, decompressed once per test program.
 std::string RealTrace(const std::string& name) {

@@ -44,9 +44,9 @@ TEST(SimDeterminismTest, AThrashingRunGivesTheSameTimesUnderHostLoad) {
   EXPECT_EQ(quiet, loaded);
 }
 
-// The benchmark's quick micro point at 150% under demand paging: two
-// vector-adds and two matrix products of 24 MiB on a 64 MiB device, which end
-// at different times. A process that ends frees its memory at its end on the
+// The benchmark's micro jobs at 150% of a 64 MiB device under demand
+// paging: two vector-adds and two products of 32x32 matrices (thousands of
+// short launches), 24 MiB each, which end at different times. A process that ends frees its memory at its end on the
 // virtual clock, not when it gets there in real time: freed early, peers
 // behind it on the clock found HBM free and evicted less, in one run of
 // three or so.

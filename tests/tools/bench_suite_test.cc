@@ -265,6 +265,19 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
     EXPECT_NE(row.at("makespan_ns"), "0") << "a makespan was measured: " << key;
   }
   EXPECT_EQ(seen, expected);
+  // The demo's scenarios give the full form's picture at every quick point:
+  // msched at least as fast as demand paging, and within 0.95x of running
+  // the jobs one at a time.
+  const auto by_point = CsvRows(out + "/results.csv");
+  for (const b::Scenario& s : *all) {
+    if (s.name != "micro" && s.name != "D") continue;
+    for (int p : s.points_quick) {
+      const std::string at = s.name + "," + std::to_string(p) + ",";
+      const double msched = std::stod(by_point.at(at + "msched").at("makespan_ns"));
+      EXPECT_LE(msched, std::stod(by_point.at(at + "um").at("makespan_ns"))) << at;
+      EXPECT_GE(std::stod(by_point.at(at + "exclusive").at("makespan_ns")) / msched, 0.95) << at;
+    }
+  }
   // The multi-user scenarios: msched never runs out of memory, sharing
   // without a memory check does, and the urgent job finishes sooner after
   // its arrival under msched than behind the long job under exclusive.

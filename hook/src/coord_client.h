@@ -193,8 +193,12 @@ class CoordClient : private JobClock, private JobDevice, private CoordLink {
   // After Yield on a thread that does not launch: carries out orders until
   // the coordinator has answered the report.
   void AwaitYieldAnswer() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
+  // Carries out the orders queued, after those the coordinator counted as
+  // sent have arrived (simulator; bounded by kHandledWait).
+  void CarryOutOrders() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
   // The simulator's idle alarm, on the application thread that moves the
-  // clock: yields in virtual time.
+  // clock: yields, reports a passed slice end and carries out orders, in
+  // virtual time.
   static void OnIdleAlarm();
   // Real GPU: the timer thread's loop.
   void IdleTimerLoop() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());

@@ -1,11 +1,16 @@
 // CoordClient's idle yield (coord_client.h): giving its turn up from
 // whichever thread noticed that the job has been idle long enough (the
 // rules, and what counts as activity, are JobSide's): the launch path, the
-// simulator's idle alarm, or the timer thread on a real GPU.
+// simulator's idle alarm, or the timer thread on a real GPU. The alarm and
+// the timer look again every idle yield while the job stays idle: another
+// job may come to wait for the GPU meanwhile, which gives this job's turn
+// an end; and they report a slice end that an idle job passed, and carry
+// out orders that come for a job the coordinator counts idle.
 #include <algorithm>
 #include <chrono>
 
 #include "coord_client.h"
+#include "coord_lockstep.h"
 #include "device_clock.h"
 
 namespace msched::hook {
@@ -37,19 +42,39 @@ void CoordClient::AwaitYieldAnswer() {
   }
 }
 
+void CoordClient::CarryOutOrders() {
+  MutexLock lock(&side_.mu());
+  HoldDeadline hold;
+  while (OrderInFlight() && hold.Open(Progress())) HoldAWhile();
+  ExecuteInbox();
+}
+
 void CoordClient::OnIdleAlarm() {
   CoordClient* c = Active();
   if (c == nullptr || ExecutingOrder::Active()) return;
   Safely(c->rt_, "giving an idle turn up", [c] {
     DeviceWaitForTurn();  // the gate as of this moment of the clock (EnterGate)
+    // Orders the coordinator sent up to this moment (a Stop of its turn, an
+    // eviction that makes room for another's) are carried out now, in
+    // virtual time, not at the job's next launch.
+    c->CarryOutOrders();
     const Gate gate = c->ReadGate();
     if (!gate.open || !c->side_.holds_turn()) return;
-    const JobSide::Position p = c->side_.Look(gate.end);
+    const JobSide::Position p = c->side_.TimerLook(gate.end);
+    if (p.at == JobSide::At::kOver) {
+      {
+        MutexLock lock(&c->side_.mu());
+        c->side_.ReachedSliceEnd(p.now);
+      }
+      c->HoldUntilHeard();
+      c->CarryOutOrders();  // the Stop, if the others' turn waited only for this job
+      return;
+    }
     if (p.at != JobSide::At::kIdle) return;
     // The clock stands where the idle yield ran out: the turn passes on
     // from now, and the Stop is carried out now, in virtual time, while
     // the process holds the others back at this time.
-    if (c->Yield(p.now)) {
+    if (c->Yield(p.idle_since)) {
       c->AwaitYieldAnswer();
       c->HoldUntilHeard();  // the clock moves on from here when this returns
     }
@@ -59,28 +84,31 @@ void CoordClient::OnIdleAlarm() {
 void CoordClient::IdleTimerLoop() {
   MutexLock lock(&side_.mu());
   for (;;) {
-    std::chrono::nanoseconds wait = kIdleRecheckEvery;
     const Gate gate = ReadGate();
-    if (side_.idle_yield_ns() != 0 && Active() == this && side_.holds_turn() && gate.open) {
-      const uint64_t end = gate.end;
-      const uint64_t now = DeviceNow();
-      if (end != proto::kNever && now < end) {
-        side_.CountFrom(now, end);  // slices began, or moved, since its last call: count from now
-        const uint64_t since = side_.IdleSince(now, end);
-        if (since != 0 && passes_held_.load() == 0) {
-          lock.Unlock();
-          if (Yield(since)) AwaitYieldAnswer();
-          lock.Lock();
-          continue;
-        }
-        const uint64_t due = side_.IdleDue();
-        if (due > now) wait = std::min<std::chrono::nanoseconds>(wait, std::chrono::nanoseconds(due - now));
-      }
-    } else if (side_.yielded() && attention_.load(std::memory_order_acquire)) {
-      // Given up and idle: orders that come meanwhile (evictions that make
-      // room for others' turns) are carried out now, not at its next launch.
+    if (attention_.load(std::memory_order_acquire) && (side_.known_idle() || !gate.open)) {
+      // Orders for a job that launches nothing (the coordinator counts it
+      // idle, or closed its gate: a Stop is on its way), such as the Stop of
+      // its turn or evictions that make room for others' turns, are
+      // carried out now, not at its next launch.
       ExecuteInbox();
       continue;
+    }
+    std::chrono::nanoseconds wait = kIdleRecheckEvery;
+    if (side_.idle_yield_ns() != 0 && Active() == this && side_.holds_turn() && gate.open &&
+        passes_held_.load() == 0) {
+      const JobSide::Position p = side_.TimerLook(gate.end);
+      if (p.at == JobSide::At::kIdle) {
+        lock.Unlock();
+        if (Yield(p.idle_since)) AwaitYieldAnswer();
+        lock.Lock();
+        continue;
+      }
+      if (p.at == JobSide::At::kOver) {
+        side_.ReachedSliceEnd(p.now);
+      } else if (gate.end != proto::kNever) {
+        const uint64_t due = side_.IdleDue();
+        if (due > p.now) wait = std::min<std::chrono::nanoseconds>(wait, std::chrono::nanoseconds(due - p.now));
+      }
     }
     cv_.WaitFor(&side_.mu(), wait);
   }

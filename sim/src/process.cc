@@ -202,6 +202,7 @@ void Process::SetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn) {
   idle_alarm_ns_ = fn != nullptr ? idle_ns : 0;
   idle_alarm_fn_ = idle_alarm_ns_ != 0 ? fn : nullptr;
   idle_alarm_fired_for_ = UINT64_MAX;
+  idle_alarm_fired_at_ = 0;
 }
 
 uint64_t Process::IdleAlarmDue(uint64_t t) {
@@ -209,11 +210,17 @@ uint64_t Process::IdleAlarmDue(uint64_t t) {
   const ProcSlot& me = dev->proc(dev->slot());
   if (__atomic_load_n(&me.in_call, __ATOMIC_RELAXED) > 0) return 0;  // another thread is in a driver call
   const uint64_t idle_from = std::max(last_call_end_.load(std::memory_order_relaxed), AllStreamsReady());
-  const uint64_t due = idle_from + idle_alarm_ns_;
-  // Only on the way from now to t: a clock that passed the point otherwise
-  // (a driver call that waited) started a new idle period anyway.
-  if (idle_from == idle_alarm_fired_for_ || due < now() || due > t) return 0;
+  const uint64_t after = idle_from == idle_alarm_fired_for_ ? idle_alarm_fired_at_ : idle_from;
+  // Only on the way from now to t: points the clock passed otherwise (a
+  // driver call that waited, the alarm's own work) are skipped.
+  const uint64_t from = std::max(after + 1, now());
+  const uint64_t into = from - idle_from;
+  const uint64_t periods = into / idle_alarm_ns_ + (into % idle_alarm_ns_ != 0);
+  if (periods > (UINT64_MAX - idle_from) / idle_alarm_ns_) return 0;  // beyond the clock's range
+  const uint64_t due = idle_from + periods * idle_alarm_ns_;
+  if (due > t) return 0;
   idle_alarm_fired_for_ = idle_from;
+  idle_alarm_fired_at_ = due;
   return due;
 }
 

@@ -165,9 +165,10 @@ class Process {
   void NoteCallEnd(uint64_t t) { last_call_end_.store(t, std::memory_order_relaxed); }
   // REQUIRES: mu. The idle alarm (msimSetIdleAlarm); idle_ns 0 disarms it.
   void SetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn);
-  // REQUIRES: mu. The time at which the idle alarm fires if the clock is to
-  // advance to `t`, or 0 when it does not fire on the way; a time returned
-  // counts as the alarm of its idle period (it does not fire again for it).
+  // REQUIRES: mu. The time at which the idle alarm fires next if the clock
+  // is to advance to `t`, or 0 when it does not fire on the way: idle_ns,
+  // 2 idle_ns, ... into the idle period, from now on. A time returned counts
+  // as fired (the next is idle_ns later).
   uint64_t IdleAlarmDue(uint64_t t);
   msimIdleAlarmFn idle_alarm_fn() const { return idle_alarm_fn_; }
 
@@ -200,6 +201,7 @@ class Process {
   uint64_t idle_alarm_ns_ = 0;
   msimIdleAlarmFn idle_alarm_fn_ = nullptr;
   uint64_t idle_alarm_fired_for_ = UINT64_MAX;  // the start of the idle period it last fired in
+  uint64_t idle_alarm_fired_at_ = 0;            // when it last fired in that period
   std::map<std::thread::id, std::unique_ptr<Stream>> thread_streams_;
 };
 

@@ -39,6 +39,11 @@ struct Job {
   bool unresponsive = false;  // left an answer owed: out of the rotation until it is heard from
   uint32_t stops_owed = 0;    // stops sent that it has not answered yet (they are answered in order)
   bool idle = false;          // gave its turn up for want of work: out of the rotation until it has work again
+  // Active, reported going idle and told to carry on (others of its group
+  // still ran, or nobody waited): its group's turn no longer waits on it,
+  // until it says it has work again. Since idle_since.
+  bool idle_in_turn = false;
+  uint64_t idle_since = 0;
   uint64_t submitted_ns = 0;
   uint64_t admitted_ns = 0;
   uint64_t finished_ns = 0;

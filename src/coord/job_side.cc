@@ -20,7 +20,7 @@ void JobSide::OnWelcome(const proto::Welcome& w) {
     seen_allocated_ = last_ask_bytes_ = hello_allocated_.load();
     RaiseAtLeast(answered_, asks_.load());
   }
-  idleness_ = Idleness::kBusy;
+  SetIdleness(Idleness::kBusy);
   idle_yield_ns_.store(w.idle_yield_ns);
   welcomed_ = true;
   dropped_ = false;
@@ -37,7 +37,7 @@ bool JobSide::ConnectionLost() {
   device_.WithdrawGrant();
   MutexLock lock(&mu_);
   welcomed_ = false;
-  idleness_ = Idleness::kBusy;
+  SetIdleness(Idleness::kBusy);
   return welcomed;
 }
 
@@ -54,7 +54,8 @@ void JobSide::OnGo(const proto::Go& go) {
   }
   MutexLock lock(&mu_);
   slice_end_sent_ = false;
-  idleness_ = Idleness::kBusy;
+  // A Go while it asked is the answer: others in its group still run.
+  SetIdleness(idleness_ == Idleness::kAsked ? Idleness::kCarriedOn : Idleness::kBusy);
   holds_turn_.store(true);
   // The turn (or its remainder) starts now: idleness counts from here.
   NoteActiveNow(link_.SliceEnd());
@@ -77,7 +78,7 @@ void JobSide::OnStop(const proto::Stop& stop) {
   reply.counters = device_.Counters();
   link_.Send(reply);
   MutexLock lock(&mu_);
-  if (idleness_ == Idleness::kAsked) idleness_ = Idleness::kYielded;
+  if (idleness_ == Idleness::kAsked || idleness_ == Idleness::kCarriedOn) SetIdleness(Idleness::kYielded);
 }
 
 void JobSide::OnBudget(const proto::Budget& budget) {
@@ -103,7 +104,9 @@ void JobSide::ReportUsage(uint64_t bytes, bool coordinated) {
   link_.Send(proto::Usage{bytes, clock_.Now(), device_.Counters(), ask});
 }
 
-bool JobSide::Runnable() const { return holds_turn_.load() && answered_.load() >= asks_.load(); }
+bool JobSide::Runnable() const {
+  return holds_turn_.load() && !carried_on_.load() && answered_.load() >= asks_.load();
+}
 
 JobSide::Position JobSide::Look(uint64_t end) const {
   if (end == proto::kNever) return {};
@@ -147,15 +150,22 @@ void JobSide::ReachedSliceEnd(uint64_t now) {
 }
 
 void JobSide::HasWork() {
-  if (idleness_ != Idleness::kYielded) return;
-  // It gave its turn up and has work again: back in the rotation.
-  idleness_ = Idleness::kBusy;
+  if (idleness_ != Idleness::kYielded && idleness_ != Idleness::kCarriedOn) return;
+  // Back in the rotation, or busy in its turn again (which the others'
+  // turns may no longer wait on it to end).
+  SetIdleness(Idleness::kBusy);
   link_.Send(proto::Idle{clock_.Now(), false});
+}
+
+void JobSide::SetIdleness(Idleness i) {
+  idleness_ = i;
+  carried_on_.store(i == Idleness::kCarriedOn);
 }
 
 uint64_t JobSide::IdleSince(uint64_t now, uint64_t end) const {
   const uint64_t idle = idle_yield_ns_.load(std::memory_order_relaxed);
   if (idle == 0 || end == proto::kNever || last_active_end_.load(std::memory_order_relaxed) != end) return 0;
+  if (carried_on_.load()) return 0;  // the coordinator knows
   // Work it launched and has not synchronised may still run on the GPU.
   if (synced_passes_.load(std::memory_order_acquire) != passes_.load(std::memory_order_acquire)) return 0;
   const uint64_t since = last_active_ns_.load(std::memory_order_relaxed) + idle;
@@ -166,8 +176,12 @@ uint64_t JobSide::IdleDue() const {
   return last_active_ns_.load(std::memory_order_relaxed) + idle_yield_ns_.load(std::memory_order_relaxed);
 }
 
-void JobSide::CountFrom(uint64_t now, uint64_t end) {
-  if (last_active_end_.load(std::memory_order_relaxed) != end) NoteActive(now, end);
+JobSide::Position JobSide::TimerLook(uint64_t end) {
+  if (end != proto::kNever && last_active_end_.load(std::memory_order_relaxed) != end) {
+    const uint64_t now = clock_.Now();
+    if (now < end) NoteActive(now, end);
+  }
+  return Look(end);
 }
 
 bool JobSide::AskIdle(bool coordinated, uint64_t end, uint64_t since) {

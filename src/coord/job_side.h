@@ -20,9 +20,12 @@
 //    the ask open. A new connection forgets old asks: its hello says what
 //    the job holds.
 //  - idleness: busy; asked (it reported going idle: the coordinator answers
-//    with a Stop, which takes the turn, or a Go, which leaves it); yielded
-//    (stopped after that report: out of the rotation until it says it has
-//    work again).
+//    with a Stop, which takes the turn, or a Go, which leaves it); carried
+//    on (that Go: it holds its turn, and the coordinator counts it idle
+//    until it says it has work again, so its next launch stops at the gate
+//    to say so; it does not report going idle again); yielded (stopped
+//    after that report, or while carried on: out of the rotation until it
+//    says it has work again).
 //  - activity, for the idle yield: the device time of its last launch, copy
 //    or synchronisation, and the slice end then in force (a new end starts a
 //    new count). A job is idle once it has launched nothing for the
@@ -145,7 +148,8 @@ class JobSide {
   // ---- The launch gate ----------------------------------------------------------
   // Holds its turn (its last Go not yet followed by a Stop or an idle report).
   bool holds_turn() const { return holds_turn_.load(); }
-  // Holds its turn and every ask is answered.
+  // Holds its turn, every ask is answered, and it need not say it has work
+  // again (carried on).
   bool Runnable() const;
   // Where the job stands in its slice under slice end `end`, the gate open.
   enum class At : uint8_t {
@@ -171,19 +175,20 @@ class JobSide {
   void Synchronized(uint64_t passes_before, uint64_t end);
   // The slice is over at `now`: reported once per turn.
   void ReachedSliceEnd(uint64_t now) MSCHED_REQUIRES(mu_);
-  // It wants to launch: if it had given its turn up, it says it has work
-  // again and is back in the rotation.
+  // It wants to launch: if it had given its turn up, or was carried on, it
+  // says it has work again (back in the rotation, or busy in its turn).
   void HasWork() MSCHED_REQUIRES(mu_);
 
   // ---- Idle yield -----------------------------------------------------------------
   uint64_t idle_yield_ns() const { return idle_yield_ns_.load(); }
-  // When the job went idle, or 0 if it is not idle at `now` under `end`.
+  // When the job went idle, or 0 if it is not idle at `now` under `end` (or
+  // the coordinator knows it is: carried on).
   uint64_t IdleSince(uint64_t now, uint64_t end) const;
   // When it will be idle if nothing happens (a timer's next look).
   uint64_t IdleDue() const;
-  // A timer's look at slice end `end`: if the count is for another end
-  // (slices began, or moved), it starts from `now`.
-  void CountFrom(uint64_t now, uint64_t end);
+  // A timer's look at slice end `end` (a launch's is Look): if the count is
+  // for another end (slices began, or moved), it starts from now.
+  Position TimerLook(uint64_t end);
   // Giving the turn up, first step: the gate closes. False if the turn was
   // already taken away. The caller then waits for the calls holding a pass.
   bool GiveTurnUp() MSCHED_REQUIRES(order_mu_) { return holds_turn_.exchange(false); }
@@ -195,9 +200,16 @@ class JobSide {
   bool idle_asked() const MSCHED_REQUIRES(mu_) { return idleness_ == Idleness::kAsked; }
   // Out of the rotation until it has work again.
   bool yielded() const MSCHED_REQUIRES(mu_) { return idleness_ == Idleness::kYielded; }
+  // Counted idle by the coordinator (yielded, or carried on): it launches
+  // nothing, so a timer carries out the orders that come for it.
+  bool known_idle() const MSCHED_REQUIRES(mu_) {
+    return idleness_ == Idleness::kYielded || idleness_ == Idleness::kCarriedOn;
+  }
 
  private:
-  enum class Idleness : uint8_t { kBusy, kAsked, kYielded };
+  enum class Idleness : uint8_t { kBusy, kAsked, kCarriedOn, kYielded };
+
+  void SetIdleness(Idleness i) MSCHED_REQUIRES(mu_);
 
   void NoteActiveNow(uint64_t end);
 
@@ -213,6 +225,7 @@ class JobSide {
   // connection's welcome and loss; read by launches.
   std::atomic<bool> holds_turn_{false};
   Idleness idleness_ MSCHED_GUARDED_BY(mu_) = Idleness::kBusy;
+  std::atomic<bool> carried_on_{false};  // idleness_ == kCarriedOn, for the launch path
   bool slice_end_sent_ MSCHED_GUARDED_BY(mu_) = false;
   bool welcomed_ MSCHED_GUARDED_BY(mu_) = false;
   bool dropped_ MSCHED_GUARDED_BY(mu_) = false;

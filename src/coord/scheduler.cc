@@ -67,17 +67,41 @@ std::vector<uint64_t> Scheduler::Active() const {
   return out;
 }
 
-bool Scheduler::AllActiveReported() const {
+bool Scheduler::Done(uint64_t id) const { return reported_.count(id) > 0 || jobs_.at(id).idle_in_turn; }
+
+bool Scheduler::TurnOver() const {
   const std::vector<uint64_t> active = Active();
-  return !active.empty() &&
-         std::all_of(active.begin(), active.end(), [&](uint64_t id) { return reported_.count(id) > 0; });
+  return !active.empty() && std::all_of(active.begin(), active.end(), [&](uint64_t id) { return Done(id); });
+}
+
+bool Scheduler::IdleMembersLeave(uint64_t not_before) {
+  uint64_t last_idle = 0;
+  bool all_idle = true, any = false;
+  for (uint64_t id : Active()) {
+    Job& j = jobs_.at(id);
+    if (!j.idle_in_turn) {
+      all_idle = false;
+      continue;
+    }
+    any = true;
+    last_idle = std::max(last_idle, j.idle_since);
+    j.idle_in_turn = false;
+    j.idle = true;
+    ++j.idle_yields;
+    reported_.insert(id);
+  }
+  // They left the GPU idle from then: the next group may use it from then
+  // (their clocks move there). Beside jobs that reached their slice ends,
+  // the switch waits for them to drain, as at any slice end.
+  if (any && all_idle) switch_at_ = std::max(last_idle, not_before);
+  return any;
 }
 
 std::set<uint64_t> Scheduler::Awaiting() const {
   std::set<uint64_t> out = pending_;
   if (slice_end_ != proto::kNever) {
     for (uint64_t id : Active()) {
-      if (!reported_.count(id)) out.insert(id);
+      if (!Done(id)) out.insert(id);
     }
   }
   return out;
@@ -132,12 +156,12 @@ Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   now_ = std::max(now_, now);
   Job* j = Heard(id);
   if (j == nullptr || !j->active) {         // a stale report: its slice was already taken away
-    Reschedule(AllActiveReported(), &out);  // (it may be back from being unresponsive)
+    Reschedule(TurnOver(), &out);  // (it may be back from being unresponsive)
     return out;
   }
   reported_.insert(id);
   // With no slice in force (everything fits again), the job just goes on.
-  if (AllActiveReported() || slice_end_ == proto::kNever) Reschedule(true, &out);
+  if (TurnOver() || slice_end_ == proto::kNever) Reschedule(true, &out);
   return out;
 }
 
@@ -147,23 +171,16 @@ Commands Scheduler::Idle(uint64_t id, uint64_t since) {
   Job* j = Heard(id);
   if (j == nullptr) return out;
   if (!j->active || reported_.count(id)) {  // its turn is already ending: its Stop (or Go) answers
-    Reschedule(AllActiveReported(), &out);  // (it may be back from being unresponsive)
+    Reschedule(TurnOver(), &out);  // (it may be back from being unresponsive)
     return out;
   }
-  const std::vector<uint64_t> active = Active();
-  const bool others_run =
-      std::any_of(active.begin(), active.end(), [&](uint64_t a) { return a != id && !reported_.count(a); });
-  if (slice_end_ == proto::kNever || !pending_.empty() || others_run) {
+  j->idle_in_turn = true;
+  j->idle_since = since;
+  if (slice_end_ == proto::kNever || !pending_.empty() || !TurnOver()) {
     out.push_back(CarryOn(*j, since, slice_end_));
     return out;
   }
-  j->idle = true;
-  ++j->idle_yields;
-  reported_.insert(id);
-  // Alone on the GPU, it left it idle from `since`: the next group may use
-  // it from then (their clocks move there). Beside jobs that reached their
-  // slice ends, the switch waits for them to drain, as at any slice end.
-  if (active.size() == 1) switch_at_ = std::max(since, turn_start_);
+  IdleMembersLeave(turn_start_);
   Reschedule(/*slice_over=*/true, &out);
   return out;
 }
@@ -174,7 +191,8 @@ Commands Scheduler::Busy(uint64_t id, uint64_t now) {
   Job* j = Heard(id);
   if (j == nullptr) return out;
   j->idle = false;
-  Reschedule(AllActiveReported(), &out);
+  j->idle_in_turn = false;
+  Reschedule(TurnOver(), &out);
   return out;
 }
 
@@ -192,7 +210,7 @@ Commands Scheduler::Stopped(uint64_t id, const proto::Stopped& s) {
   if (pending_.erase(id) > 0) {
     FinishSwitch(&out);
   } else {
-    Reschedule(AllActiveReported(), &out);  // an answer nobody waited for: it may rejoin the rotation
+    Reschedule(TurnOver(), &out);  // an answer nobody waited for: it may rejoin the rotation
   }
   return out;
 }
@@ -216,7 +234,7 @@ Commands Scheduler::Exited(uint64_t id, uint64_t now) {
   if (was_pending) {
     FinishSwitch(&out);
   } else {
-    Reschedule(AllActiveReported(), &out);
+    Reschedule(TurnOver(), &out);
   }
   return out;
 }
@@ -233,7 +251,7 @@ Commands Scheduler::Unresponsive(uint64_t id) {
     j->off_gpu_ns = now_;
     reported_.erase(id);
     out.push_back(StopCommand(*j, 0, proto::StopReason::kSlice));
-    Reschedule(AllActiveReported() || Active().empty(), &out);
+    Reschedule(TurnOver() || Active().empty(), &out);
   }
   return out;
 }
@@ -254,7 +272,7 @@ Result<Commands> Scheduler::Pause(uint64_t id) {
     out.push_back(StopCommand(*j, proto::kNever, proto::StopReason::kPause));
     pending_.insert(id);
   } else {
-    Reschedule(AllActiveReported(), &out);
+    Reschedule(TurnOver(), &out);
   }
   return out;
 }
@@ -265,7 +283,7 @@ Result<Commands> Scheduler::Resume(uint64_t id) {
   if (j->state != JobState::kPaused) return Status::InvalidArgument("job " + std::to_string(id) + " is not paused");
   Commands out;
   j->state = j->was_admitted ? JobState::kRunning : JobState::kWaiting;
-  Reschedule(AllActiveReported(), &out);
+  Reschedule(TurnOver(), &out);
   return out;
 }
 
@@ -274,7 +292,7 @@ Result<Commands> Scheduler::SetPriority(uint64_t id, int priority) {
   if (j == nullptr) return Status::NotFound("no job " + std::to_string(id));
   Commands out;
   j->priority = priority;
-  Reschedule(AllActiveReported(), &out);
+  Reschedule(TurnOver(), &out);
   return out;
 }
 
@@ -299,7 +317,12 @@ void Scheduler::RescheduleGroups(bool slice_over, Commands* out) {
   if (!pending_.empty()) return;  // a switch is under way; FinishSwitch comes back here
   AdmitWaiting(jobs_, now_, options_, history_);
   const uint64_t usable = UsableHbm(options_);
-  const std::vector<Group> groups = FormGroups(jobs_, usable);
+  std::vector<Group> groups = FormGroups(jobs_, usable);
+  // Others wait from now if no slice end was in force.
+  if (groups.size() > 1 && TurnOver() && IdleMembersLeave(slice_end_ == proto::kNever ? now_ : turn_start_)) {
+    groups = FormGroups(jobs_, usable);
+    slice_over = true;
+  }
   group_count_ = groups.size();
   if (groups.empty()) {
     slice_end_ = proto::kNever;
@@ -396,7 +419,7 @@ void Scheduler::FinishSwitch(Commands* out) {
       StartGroup(g, SliceLength(g, jobs_, options_, link_bytes_per_ns_), out);
     }
   }
-  Reschedule(AllActiveReported(), out);
+  Reschedule(TurnOver(), out);
 }
 
 void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
@@ -424,6 +447,7 @@ void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
     if (!j.active || waiting) {
       j.last_ran_ns = std::max<uint64_t>(start, 1);
       ++j.slices;
+      j.idle_in_turn = false;  // a new turn: it is told to go, not to carry on
     }
     j.active = true;
     j.budget = budget;

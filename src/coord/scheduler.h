@@ -62,16 +62,19 @@ class Scheduler {
   Commands Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_t ask = 0);
   Commands SliceEnded(uint64_t id, uint64_t now);
   // The active job launched nothing from `since_ns` on while others waited
-  // for their turns (proto::Idle). When that ends the active group's turn
-  // (any other members have reached their slice ends), the job is stopped
-  // and leaves the rotation, and the turn passes on as of `since_ns` (not
-  // before the turn began) when it was alone on the GPU, else as a slice end
-  // does. Otherwise (nobody waits, a switch is under way, other members
-  // still run) it is told to carry on (a Go with its turn unchanged). From a
-  // job whose turn is already ending (its Stop answers it), or that is not
-  // on the GPU, it changes nothing.
+  // for their turns (proto::Idle). It is idle in its turn from then on
+  // (Job::idle_in_turn). When that ends the active group's turn (every
+  // other member reached its slice end or is idle too) and others wait, the
+  // group's idle members are stopped and leave the rotation, and the turn
+  // passes on as of when the last of them went idle (not before the turn
+  // began) if all were idle, else as a slice end does. Otherwise (nobody
+  // waits, a switch is under way, other members still run) it is told to
+  // carry on (a Go with its turn unchanged). From a job whose turn is
+  // already ending (its Stop answers it), or that is not on the GPU, it
+  // changes nothing.
   Commands Idle(uint64_t id, uint64_t since_ns);
-  // A job that gave its turn up has work again: back in the rotation.
+  // A job that gave its turn up, or was idle in it, has work again: back in
+  // the rotation, or busy in its turn.
   Commands Busy(uint64_t id, uint64_t now);
   Commands Stopped(uint64_t id, const proto::Stopped& s);
   // The job exited (cleanly or not): its memory and budget are released.
@@ -93,7 +96,8 @@ class Scheduler {
   // The job may launch now (its gate is open).
   bool MayRun(const Job& j) const { return j.state == JobState::kRunning && j.active && !pending_.count(j.id); }
   // Jobs whose answer the scheduler is waiting for: stops not yet answered,
-  // and, while slices are in force, active jobs yet to report their end.
+  // and, while slices are in force, active jobs yet to report their end
+  // (not those idle in their turn).
   std::set<uint64_t> Awaiting() const;
   uint64_t switches() const { return switches_; }
   double link_bytes_per_ns() const { return link_bytes_per_ns_; }
@@ -104,7 +108,16 @@ class Scheduler {
   // Get, for an event the job itself sent: it is alive.
   Job* Heard(uint64_t id);
   std::vector<uint64_t> Active() const;
-  bool AllActiveReported() const;
+  // The job's part of the active group's turn is done: it reported its
+  // slice end, or is idle in its turn.
+  bool Done(uint64_t id) const;
+  // Every active job's part is done (and some job is active).
+  bool TurnOver() const;
+  // The active group's turn is over and others wait: its idle members leave
+  // the rotation (they are stopped at the switch). Dates the switch when the
+  // last of them went idle, not before `not_before` (when others began to
+  // wait), if all were idle (no drain to wait for). Returns whether any left.
+  bool IdleMembersLeave(uint64_t not_before);
   // Decides what runs now (RescheduleGroups), then answers the usage asks
   // (AnswerAsks). `slice_over`: the active group's slice has ended.
   void Reschedule(bool slice_over, Commands* out);

@@ -125,15 +125,16 @@ TEST_F(SimDriverTest, EventsMeasureVirtualTime) {
 
 // The idle alarm is a timer in virtual time for a job that gives
 // its turn on the GPU up when it has been idle: it fires where the idleness
-// runs out, on the thread that moves the clock, once per idle period,
-// counting queued work as activity, and never from within itself.
+// runs out, on the thread that moves the clock, and again every idle period
+// while the process stays idle, counting queued work as activity, and never
+// from within itself.
 std::vector<uint64_t> g_alarms;  // the virtual times the alarm fired at
 void RecordAlarm() {
   g_alarms.push_back(Now());
-  msimAdvanceTo(Now() + 5'000'000);  // from within the alarm: no second one
+  msimAdvanceTo(Now() + 2'500'000);  // from within the alarm: no second one
 }
 
-TEST_F(SimDriverTest, TheIdleAlarmFiresOncePerIdlePeriodWhereItsIdlenessRunsOut) {
+TEST_F(SimDriverTest, TheIdleAlarmFiresEveryIdlePeriodWhileTheProcessStaysIdle) {
   struct Disarm {
     ~Disarm() { msimSetIdleAlarm(0, nullptr); }
   } disarm;
@@ -148,22 +149,29 @@ TEST_F(SimDriverTest, TheIdleAlarmFiresOncePerIdlePeriodWhereItsIdlenessRunsOut)
   CU_ASSERT(msimAdvanceTo(t0 + 3'000'000));
   ASSERT_EQ(g_alarms.size(), 1u);
   EXPECT_EQ(g_alarms[0], t0 + 1'000'000) << "the clock stops where 1 ms of idleness ran out";
-  EXPECT_EQ(Now(), t0 + 6'000'000) << "then goes on: the alarm moved it 5 ms, past the 3 ms asked for";
-  CU_ASSERT(msimAdvanceTo(Now() + 10'000'000));
-  EXPECT_EQ(g_alarms.size(), 1u) << "once per idle period";
+  EXPECT_EQ(Now(), t0 + 3'500'000) << "then goes on: the alarm moved it 2.5 ms, past the 3 ms asked for";
+  // Still idle: at 4 ms and 5 ms into the period (the points at 2 and 3 ms
+  // passed within the alarm), each moving the clock 2.5 ms on again.
+  CU_ASSERT(msimAdvanceTo(t0 + 5'000'000));
+  ASSERT_EQ(g_alarms.size(), 2u);
+  EXPECT_EQ(g_alarms[1], t0 + 4'000'000);
+  EXPECT_EQ(Now(), t0 + 6'500'000);
+  CU_ASSERT(msimAdvanceTo(t0 + 7'000'000));
+  ASSERT_EQ(g_alarms.size(), 3u);
+  EXPECT_EQ(g_alarms[2], t0 + 7'000'000) << "every 1 ms of the period, from where the clock is";
 
-  // A 10 ms kernel still queued is work: the period starts at its end.
+  // A 10 ms kernel still queued is work: a new period starts at its end.
   const uint64_t t1 = Now();
   Spin(small, 563'000'000'000, nullptr);
-  CU_ASSERT(msimAdvanceTo(t1 + 30'000'000));
-  ASSERT_EQ(g_alarms.size(), 2u);
-  EXPECT_GE(g_alarms[1], t1 + 11'000'000);
-  EXPECT_LT(g_alarms[1], t1 + 11'100'000);
+  CU_ASSERT(msimAdvanceTo(t1 + 11'500'000));
+  ASSERT_EQ(g_alarms.size(), 4u);
+  EXPECT_GE(g_alarms[3], t1 + 11'000'000);
+  EXPECT_LT(g_alarms[3], t1 + 11'100'000);
 
   CU_ASSERT(msimSetIdleAlarm(0, nullptr));
   CU_ASSERT(cuCtxSynchronize());
   CU_ASSERT(msimAdvanceTo(Now() + 10'000'000));
-  EXPECT_EQ(g_alarms.size(), 2u) << "disarmed";
+  EXPECT_EQ(g_alarms.size(), 4u) << "disarmed";
 }
 
 TEST_F(SimDriverTest, CaptureRecordsLaunchesAndRefusesPrefetch) {

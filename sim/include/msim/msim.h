@@ -34,7 +34,9 @@ CUresult msimAdvanceTo(uint64_t t_ns);
  * returned and no queued work completed in that time), the clock stops
  * there, `fn` runs on the calling thread with no simulator lock held (it may
  * call the driver, which starts a new idle period), and the advance then
- * goes on. It fires once per idle period, never from within `fn`. */
+ * goes on. It fires again every idle_ns while the process stays idle (a
+ * timer thread looks again, too: what `fn` found may have changed since,
+ * through another process), never from within `fn`. */
 typedef void (*msimIdleAlarmFn)(void);
 CUresult msimSetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn);
 

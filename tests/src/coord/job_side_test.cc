@@ -348,13 +348,18 @@ TEST_F(JobSideTest, IdleOnlyAfterTheIdleYieldWithNothingInFlight) {
   EXPECT_EQ(p.idle_since, 5100u);
   EXPECT_EQ(side.IdleDue(), 5100u);
 
-  // A new slice end: the count is for the old one until it starts again.
+  // A new slice end: the count is for the old one until a timer's look
+  // starts it again.
   now = 6000;
   EXPECT_EQ(side.Look(20'000).at, JobSide::At::kOpen);
-  side.CountFrom(6000, 20'000);
-  side.CountFrom(6050, 20'000);
+  EXPECT_EQ(side.TimerLook(20'000).at, JobSide::At::kOpen);
+  now = 6050;
+  EXPECT_EQ(side.TimerLook(20'000).at, JobSide::At::kOpen);
   now = 6100;
-  EXPECT_EQ(side.Look(20'000).idle_since, 6100u) << "counted from when it first saw the end";
+  EXPECT_EQ(side.TimerLook(20'000).idle_since, 6100u) << "counted from when it first saw the end";
+  now = 21'000;
+  EXPECT_EQ(side.TimerLook(30'000).at, JobSide::At::kOpen);
+  EXPECT_EQ(side.TimerLook(20'500).at, JobSide::At::kOver) << "a timer sees a slice end the job passed idle";
 }
 
 TEST_F(JobSideTest, NeverIdleWithoutAnIdleYield) {
@@ -412,17 +417,41 @@ TEST_F(JobSideTest, AnIdleReportIsNotSentWhenTheJobTurnedOutBusy) {
   EXPECT_TRUE(Sent<proto::Idle>().empty());
 }
 
-TEST_F(JobSideTest, AGoAnsweringAnIdleReportKeepsTheJobInTheRotation) {
+TEST_F(JobSideTest, AGoAnsweringAnIdleReportCarriesTheJobOnUntilItSaysItHasWork) {
   ReportIdle();
-  Go(1500, 8 * kGiB);  // nobody else could use the turn: carry on
-  EXPECT_TRUE(side.Runnable());
-  EXPECT_EQ(side.Look(slice_end).at, JobSide::At::kOpen) << "idleness counts from the Go";
+  Go(1500, 8 * kGiB);  // others of its group still run: carry on
+  EXPECT_TRUE(side.holds_turn());
+  EXPECT_FALSE(side.Runnable()) << "its next launch stops at the gate to say it has work";
+  now = 5000;
+  EXPECT_EQ(side.TimerLook(slice_end).at, JobSide::At::kOpen) << "the coordinator knows it is idle: no second report";
+  {
+    MutexLock lock(&side.mu());
+    EXPECT_TRUE(side.known_idle());
+    EXPECT_FALSE(side.yielded()) << "still in the rotation";
+    side.HasWork();
+    EXPECT_FALSE(side.known_idle());
+    side.HasWork();
+  }
+  ASSERT_EQ(Sent<proto::Idle>().size(), 2u) << "said once";
+  EXPECT_FALSE(Last<proto::Idle>().idle);
+  EXPECT_EQ(Last<proto::Idle>().at_ns, 5000u);
+  EXPECT_TRUE(side.Runnable()) << "busy in its turn, which it never left";
   Stop(0);  // a later Stop is an ordinary one
   MutexLock lock(&side.mu());
-  EXPECT_FALSE(side.idle_asked());
   EXPECT_FALSE(side.yielded());
+}
+
+TEST_F(JobSideTest, AStopWhileCarriedOnLeavesTheJobOutOfTheRotation) {
+  ReportIdle();
+  Go(1500, 8 * kGiB);
+  Stop(0);  // the rest of its group went idle too: the turn passed on
+  MutexLock lock(&side.mu());
+  EXPECT_TRUE(side.yielded());
+  now = 7000;
   side.HasWork();
-  EXPECT_EQ(Sent<proto::Idle>().size(), 1u) << "it never left the rotation";
+  ASSERT_EQ(Sent<proto::Idle>().size(), 2u);
+  EXPECT_FALSE(Last<proto::Idle>().idle) << "back in the rotation";
+  EXPECT_FALSE(side.Runnable()) << "it waits for its turn like any other";
 }
 
 TEST_F(JobSideTest, AGoWhileYieldedPutsTheJobBackInTheRotation) {

@@ -444,7 +444,7 @@ TEST(SchedulerTest, WithNobodyWaitingAnIdleJobKeepsTheGpu) {
   EXPECT_EQ(s.switches(), 0u);
 }
 
-TEST(SchedulerTest, InAGroupAnIdleJobCarriesOnUntilTheOthersTurnsEnd) {
+TEST(SchedulerTest, InAGroupAnIdleJobCarriesOnAndLeavesWhenTheOthersTurnsEnd) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 5 * kGiB), 0, 0);
   s.Submit(NewJob(2, 5 * kGiB), 0, 0);   // 1 and 2 run together
@@ -454,19 +454,77 @@ TEST(SchedulerTest, InAGroupAnIdleJobCarriesOnUntilTheOthersTurnsEnd) {
   ASSERT_NE(Find<proto::Go>(c, 1), nullptr) << "job 2 still runs: job 1 carries on";
   EXPECT_EQ(Find<proto::Stop>(c, 1), nullptr);
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
+  EXPECT_TRUE(s.Find(1)->idle_in_turn);
+  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{2})) << "the turn waits on job 2 alone";
   const uint64_t end = s.slice_end_ns();
-  s.SliceEnded(2, end);
-  // With job 2 at its slice end, job 1's idleness ends the group's turn; out
-  // of the rotation, it leaves room for jobs 3 and 2 to run together.
-  c = s.Idle(1, end - 1);
+  // With job 2 at its slice end the group's turn is over: job 1, idle, is
+  // stopped and leaves the rotation, which leaves room for jobs 3 and 2 to
+  // run together.
+  c = s.SliceEnded(2, end);
   EXPECT_NE(Find<proto::Stop>(c, 1), nullptr);
   EXPECT_EQ(Find<proto::Stop>(c, 2), nullptr) << "job 2 runs in the next group too";
   EXPECT_TRUE(s.Find(1)->idle);
+  EXPECT_EQ(s.Find(1)->idle_yields, 1u);
   c = s.Stopped(1, StoppedAt(end + 100, 0, 5 * kGiB));
   ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
   ASSERT_NE(Find<proto::Go>(c, 2), nullptr) << "job 2 waited at its slice end";
   EXPECT_EQ(Find<proto::Go>(c, 3)->start_ns, end + 100) << "beside a job at its slice end, as at any switch";
   EXPECT_EQ(s.slice_end_ns(), proto::kNever);
+}
+
+// Two services sharing a turn, both without requests, while a third waits:
+// the group gives its turn up when the second goes idle, dated then.
+TEST(SchedulerTest, AGroupWhoseMembersAreAllIdleGivesItsTurnUpAsOfTheLastOnesIdleness) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(3, 10 * kGiB), 0, 100);  // groups {1, 2} and {3}
+  ASSERT_NE(s.slice_end_ns(), proto::kNever);
+  ASSERT_NE(Find<proto::Go>(s.Idle(1, 300), 1), nullptr) << "job 2 still runs";
+  Commands c = s.Idle(2, 450);
+  EXPECT_NE(Find<proto::Stop>(c, 1), nullptr);
+  EXPECT_NE(Find<proto::Stop>(c, 2), nullptr);
+  EXPECT_TRUE(s.Find(1)->idle && s.Find(2)->idle) << "both out of the rotation";
+  s.Stopped(1, StoppedAt(900, 0, 5 * kGiB));
+  c = s.Stopped(2, StoppedAt(950, 0, 5 * kGiB));
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 3)->start_ns, 450u) << "the GPU was idle from when the last member went idle";
+  EXPECT_EQ(s.slice_end_ns(), proto::kNever) << "nobody else waits";
+}
+
+// Both went idle while nobody waited (they carried on): a job that comes to
+// wait takes the GPU at once, not after a slice.
+TEST(SchedulerTest, AJobThatComesWhileTheRunningGroupIsIdleRunsAtOnce) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
+  s.Idle(1, 300);
+  s.Idle(2, 400);
+  ASSERT_TRUE(s.Find(1)->idle_in_turn && s.Find(2)->idle_in_turn);
+  ASSERT_TRUE(s.MayRun(*s.Find(1)) && s.MayRun(*s.Find(2))) << "nobody waits: they keep the GPU";
+  Commands c = s.Submit(NewJob(3, 10 * kGiB), 0, 1000);
+  EXPECT_NE(Find<proto::Stop>(c, 1), nullptr);
+  EXPECT_NE(Find<proto::Stop>(c, 2), nullptr);
+  s.Stopped(1, StoppedAt(1000, 0, 5 * kGiB));
+  c = s.Stopped(2, StoppedAt(1000, 0, 5 * kGiB));
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 3)->start_ns, 1000u) << "not before it came";
+}
+
+// A job carried on that launches again counts as running: the turn waits
+// for it once more.
+TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnHoldsItsGroupsTurnAgain) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(3, 10 * kGiB), 0, 100);
+  s.Idle(1, 300);
+  EXPECT_TRUE(s.Busy(1, 350).empty());
+  EXPECT_FALSE(s.Find(1)->idle_in_turn);
+  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1, 2}));
+  const Commands c = s.Idle(2, 450);
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr) << "job 1 runs: job 2 carries on";
+  EXPECT_EQ(Find<proto::Stop>(c, 1), nullptr);
 }
 
 TEST(SchedulerTest, IdleReportsDuringASwitchOrFromStoppedOrPausedJobsAreHarmless) {

@@ -194,7 +194,8 @@ class CoordClient : private JobClock, private JobDevice, private CoordLink {
   // the coordinator has answered the report.
   void AwaitYieldAnswer() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
   // Carries out the orders queued, after those the coordinator counted as
-  // sent have arrived (simulator; bounded by kHandledWait).
+  // sent have arrived, and holds until its answers are handled (simulator;
+  // each bounded by kHandledWait).
   void CarryOutOrders() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
   // The simulator's idle alarm, on the application thread that moves the
   // clock: yields, reports a passed slice end and carries out orders, in

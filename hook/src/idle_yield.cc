@@ -43,10 +43,13 @@ void CoordClient::AwaitYieldAnswer() {
 }
 
 void CoordClient::CarryOutOrders() {
-  MutexLock lock(&side_.mu());
-  HoldDeadline hold;
-  while (OrderInFlight() && hold.Open(Progress())) HoldAWhile();
-  ExecuteInbox();
+  {
+    MutexLock lock(&side_.mu());
+    HoldDeadline hold;
+    while (OrderInFlight() && hold.Open(Progress())) HoldAWhile();
+    ExecuteInbox();
+  }
+  HoldUntilHeard();  // the answers it sent (a Stop's reply), and the jobs they wake
 }
 
 void CoordClient::OnIdleAlarm() {
@@ -94,8 +97,7 @@ void CoordClient::IdleTimerLoop() {
       continue;
     }
     std::chrono::nanoseconds wait = kIdleRecheckEvery;
-    if (side_.idle_yield_ns() != 0 && Active() == this && side_.holds_turn() && gate.open &&
-        passes_held_.load() == 0) {
+    if (side_.idle_yield_ns() != 0 && Active() == this && side_.holds_turn() && gate.open && passes_held_.load() == 0) {
       const JobSide::Position p = side_.TimerLook(gate.end);
       if (p.at == JobSide::At::kIdle) {
         lock.Unlock();

@@ -104,9 +104,7 @@ void JobSide::ReportUsage(uint64_t bytes, bool coordinated) {
   link_.Send(proto::Usage{bytes, clock_.Now(), device_.Counters(), ask});
 }
 
-bool JobSide::Runnable() const {
-  return holds_turn_.load() && !carried_on_.load() && answered_.load() >= asks_.load();
-}
+bool JobSide::Runnable() const { return holds_turn_.load() && !carried_on_.load() && answered_.load() >= asks_.load(); }
 
 JobSide::Position JobSide::Look(uint64_t end) const {
   if (end == proto::kNever) return {};

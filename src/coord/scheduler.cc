@@ -155,8 +155,8 @@ Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
   Job* j = Heard(id);
-  if (j == nullptr || !j->active) {         // a stale report: its slice was already taken away
-    Reschedule(TurnOver(), &out);  // (it may be back from being unresponsive)
+  if (j == nullptr || !j->active) {  // a stale report: its slice was already taken away
+    Reschedule(TurnOver(), &out);    // (it may be back from being unresponsive)
     return out;
   }
   reported_.insert(id);
@@ -171,7 +171,7 @@ Commands Scheduler::Idle(uint64_t id, uint64_t since) {
   Job* j = Heard(id);
   if (j == nullptr) return out;
   if (!j->active || reported_.count(id)) {  // its turn is already ending: its Stop (or Go) answers
-    Reschedule(TurnOver(), &out);  // (it may be back from being unresponsive)
+    Reschedule(TurnOver(), &out);           // (it may be back from being unresponsive)
     return out;
   }
   j->idle_in_turn = true;

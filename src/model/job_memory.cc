@@ -90,10 +90,13 @@ JobMemory::SliceEnd JobMemory::EndSlice(uint64_t completed, uint64_t evict_bytes
 MoveOutcome JobMemory::StartSlice(bool load, DeviceOps& ops) {
   manager_.SetFuture({});
   if (!load || last_working_set_.empty()) return {};
+  const uint64_t held = manager_.resident_bytes();
   manager_.ForgetResidency();
   MemoryActions actions;
   manager_.PlanLoad(last_working_set_, &actions);
-  return Carry(actions, /*stream=*/0, ops, /*wait=*/true);
+  MoveOutcome out = Carry(actions, /*stream=*/0, ops, /*wait=*/true);
+  out.loaded = out.loaded > held ? out.loaded - held : 0;
+  return out;
 }
 
 MoveOutcome JobMemory::Evict(uint64_t bytes, DeviceOps& ops) {

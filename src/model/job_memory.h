@@ -114,7 +114,11 @@ class JobMemory {
   // again, and with `load` the last slice's working set comes back in access
   // order, waited for. Other jobs ran meanwhile and the driver may have
   // evicted any of it, so all of it is asked for (a prefetch of resident
-  // pages moves nothing).
+  // pages moves nothing). `loaded` counts only what it did not hold by its
+  // own account (what it asked for less what it held; at least what crossed
+  // the link unless the driver evicted more), so that the coordinator,
+  // which times the load, does not take a load of resident pages, done in
+  // microseconds, for a link of terabytes a second.
   MoveOutcome StartSlice(bool load, DeviceOps& ops);
   // Evicts down to the budget after it shrank.
   MoveOutcome FitBudget(DeviceOps& ops);

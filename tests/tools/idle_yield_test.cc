@@ -7,8 +7,9 @@
 // idle yield (50 ms) and under --idle-yield off, each twice, the virtual
 // times must repeat exactly, the checksums be those of each job alone, and
 // the idle yield must make the trainer and the whole run end clearly
-// sooner, with the loader no later. Then the same when no timer sees the
-// idleness and the loader's next launch must, and the option's parsing.
+// sooner, with the loader no later. Then a loader idle before the trainer
+// came, the same when no timer sees the idleness and the loader's next
+// launch must, and the option's parsing.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -198,6 +199,23 @@ TEST_F(IdleYieldTest, TheWaitingJobRunsInTheIdleJobsHostPhases) {
   EXPECT_LT(yield.trainer.finished_ns, off.trainer.finished_ns * 3 / 4);
   EXPECT_LE(yield.loader.finished_ns, off.loader.finished_ns * 101 / 100);
   EXPECT_LT(yield.makespan_ns(), off.makespan_ns() * 3 / 4);
+}
+
+// A job that went idle while nobody waited (no slice end: no count) gives
+// its turn up once another comes to wait, within about two idle yields:
+// the simulator's alarm looks again every idle yield, as the real GPU's
+// timer does, and counts from when it first sees the slice end. Otherwise
+// the newcomer would wait for the idle job's next launch, 300 ms in.
+TEST_F(IdleYieldTest, AJobIdleBeforeAnotherCameGivesItsTurnUpOnceItWaits) {
+  const std::vector<std::string> loader = {"--set", "TASKS=2", "--set", "HOST_US=300000"};
+  const std::vector<std::string> trainer = {"--set", "TASKS=300", "--arrive-ns", "120000000"};
+  const Outcome r = RunBoth("50ms", Workload(loader), Workload(trainer), "1s");
+  Print("arrives at 120 ms", r);
+  EXPECT_EQ(r.loader.checksums, Alone(loader));
+  EXPECT_EQ(r.trainer.checksums, Alone(trainer));
+  EXPECT_GE(r.loader.idle_yields, 1u);
+  EXPECT_GE(r.trainer.first_launch_ns, 120'000'000u);
+  EXPECT_LT(r.trainer.first_launch_ns, 230'000'000u) << "two idle yields after it came, not the loader's next launch";
 }
 
 // Should no timer see a job's idleness (here the simulator's idle alarm is

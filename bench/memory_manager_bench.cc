@@ -27,8 +27,8 @@ uint64_t ActivationBase(uint64_t l) { return 0x800000000ull + l * 0x1000000ull; 
 
 void AddLayers(MemoryManager& mm, uint64_t layers) {
   for (uint64_t l = 0; l < layers; ++l) {
-    mm.AddAllocation(WeightBase(l), kLayerBytes);
-    mm.AddAllocation(ActivationBase(l), kLayerBytes);
+    (void)mm.AddAllocation(WeightBase(l), kLayerBytes);
+    (void)mm.AddAllocation(ActivationBase(l), kLayerBytes);
   }
 }
 

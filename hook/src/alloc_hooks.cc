@@ -13,8 +13,8 @@
 // cuMemFreeAsync in stream order, so that an allocator that allocates and
 // frees per tensor pays no managed allocation, free or synchronisation per
 // tensor. The allocation map records each block as the program sees it (for
-// whole-allocation prediction, copies and profiles); the memory manager
-// tracks the chunks. One pool stands in for every CUmemoryPool. Calls on a
+// whole-allocation prediction, copies and profiles), within its chunk,
+// whose entry holds the memory manager's chunks. One pool stands in for every CUmemoryPool. Calls on a
 // stream that is capturing a graph are left to the driver (graph memory
 // nodes), and a pool block freed during a capture is never reused (when the
 // graph will free it is unknowable).
@@ -35,7 +35,7 @@ namespace {
 constexpr size_t kPitchAlignment = 512;
 
 // Records an allocation msched knows about. A pool block's memory is its
-// chunk's, which the memory manager already tracks (CudaPoolOps).
+// chunk's, which the allocation map already holds (CudaPoolOps).
 void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) MSCHED_REQUIRES(rt.mu()) {
   if (!rt.job().RecordAllocation(base, size, kind).ok()) return;
   HookCounters& c = rt.counters();

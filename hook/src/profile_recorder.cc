@@ -140,9 +140,9 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
     std::vector<ByteRange> managed;
     {
       MutexLock lock(&rt.mu());
-      for (const auto& [base, a] : rt.allocs().all()) {
+      rt.allocs().ForEach([&](const Allocation& a) {
         if (IsManaged(a.kind)) managed.push_back(a.range());
-      }
+      });
     }
     if (Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext(); ops.ok()) {
       for (const ByteRange& r : managed) (void)ops->Prefetch(r, /*to_device=*/false);

@@ -1,45 +1,95 @@
 #include "model/alloc_map.h"
 
+#include <optional>
 #include <string>
 
 namespace msched {
+namespace {
+
+// Whether [base, base + size) is clear of every entry of `m` (by base).
+template <typename Map>
+Status CheckClear(const Map& m, uint64_t base, uint64_t size) {
+  const ByteRange r{base, base + size};
+  auto next = m.lower_bound(base);
+  auto clash = [&](uint64_t other) {
+    return Status::InvalidArgument("allocation at " + std::to_string(base) + " overlaps one at " +
+                                   std::to_string(other));
+  };
+  if (next != m.end() && next->second.range().Overlaps(r)) return clash(next->second.base);
+  if (next != m.begin() && std::prev(next)->second.range().Overlaps(r)) return clash(std::prev(next)->second.base);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<uint64_t> AllocationMap::Insert(uint64_t base, uint64_t size, AllocKind kind) {
   if (size == 0) return Status::InvalidArgument("allocation of size 0");
   if (base + size < base) return Status::InvalidArgument("allocation wraps around the address space");
-  const ByteRange r{base, base + size};
-  auto next = by_base_.lower_bound(base);
-  if (next != by_base_.end() && next->second.range().Overlaps(r)) {
-    return Status::InvalidArgument("allocation at " + std::to_string(base) + " overlaps one at " +
-                                   std::to_string(next->second.base));
-  }
-  if (next != by_base_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->second.range().Overlaps(r)) {
-      return Status::InvalidArgument("allocation at " + std::to_string(base) + " overlaps one at " +
-                                     std::to_string(prev->second.base));
+  const uint64_t id = next_id_;
+  if (kind == AllocKind::kPooled) {
+    Extent* chunk = FindExtent(base);
+    if (chunk == nullptr || chunk->kind != AllocKind::kPoolChunk || base + size > chunk->range().end) {
+      return Status::InvalidArgument("pool block at " + std::to_string(base) + " outside every pool chunk");
     }
+    MSCHED_RETURN_IF_ERROR(CheckClear(chunk->blocks, base, size));
+    chunk->blocks.emplace(base, Allocation{base, size, kind, id});
+  } else {
+    MSCHED_RETURN_IF_ERROR(CheckClear(extents_, base, size));
+    Extent e;
+    e.base = base;
+    e.size = size;
+    e.kind = kind;
+    e.id = id;
+    extents_.emplace(base, std::move(e));
   }
-  const uint64_t id = next_id_++;
-  by_base_.emplace_hint(next, base, Allocation{base, size, kind, id});
-  total_bytes_ += size;
+  ++next_id_;
+  if (kind != AllocKind::kPoolChunk) {
+    ++count_;
+    total_bytes_ += size;
+  }
   return id;
 }
 
 Result<Allocation> AllocationMap::Erase(uint64_t base) {
-  auto it = by_base_.find(base);
-  if (it == by_base_.end()) return Status::NotFound("no allocation starts at " + std::to_string(base));
-  Allocation a = it->second;
-  total_bytes_ -= a.size;
-  by_base_.erase(it);
-  return a;
+  Extent* e = FindExtent(base);
+  std::optional<Allocation> a;
+  if (e != nullptr && e->kind == AllocKind::kPoolChunk) {
+    if (auto block = e->blocks.find(base); block != e->blocks.end()) {
+      a = block->second;
+      e->blocks.erase(block);
+    }
+  } else if (e != nullptr && e->base == base) {
+    a = static_cast<const Allocation&>(*e);
+    extents_.erase(base);
+  }
+  if (!a) return Status::NotFound("no allocation starts at " + std::to_string(base));
+  --count_;
+  total_bytes_ -= a->size;
+  return *a;
+}
+
+Status AllocationMap::ErasePoolChunk(uint64_t base) {
+  auto it = extents_.find(base);
+  if (it == extents_.end() || it->second.kind != AllocKind::kPoolChunk) {
+    return Status::NotFound("no pool chunk starts at " + std::to_string(base));
+  }
+  for (const auto& [block_base, block] : it->second.blocks) {
+    --count_;
+    total_bytes_ -= block.size;
+  }
+  extents_.erase(it);
+  return Status::Ok();
 }
 
 const Allocation* AllocationMap::Find(uint64_t ptr) const {
-  auto it = by_base_.upper_bound(ptr);
-  if (it == by_base_.begin()) return nullptr;
-  --it;
-  return it->second.range().Contains(ptr) ? &it->second : nullptr;
+  const Extent* e = FindExtent(ptr);
+  if (e == nullptr || e->kind != AllocKind::kPoolChunk) return e;
+  return Containing(e->blocks, ptr);
+}
+
+ByteRange AllocationMap::span() const {
+  if (extents_.empty()) return {};
+  return {extents_.begin()->first, extents_.rbegin()->second.range().end};
 }
 
 }  // namespace msched

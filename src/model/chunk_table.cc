@@ -4,46 +4,57 @@
 
 namespace msched {
 
-void ChunkTable::Add(uint64_t base, uint64_t size) {
-  if (size == 0 || (size + kChunkSize - 1) / kChunkSize >= (uint64_t{1} << kChunkIndexBits)) return;
-  Remove(base);
-  ChunkedAllocation a;
-  a.base = base;
-  a.size = size;
-  a.serial = next_serial_++;
-  a.chunks.resize((size + kChunkSize - 1) / kChunkSize);
-  base_of_serial_[a.serial] = base;
-  allocs_[base] = std::move(a);
-}
-
-void ChunkTable::Remove(uint64_t base) {
-  auto it = allocs_.find(base);
-  if (it == allocs_.end()) return;
-  for (size_t i = 0; i < it->second.chunks.size(); ++i) {
-    resident_bytes_ -= UnitBytes(it->second, i, it->second.chunks[i].resident);
+Status ChunkTable::Add(uint64_t base, uint64_t size, AllocKind kind) {
+  if (kind == AllocKind::kPoolChunk) {
+    (void)RemovePoolChunk(base);
+  } else {
+    (void)Remove(base);
   }
-  base_of_serial_.erase(it->second.serial);
-  allocs_.erase(it);
+  Result<uint64_t> id = map_.Insert(base, size, kind);
+  if (!id.ok()) return id.status();
+  if (kind == AllocKind::kManaged || kind == AllocKind::kPoolChunk) Chunk(*map_.ExtentAt(base));
+  return Status::Ok();
 }
 
-ChunkedAllocation* ChunkTable::Find(uint64_t addr) {
-  auto it = allocs_.upper_bound(addr);
-  if (it == allocs_.begin()) return nullptr;
-  --it;
-  return addr - it->second.base < it->second.size ? &it->second : nullptr;
+Result<Allocation> ChunkTable::Remove(uint64_t base) {
+  // The extent at `base` is the allocation, unless it is a pool chunk (its
+  // block at `base` is).
+  if (Extent* a = map_.ExtentAt(base); a != nullptr && a->kind != AllocKind::kPoolChunk) Unchunk(*a);
+  return map_.Erase(base);
+}
+
+Status ChunkTable::RemovePoolChunk(uint64_t base) {
+  if (Extent* a = map_.ExtentAt(base); a != nullptr && a->kind == AllocKind::kPoolChunk) Unchunk(*a);
+  return map_.ErasePoolChunk(base);
+}
+
+void ChunkTable::Chunk(Extent& a) {
+  const uint64_t chunks = (a.size + kChunkSize - 1) / kChunkSize;
+  if (chunks >= (uint64_t{1} << kChunkIndexBits)) return;
+  a.serial = next_serial_++;
+  a.chunks.resize(chunks);
+  base_of_serial_[a.serial] = a.base;
+}
+
+void ChunkTable::Unchunk(Extent& a) {
+  if (a.serial == 0) return;
+  for (size_t i = 0; i < a.chunks.size(); ++i) resident_bytes_ -= UnitBytes(a, i, a.chunks[i].resident);
+  base_of_serial_.erase(a.serial);
+  a.serial = 0;
+  a.chunks.clear();
 }
 
 bool ChunkTable::Lookup(ChunkId id, ChunkRef* out) {
   auto base = base_of_serial_.find(id >> kChunkIndexBits);
   if (base == base_of_serial_.end()) return false;
-  ChunkedAllocation& a = allocs_.at(base->second);
+  Extent& a = *map_.ExtentAt(base->second);
   const size_t i = id & ((uint64_t{1} << kChunkIndexBits) - 1);
   if (i >= a.chunks.size()) return false;
   *out = {&a, i};
   return true;
 }
 
-uint64_t ChunkTable::UnitBytes(const ChunkedAllocation& a, size_t i, uint32_t units) {
+uint64_t ChunkTable::UnitBytes(const Extent& a, size_t i, uint32_t units) {
   if (units == 0) return 0;
   const uint64_t chunk_bytes = std::min<uint64_t>(kChunkSize, a.size - i * kChunkSize);
   const uint32_t last_unit = static_cast<uint32_t>((chunk_bytes - 1) / kUnit);
@@ -52,13 +63,13 @@ uint64_t ChunkTable::UnitBytes(const ChunkedAllocation& a, size_t i, uint32_t un
   return bytes;
 }
 
-uint32_t ChunkTable::AllUnits(const ChunkedAllocation& a, size_t i) {
+uint32_t ChunkTable::AllUnits(const Extent& a, size_t i) {
   const uint64_t chunk_bytes = std::min<uint64_t>(kChunkSize, a.size - i * kChunkSize);
   const uint32_t last_unit = static_cast<uint32_t>((chunk_bytes - 1) / kUnit);
   return last_unit == kUnitsPerChunk - 1 ? ~0u : (1u << (last_unit + 1)) - 1;
 }
 
-void ChunkTable::UnitRanges(const ChunkedAllocation& a, size_t i, uint32_t units, std::vector<ByteRange>* out) {
+void ChunkTable::UnitRanges(const Extent& a, size_t i, uint32_t units, std::vector<ByteRange>* out) {
   const uint64_t chunk_begin = a.base + i * kChunkSize;
   const uint64_t alloc_end = a.base + a.size;
   while (units) {
@@ -73,7 +84,8 @@ void ChunkTable::UnitRanges(const ChunkedAllocation& a, size_t i, uint32_t units
 std::vector<ByteRange> ChunkTable::MergeWithinAllocations(const std::vector<ByteRange>& ranges) const {
   std::vector<ByteRange> out;
   for (const ByteRange& r : ranges) {
-    if (!out.empty() && out.back().end == r.begin && allocs_.count(r.begin) == 0) {
+    const Extent* starts = map_.ExtentAt(r.begin);
+    if (!out.empty() && out.back().end == r.begin && (starts == nullptr || starts->serial == 0)) {
       out.back().end = r.end;
     } else {
       out.push_back(r);
@@ -113,15 +125,17 @@ void ChunkTable::SetResidency(const std::vector<ByteRange>& ranges, bool residen
 }
 
 void ChunkTable::ForgetResidency() {
-  for (auto& [base, a] : allocs_) {
+  ForEachAllocation([](Extent& a) {
     for (ChunkState& c : a.chunks) c.resident = 0;
-  }
+  });
   resident_bytes_ = 0;
 }
 
 uint64_t ChunkTable::managed_bytes() const {
   uint64_t total = 0;
-  for (const auto& [base, a] : allocs_) total += a.size;
+  map_.ForEachExtent(AllocationMap::kEverywhere, [&](const Extent& a) {
+    if (a.serial != 0) total += a.size;
+  });
   return total;
 }
 

@@ -1,15 +1,14 @@
-// ChunkTable: the memory manager's table of the managed memory it may move
-// (managed allocations and the managed pool's chunks), cut into 2 MiB
-// chunks of 64 KiB units (the driver's fault unit), with what is resident of
-// each and the bytes that makes. It is the one table the memory manager's
-// pieces share: each chunk carries its use history (NextUsePredictor reads
-// it) and each allocation its read-mostly standing (ReadMostlyAdvisor), so
-// no piece keeps a map of allocations of its own. It is not the job's
-// allocation map (AllocationMap, in JobMemory): that one holds every
-// allocation the program sees, pool blocks and unmanaged memory included,
-// and answers what a pointer points into; this one holds only what msched
-// moves, pool chunks rather than their blocks, and JobMemory is the one
-// place that changes both.
+// ChunkTable: the job's allocation map (AllocationMap: every allocation the
+// program sees, and the managed pool's chunks, which hold its blocks) with
+// the memory manager's view of the managed memory in it (managed
+// allocations and pool chunks) cut into 2 MiB chunks of 64 KiB units (the
+// driver's fault unit): what is resident of each, and the bytes that makes.
+// Each chunk's and allocation's state lives in the map's entry (Extent), so
+// recording or forgetting an allocation is one change to one map. It is the
+// one table the memory manager's pieces share: each chunk carries its use
+// history (NextUsePredictor reads it) and each allocation its read-mostly
+// standing (ReadMostlyAdvisor), so no piece keeps a map of allocations of
+// its own.
 // Externally synchronized (the memory manager's). Used by the memory
 // manager's pieces (model/).
 #pragma once
@@ -20,49 +19,20 @@
 #include <vector>
 
 #include "model/address_range.h"
-#include "model/next_use.h"
+#include "model/alloc_map.h"
+#include "model/chunk_state.h"
 #include "model/placement_planner.h"
-#include "model/read_mostly.h"
+#include "msched/status.h"
 
 namespace msched {
 
-// One 2 MiB chunk of a managed allocation.
-struct ChunkState {
-  uint32_t resident = 0;  // mask of resident units
-  // Units the current call needs; valid while `epoch` is the call's (see
-  // ResidencyPlanner::Need).
-  uint32_t need = 0;
-  UseHistory history;  // the launches that used it
-  // The last launch that used it or, if later, the launch current when it
-  // was loaded for a slice: its recency, for least-recently-used order and
-  // for ordering its eviction after queued kernels. (A load is no use: it
-  // leaves `history`, from which next uses are predicted, alone.)
-  uint64_t last_touch = 0;
-  uint64_t epoch = 0;  // the call that last counted it (dedup)
-};
-
-// A managed allocation (or pool chunk) in chunks, counted from its own base:
-// allocations need not be 2 MiB-aligned, and small ones may share a 2 MiB
-// block.
-struct ChunkedAllocation {
-  uint64_t base = 0;
-  uint64_t size = 0;
-  uint64_t serial = 0;             // names the allocation in chunk ids; never reused
-  std::vector<ChunkState> chunks;  // chunk i covers [base + i*2MiB, ...) clipped to size
-  ReadMostlyState read_mostly;
-  // Some plan has brought part of it in: until then nothing of it was ever
-  // on the device, nor (but for host writes) holds data, so moving it in
-  // whole costs only the call.
-  bool touched = false;
-
-  ByteRange range() const { return {base, base + size}; }
-};
-
-// Invariants: allocations do not overlap (the caller's to keep: JobMemory
-// records only what AllocationMap accepted, and pool chunks are disjoint
-// from allocations); resident_bytes() is the sum over chunks of the bytes of
-// their resident units, kept so by changing residency only through
-// MarkResident, MarkEvicted, SetResidency and ForgetResidency.
+// The chunked extents are the managed ones (kManaged, kPoolChunk), each
+// counted from its own base: allocations need not be 2 MiB-aligned, and
+// small ones may share a 2 MiB block.
+// Invariant: resident_bytes() is the sum over chunks of the bytes of their
+// resident units, kept so by changing residency only through MarkResident,
+// MarkEvicted, SetResidency and ForgetResidency, and extents only through
+// Add and Remove.
 class ChunkTable {
  public:
   static constexpr uint64_t kUnit = kBigPageSize;                        // 64 KiB
@@ -73,25 +43,34 @@ class ChunkTable {
   ChunkTable(const ChunkTable&) = delete;
   ChunkTable& operator=(const ChunkTable&) = delete;
 
-  // Adds [base, base + size), replacing an allocation at `base` (ignored
-  // when empty, or too large for kChunkIndexBits). Removing forgets its
-  // chunks and their residency.
-  void Add(uint64_t base, uint64_t size);
-  void Remove(uint64_t base);
+  // Records [base, base + size) (AllocationMap::Insert), in chunks if it is
+  // managed memory of the driver's (kManaged, kPoolChunk) and not too large
+  // for kChunkIndexBits. A stale entry at `base` (freed behind msched's
+  // back: an allocation of the program's, or a pool chunk for a pool chunk)
+  // gives way first. Fails as AllocationMap::Insert does.
+  Status Add(uint64_t base, uint64_t size, AllocKind kind = AllocKind::kManaged);
+  // Forgets the program's allocation at `base` (AllocationMap::Erase), or
+  // the pool chunk there with its blocks, with their chunks and residency.
+  Result<Allocation> Remove(uint64_t base);
+  Status RemovePoolChunk(uint64_t base);
+  const AllocationMap& allocations() const { return map_; }
 
-  // The allocation containing `addr` (interior pointers included), or
-  // nullptr. Valid until that allocation is removed.
-  ChunkedAllocation* Find(uint64_t addr);
+  // The chunked extent containing `addr` (interior pointers included), or
+  // nullptr. Valid until that extent is removed.
+  Extent* Find(uint64_t addr) {
+    Extent* a = map_.FindExtent(addr);
+    return a != nullptr && a->serial != 0 ? a : nullptr;
+  }
 
   // A chunk by allocation and index.
   struct ChunkRef {
-    ChunkedAllocation* alloc;
+    Extent* alloc;
     size_t index;
     ChunkState& chunk() const { return alloc->chunks[index]; }
   };
   // A chunk's id: its allocation's serial and its index, so that ids stay
   // apart across allocations and are never reused.
-  static ChunkId IdOf(const ChunkedAllocation& a, size_t i) { return (a.serial << kChunkIndexBits) | i; }
+  static ChunkId IdOf(const Extent& a, size_t i) { return (a.serial << kChunkIndexBits) | i; }
   // The chunk named `id`; false once its allocation is gone.
   bool Lookup(ChunkId id, ChunkRef* out);
   // Calls fn(ChunkId, ChunkState&, uint32_t units) for each chunk `r` overlaps,
@@ -99,21 +78,23 @@ class ChunkTable {
   // outside every allocation are skipped.
   template <typename Fn>
   void ForEachChunk(const ByteRange& r, Fn&& fn);
-  // Calls fn(ChunkedAllocation&) for each allocation, in address order.
+  // Calls fn(Extent&) for each chunked extent, in address order.
   template <typename Fn>
   void ForEachAllocation(Fn&& fn) {
-    for (auto& [base, a] : allocs_) fn(a);
+    map_.ForEachExtent(AllocationMap::kEverywhere, [&](Extent& a) {
+      if (a.serial != 0) fn(a);
+    });
   }
 
   // Bytes that `units` of chunk `i` of `a` hold (the last unit may be partial).
-  static uint64_t UnitBytes(const ChunkedAllocation& a, size_t i, uint32_t units);
+  static uint64_t UnitBytes(const Extent& a, size_t i, uint32_t units);
   // Every unit of chunk `i` that lies within its allocation.
-  static uint32_t AllUnits(const ChunkedAllocation& a, size_t i);
+  static uint32_t AllUnits(const Extent& a, size_t i);
   // The address ranges of `units` of chunk `i` of `a`, appended, clipped to
   // the allocation.
-  static void UnitRanges(const ChunkedAllocation& a, size_t i, uint32_t units, std::vector<ByteRange>* out);
+  static void UnitRanges(const Extent& a, size_t i, uint32_t units, std::vector<ByteRange>* out);
   // Chunk `i` of `a` whole, clipped to the allocation.
-  static ByteRange ChunkRange(const ChunkedAllocation& a, size_t i) {
+  static ByteRange ChunkRange(const Extent& a, size_t i) {
     const uint64_t begin = a.base + i * kChunkSize;
     return {begin, std::min(a.base + a.size, begin + kChunkSize)};
   }
@@ -136,33 +117,30 @@ class ChunkTable {
   uint64_t managed_bytes() const;
 
  private:
-  std::map<uint64_t, ChunkedAllocation> allocs_;  // by base
-  std::map<uint64_t, uint64_t> base_of_serial_;
+  // Chunks `a` (a fresh extent), or forgets its chunks and their residency.
+  void Chunk(Extent& a);
+  void Unchunk(Extent& a);
+
+  AllocationMap map_;
+  std::map<uint64_t, uint64_t> base_of_serial_;  // of the chunked extents
   uint64_t next_serial_ = 1;
   uint64_t resident_bytes_ = 0;
 };
 
 template <typename Fn>
 void ChunkTable::ForEachChunk(const ByteRange& r, Fn&& fn) {
-  for (uint64_t p = r.begin; p < r.end;) {
-    ChunkedAllocation* a = Find(p);
-    if (a == nullptr) {  // not managed: on to the next allocation, if any
-      auto next = allocs_.upper_bound(p);
-      if (next == allocs_.end() || next->second.base >= r.end) return;
-      p = next->second.base;
-      continue;
-    }
-    const uint64_t end = std::min(r.end, a->base + a->size);
-    for (size_t i = (p - a->base) / kChunkSize; i <= (end - 1 - a->base) / kChunkSize; ++i) {
-      const uint64_t chunk_begin = a->base + i * kChunkSize;
-      const uint64_t lo = std::max(p, chunk_begin) - chunk_begin;
+  map_.ForEachExtent(r, [&](Extent& a) {
+    if (a.serial == 0) return;  // not managed
+    const uint64_t begin = std::max(r.begin, a.base), end = std::min(r.end, a.base + a.size);
+    for (size_t i = (begin - a.base) / kChunkSize; i <= (end - 1 - a.base) / kChunkSize; ++i) {
+      const uint64_t chunk_begin = a.base + i * kChunkSize;
+      const uint64_t lo = std::max(begin, chunk_begin) - chunk_begin;
       const uint64_t hi = std::min(end, chunk_begin + kChunkSize) - chunk_begin;  // exclusive
       const uint32_t first = static_cast<uint32_t>(lo / kUnit), last = static_cast<uint32_t>((hi - 1) / kUnit);
       const uint32_t units = last - first == kUnitsPerChunk - 1 ? ~0u : ((1u << (last - first + 1)) - 1) << first;
-      fn(IdOf(*a, i), a->chunks[i], units);
+      fn(IdOf(a, i), a.chunks[i], units);
     }
-    p = end;
-  }
+  });
 }
 
 }  // namespace msched

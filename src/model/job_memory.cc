@@ -60,20 +60,6 @@ MoveOutcome JobMemory::EvictAll(DeviceOps& ops, bool wait) {
   return out;
 }
 
-Status JobMemory::RecordAllocation(uint64_t base, uint64_t size, AllocKind kind) {
-  if (allocations_.Find(base) != nullptr) (void)ForgetAllocation(base);
-  Result<uint64_t> id = allocations_.Insert(base, size, kind);
-  if (!id.ok()) return id.status();
-  if (kind == AllocKind::kManaged) manager_.AddAllocation(base, size);
-  return Status::Ok();
-}
-
-Result<Allocation> JobMemory::ForgetAllocation(uint64_t base) {
-  Result<Allocation> a = allocations_.Erase(base);
-  if (a.ok() && a->kind == AllocKind::kManaged) manager_.RemoveAllocation(base);
-  return a;
-}
-
 JobMemory::SliceEnd JobMemory::EndSlice(uint64_t completed, uint64_t evict_bytes, bool wait, DeviceOps& ops) {
   manager_.MarkCompleted(completed);
   std::vector<ByteRange> used = manager_.TakeWorkingSet();

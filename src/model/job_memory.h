@@ -1,8 +1,8 @@
 // JobMemory: the job side's memory policy, free of any driver, and the one
 // owner of the job's memory:
-//  - its allocations: the map of what pointers can point into and the
-//    memory manager's table of managed memory, kept in step by the one
-//    place every allocation change goes through;
+//  - its allocations: one map of what pointers can point into, the
+//    managed pool's chunks included, whose managed entries hold the memory
+//    manager's chunks (it lives in the memory manager's ChunkTable);
 //  - its HBM budget (what was configured, what the device reports, what the
 //    coordinator granted, and what msched cannot move, each an explicit
 //    field) and the memory manager that plans within it;
@@ -73,17 +73,22 @@ class JobMemory {
   const MemoryManager& manager() const { return manager_; }
 
   // The job's allocations, whatever their kind.
-  const AllocationMap& allocations() const { return allocations_; }
+  const AllocationMap& allocations() const { return manager_.allocations(); }
   // Records an allocation (replacing a stale entry at `base`, one freed
-  // behind msched's back); managed ones join the memory manager's table.
+  // behind msched's back); managed ones are cut into the memory manager's
+  // chunks. A pool block (kPooled) lies in a pool chunk recorded before.
   // Fails as AllocationMap::Insert does (empty, wrapping, overlapping).
-  Status RecordAllocation(uint64_t base, uint64_t size, AllocKind kind);
+  Status RecordAllocation(uint64_t base, uint64_t size, AllocKind kind) {
+    return manager_.AddAllocation(base, size, kind);
+  }
   // Forgets the allocation at `base`; NotFound if msched knows none there.
-  Result<Allocation> ForgetAllocation(uint64_t base);
+  Result<Allocation> ForgetAllocation(uint64_t base) { return manager_.RemoveAllocation(base); }
   // A managed pool's chunk: managed memory the job holds whose blocks, not
-  // the chunk, are the program's allocations.
-  void RecordPoolChunk(uint64_t base, uint64_t size) { manager_.AddAllocation(base, size); }
-  void ForgetPoolChunk(uint64_t base) { manager_.RemoveAllocation(base); }
+  // the chunk, are the program's allocations. Forgetting it forgets them.
+  Status RecordPoolChunk(uint64_t base, uint64_t size) {
+    return manager_.AddAllocation(base, size, AllocKind::kPoolChunk);
+  }
+  Status ForgetPoolChunk(uint64_t base) { return manager_.RemovePoolChunk(base); }
 
   // Makes `regions`, which operation number `seq` on `stream` will touch,
   // resident within the budget: evictions ordered after what `stream` has
@@ -141,7 +146,6 @@ class JobMemory {
 
   JobBudget budget_;
   MemoryManager manager_{0};
-  AllocationMap allocations_;
   std::vector<ByteRange> last_working_set_;  // the last slice's, in first-use order
 };
 

@@ -5,7 +5,7 @@ namespace msched {
 void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out,
                            Granularity granularity) {
   for (const PredictedRegion& pr : regions) {
-    if (ChunkedAllocation* a = table_.Find(pr.range.begin)) {
+    if (Extent* a = table_.Find(pr.range.begin)) {
       advisor_.NoteAccess(pr.mode, a->range(), a->read_mostly, out);
     }
   }
@@ -43,7 +43,7 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
 }
 
 void MemoryManager::DropReadMostly(MemoryActions* out) {
-  table_.ForEachAllocation([&](ChunkedAllocation& a) {
+  table_.ForEachAllocation([&](Extent& a) {
     if (!ReadMostlyAdvisor::TakeOff(a.range(), a.read_mostly, out)) return;
     a.read_mostly.reads_since_write = 0;
     out->evict.push_back(a.range());
@@ -52,7 +52,7 @@ void MemoryManager::DropReadMostly(MemoryActions* out) {
 
 void MemoryManager::ForgoReadMostly(MemoryActions* out) {
   advisor_.Forgo();
-  table_.ForEachAllocation([&](ChunkedAllocation& a) { ReadMostlyAdvisor::TakeOff(a.range(), a.read_mostly, out); });
+  table_.ForEachAllocation([&](Extent& a) { ReadMostlyAdvisor::TakeOff(a.range(), a.read_mostly, out); });
 }
 
 void MemoryManager::Invalidate(const MemoryActions& actions) {

@@ -3,9 +3,10 @@
 // move for each launch (or copy, or time slice) so that its predicted
 // working set is resident. It composes four pieces, each with its own
 // header and tests:
-//  - ChunkTable (chunk_table.h): the managed memory in 2 MiB chunks of
-//    64 KiB units (the driver's fault unit), what is resident of each, and
-//    each chunk's and allocation's state for the pieces below;
+//  - ChunkTable (chunk_table.h): the job's allocation map, whose managed
+//    entries hold their memory in 2 MiB chunks of 64 KiB units (the
+//    driver's fault unit), what is resident of each, and each chunk's and
+//    allocation's state for the pieces below;
 //  - NextUsePredictor (next_use.h): when a chunk is needed next, from its
 //    own reuse interval or the job's loop;
 //  - ReadMostlyAdvisor (read_mostly.h): which allocations to advise
@@ -49,9 +50,15 @@ class MemoryManager {
   void set_eviction_policy(EvictionPolicy p) { planner_.set_eviction_policy(p); }
   uint64_t budget() const { return planner_.budget(); }
 
-  // Managed allocations come and go. Freeing forgets their chunks.
-  void AddAllocation(uint64_t base, uint64_t size) { table_.Add(base, size); }
-  void RemoveAllocation(uint64_t base) { table_.Remove(base); }
+  // Allocations and the managed pool's chunks come and go, in the one map
+  // (ChunkTable::Add, Remove, RemovePoolChunk); the managed ones are cut
+  // into chunks. Forgetting one forgets its chunks.
+  Status AddAllocation(uint64_t base, uint64_t size, AllocKind kind = AllocKind::kManaged) {
+    return table_.Add(base, size, kind);
+  }
+  Result<Allocation> RemoveAllocation(uint64_t base) { return table_.Remove(base); }
+  Status RemovePoolChunk(uint64_t base) { return table_.RemovePoolChunk(base); }
+  const AllocationMap& allocations() const { return table_.allocations(); }
 
   // What a launch's loads bring in. kWholeChunks: while the budget has room
   // for them all, each chunk the launch lacks anything of comes in whole
@@ -126,7 +133,7 @@ class MemoryManager {
               Granularity granularity = Granularity::kPredicted);
 
   // Declared before the planner, which refers to them.
-  ChunkTable table_;
+  ChunkTable table_;  // also the job's allocation map
   NextUsePredictor predictor_;
   ReadMostlyAdvisor advisor_;
   ResidencyPlanner planner_;

@@ -7,14 +7,13 @@ namespace msched {
 void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, PointerExtent extent, Prediction* out) {
   const ParamLayout* layout = args.layout();
   if (layout == nullptr || allocs.count() == 0) return;
-  const uint64_t lowest = allocs.all().begin()->second.base;
-  const uint64_t highest = allocs.all().rbegin()->second.range().end;
+  const ByteRange span = allocs.span();
   const size_t first = out->regions().size();
   for (size_t p = 0; p < layout->size(); ++p) {
     const uint32_t size = (*layout)[p].size;
     for (uint32_t off = 0; off + 8 <= size && off <= UINT16_MAX; off += 8) {
       std::optional<uint64_t> v = args.Read({static_cast<uint16_t>(p), static_cast<uint16_t>(off), 8});
-      if (!v || *v < lowest || *v >= highest) continue;
+      if (!v || !span.Contains(*v)) continue;
       const Allocation* a = allocs.Find(*v);
       if (a == nullptr || !IsManaged(a->kind)) continue;
       const ByteRange r = extent == PointerExtent::kWholeAllocation ? a->range() : ByteRange{*v, a->range().end};

@@ -5,8 +5,8 @@
 // fault). Weights (written once, then read every step) qualify; buffers
 // written and read in turn do not, so advice seldom flips (each flip back
 // collapses the duplicates).
-// The state is per allocation (ReadMostlyState, kept in the chunk table's
-// entries: no table of its own); the advisor holds the rules and whether
+// The state is per allocation (ReadMostlyState, kept in the allocation
+// map's entries: no table of its own); the advisor holds the rules and whether
 // advice may still be given. Externally synchronized (the memory
 // manager's). Used by the memory manager's pieces (model/).
 #pragma once
@@ -14,16 +14,11 @@
 #include <cstdint>
 
 #include "model/address_range.h"
+#include "model/chunk_state.h"
 #include "model/memory_actions.h"
 #include "model/template_eval.h"
 
 namespace msched {
-
-// One allocation's standing with the advisor.
-struct ReadMostlyState {
-  uint32_t reads_since_write = 0;  // launches that read it since one last wrote it
-  bool advised = false;            // advised read-mostly
-};
 
 class ReadMostlyAdvisor {
  public:

@@ -33,7 +33,7 @@ std::vector<ChunkId> ResidencyPlanner::VictimOrder() const {
   // first.
   std::vector<std::tuple<int, uint64_t, ChunkId>> keyed;
   const uint64_t loop = predictor_.loop_interval();
-  table_.ForEachAllocation([&](const ChunkedAllocation& a) {
+  table_.ForEachAllocation([&](const Extent& a) {
     for (size_t i = 0; i < a.chunks.size(); ++i) {
       const ChunkState& c = a.chunks[i];
       if (!c.resident) continue;
@@ -90,7 +90,7 @@ void ResidencyPlanner::WidenToWholeChunks() {
   // What each widening adds to the resident bytes: the chunks lacking units,
   // whole; then the rest of the untouched allocations among them.
   uint64_t chunks = table_.resident_bytes(), fresh = 0;
-  std::vector<ChunkedAllocation*> untouched;
+  std::vector<Extent*> untouched;
   for (ChunkId id : need_) {
     ChunkTable::ChunkRef ref;
     if (!table_.Lookup(id, &ref) || (ref.chunk().need & ~ref.chunk().resident) == 0) continue;
@@ -114,7 +114,7 @@ void ResidencyPlanner::WidenToWholeChunks() {
     }
   }
   if (chunks + fresh > budget_) return;
-  for (ChunkedAllocation* a : untouched) {
+  for (Extent* a : untouched) {
     for (size_t i = 0; i < a->chunks.size(); ++i) {
       ChunkState& c = a->chunks[i];
       if (c.epoch == epoch_) continue;  // needed already, and widened above
@@ -176,7 +176,7 @@ void ResidencyPlanner::PlanEviction(uint64_t bytes, MemoryActions* out) {
 
 void ResidencyPlanner::PlanEvictAll(MemoryActions* out) {
   out->evict_bytes += table_.resident_bytes();
-  table_.ForEachAllocation([&](const ChunkedAllocation& a) {
+  table_.ForEachAllocation([&](const Extent& a) {
     for (const ChunkState& c : a.chunks) {
       if (c.last_touch > completed_) out->evict_after = std::max(out->evict_after, c.last_touch);
     }

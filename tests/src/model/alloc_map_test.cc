@@ -85,5 +85,40 @@ TEST(AllocationMapTest, AgreesWithLinearScanOnRandomLayouts) {
   }
 }
 
+TEST(AllocationMapTest, APoolChunkHoldsItsBlocksWhichAreTheProgramsAllocations) {
+  AllocationMap m;
+  const uint64_t chunk = 0x200000;
+  EXPECT_FALSE(m.Insert(chunk, 0x100, AllocKind::kPooled).ok()) << "a block needs its chunk";
+  ASSERT_TRUE(m.Insert(chunk, 0x200000, AllocKind::kPoolChunk).ok());
+  ASSERT_TRUE(m.Insert(chunk, 0x100, AllocKind::kPooled).ok()) << "a block may start where its chunk does";
+  ASSERT_TRUE(m.Insert(chunk + 0x1000, 0x1000, AllocKind::kPooled).ok());
+  ASSERT_TRUE(m.Insert(0x100000, 0x1000, AllocKind::kManaged).ok());
+  EXPECT_FALSE(m.Insert(chunk + 0x1800, 0x100, AllocKind::kPooled).ok()) << "blocks never overlap";
+  EXPECT_FALSE(m.Insert(chunk + 0x1ff000, 0x2000, AllocKind::kPooled).ok()) << "nor leave their chunk";
+  EXPECT_FALSE(m.Insert(chunk + 0x8000, 0x100, AllocKind::kManaged).ok()) << "extents never overlap";
+  EXPECT_EQ(m.count(), 3u) << "the blocks and the managed allocation, not the chunk";
+  EXPECT_EQ(m.total_bytes(), 0x2100u);
+
+  EXPECT_EQ(m.Find(chunk + 0x10)->kind, AllocKind::kPooled);
+  EXPECT_EQ(m.Find(chunk + 0x1fff)->base, chunk + 0x1000);
+  EXPECT_EQ(m.Find(chunk + 0x800), nullptr) << "inside the chunk but in no block";
+  EXPECT_EQ(m.FindExtent(chunk + 0x800)->kind, AllocKind::kPoolChunk);
+  std::vector<uint64_t> seen;
+  m.ForEach([&](const Allocation& a) { seen.push_back(a.base); });
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0x100000, chunk, chunk + 0x1000}));
+  EXPECT_EQ(m.span(), (ByteRange{0x100000, chunk + 0x200000}));
+
+  Result<Allocation> block = m.Erase(chunk);
+  ASSERT_TRUE(block.ok());
+  EXPECT_EQ(block->kind, AllocKind::kPooled) << "at a chunk's base, Erase forgets the block";
+  EXPECT_NE(m.ExtentAt(chunk), nullptr);
+  EXPECT_FALSE(m.Erase(chunk).ok());
+  ASSERT_TRUE(m.ErasePoolChunk(chunk).ok());
+  EXPECT_EQ(m.Find(chunk + 0x1000), nullptr) << "its blocks went with it";
+  EXPECT_EQ(m.count(), 1u);
+  EXPECT_EQ(m.total_bytes(), 0x1000u);
+  EXPECT_FALSE(m.ErasePoolChunk(0x100000).ok()) << "not a pool chunk";
+}
+
 }  // namespace
 }  // namespace msched

@@ -17,7 +17,7 @@ TEST(JobMemoryExecuteTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);
   MemoryManager& mm = jm.manager();
-  mm.AddAllocation(0, 8 * kMiB);
+  EXPECT_TRUE(mm.AddAllocation(0, 8 * kMiB).ok());
   MemoryActions warm;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
   MemoryActions act;
@@ -36,7 +36,7 @@ TEST(JobMemoryExecuteTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueu
   jm.SetConfigured(8 * kMiB);
   MemoryManager& mm = jm.manager();
   const ByteRange a{0, 4 * kMiB}, b{4 * kMiB, 8 * kMiB}, c{8 * kMiB, 12 * kMiB};
-  for (const ByteRange& r : {a, b, c}) mm.AddAllocation(r.begin, r.size());
+  for (const ByteRange& r : {a, b, c}) EXPECT_TRUE(mm.AddAllocation(r.begin, r.size()).ok());
   MemoryActions act;
   mm.PlanAccess({{a, AccessMode::kRead}}, 1, &act);
   mm.PlanAccess({{b, AccessMode::kRead}}, 2, &act);
@@ -79,7 +79,7 @@ TEST(JobMemoryExecuteTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(8 * kMiB);
   MemoryManager& mm = jm.manager();
-  mm.AddAllocation(0, 4 * kMiB);
+  EXPECT_TRUE(mm.AddAllocation(0, 4 * kMiB).ok());
   MemoryActions act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &act);
   FakeDeviceOps ops;
@@ -95,7 +95,7 @@ TEST(JobMemoryExecuteTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);
   MemoryManager& mm = jm.manager();
-  mm.AddAllocation(0, 8 * kMiB);
+  EXPECT_TRUE(mm.AddAllocation(0, 8 * kMiB).ok());
   MemoryActions warm, act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
   mm.PlanAccess({{{4 * kMiB, 8 * kMiB}, AccessMode::kRead}}, 2, &act);

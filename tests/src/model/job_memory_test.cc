@@ -109,7 +109,7 @@ TEST(JobMemoryTest, APauseTakesBackEveryAllocationAndDropsReadMostlyDuplicates) 
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(64 * kMiB);
   ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
-  jm.RecordPoolChunk(16 * kMiB, 8 * kMiB);  // never planned: its kernels faulted it in
+  ASSERT_TRUE(jm.RecordPoolChunk(16 * kMiB, 8 * kMiB).ok());  // never planned: its kernels faulted it in
   FakeDeviceOps ops;
   for (uint64_t seq = 1; seq <= 5; ++seq) (void)jm.MakeResident(Read(0, 4), seq, 7, ops);  // read-mostly by now
   ASSERT_NE(std::find(ops.calls.begin(), ops.calls.end(), "read-mostly 0"), ops.calls.end());
@@ -182,26 +182,40 @@ TEST(JobMemoryTest, AStopEvictsWhatTheNextSliceNeedsLastAndASmallerGrantEvictsDo
   EXPECT_EQ(jm.EndSlice(1, UINT64_MAX, /*wait=*/false, ops).moved.evicted, 4 * kMiB) << "a pause gives back everything";
 }
 
-TEST(JobMemoryTest, AllocationsKeepTheMapAndTheManagersTableInStep) {
+TEST(JobMemoryTest, EachAllocationIsRecordedOnceForTheMapAndTheManager) {
   JobMemory jm(EvictionPolicy::kOpt);
   ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   ASSERT_TRUE(jm.RecordAllocation(16 * kMiB, 4 * kMiB, AllocKind::kDevice).ok());
   EXPECT_EQ(jm.allocations().count(), 2u);
+  EXPECT_EQ(&jm.allocations(), &jm.manager().allocations()) << "one map";
   EXPECT_EQ(jm.manager().managed_bytes(), 8 * kMiB) << "only managed memory is the manager's";
   EXPECT_FALSE(jm.RecordAllocation(4 * kMiB, 8 * kMiB, AllocKind::kManaged).ok()) << "overlaps";
-  EXPECT_EQ(jm.manager().managed_bytes(), 8 * kMiB) << "a refused allocation changes neither";
+  EXPECT_EQ(jm.manager().managed_bytes(), 8 * kMiB) << "a refused allocation changes nothing";
   // An allocation freed behind msched's back and made again at the same place.
   ASSERT_TRUE(jm.RecordAllocation(0, 2 * kMiB, AllocKind::kManaged).ok());
   EXPECT_EQ(jm.manager().managed_bytes(), 2 * kMiB);
+  jm.SetConfigured(64 * kMiB);
+  FakeDeviceOps ops;
+  EXPECT_EQ(jm.MakeResident(Read(0, 2), 1, 7, ops).loaded, 2 * kMiB);
   ASSERT_TRUE(jm.ForgetAllocation(0).ok());
   EXPECT_EQ(jm.manager().managed_bytes(), 0u);
+  EXPECT_EQ(jm.manager().resident_bytes(), 0u) << "its chunks went with it";
   EXPECT_EQ(jm.allocations().count(), 1u);
   EXPECT_EQ(jm.ForgetAllocation(0).status().code(), StatusCode::kNotFound);
-  jm.RecordPoolChunk(32 * kMiB, 2 * kMiB);
+
+  ASSERT_TRUE(jm.RecordPoolChunk(32 * kMiB, 2 * kMiB).ok());
   EXPECT_EQ(jm.manager().managed_bytes(), 2 * kMiB) << "a pool chunk is managed memory";
   EXPECT_EQ(jm.allocations().count(), 1u) << "but its blocks, not it, are the program's allocations";
-  jm.ForgetPoolChunk(32 * kMiB);
+  ASSERT_TRUE(jm.RecordAllocation(32 * kMiB, kMiB, AllocKind::kPooled).ok());
+  EXPECT_EQ(jm.allocations().Find(32 * kMiB + 5)->kind, AllocKind::kPooled);
+  EXPECT_EQ(jm.MakeResident(Read(32, 33), 2, 7, ops).loaded, 2 * kMiB) << "the block's chunk comes in whole";
+  ASSERT_TRUE(jm.ForgetAllocation(32 * kMiB).ok());
+  EXPECT_EQ(jm.manager().resident_bytes(), 2 * kMiB) << "freeing a block leaves its chunk's memory in place";
+  ASSERT_TRUE(jm.RecordAllocation(32 * kMiB, kMiB, AllocKind::kPooled).ok());
+  ASSERT_TRUE(jm.ForgetPoolChunk(32 * kMiB).ok());
+  EXPECT_EQ(jm.allocations().Find(32 * kMiB), nullptr) << "its blocks went with it";
   EXPECT_EQ(jm.manager().managed_bytes(), 0u);
+  EXPECT_EQ(jm.manager().resident_bytes(), 0u);
 }
 
 TEST(PredictionChoiceTest, EachModeAndPolicyPicksItsSource) {

@@ -17,7 +17,7 @@ std::vector<PredictedRegion> Regions(std::initializer_list<ByteRange> ranges) {
 constexpr uint64_t kStreamLayers = 5;
 uint64_t LayerBase(uint64_t l) { return 0x10000000 + l * 0x1000000; }
 void AddLayers(MemoryManager& mm) {
-  for (uint64_t l = 0; l < kStreamLayers; ++l) mm.AddAllocation(LayerBase(l), 2 * kMiB);
+  for (uint64_t l = 0; l < kStreamLayers; ++l) EXPECT_TRUE(mm.AddAllocation(LayerBase(l), 2 * kMiB).ok());
 }
 // Runs `passes` passes over the layers in order; `visit(pass, base)` makes
 // one layer's launches and returns the bytes they loaded. Gives the 2 MiB
@@ -37,7 +37,7 @@ class MemoryManagerTest : public ::testing::Test {
  protected:
   // Three 8 MiB managed allocations (4 chunks each) and a 16 MiB budget.
   MemoryManagerTest() : mm_(16 * kMiB) {
-    for (uint64_t base : {a_, b_, c_}) mm_.AddAllocation(base, 8 * kMiB);
+    for (uint64_t base : {a_, b_, c_}) EXPECT_TRUE(mm_.AddAllocation(base, 8 * kMiB).ok());
   }
   // Loads exactly the predicted units: these tests are about what is
   // planned and evicted (MemoryManagerUnitsTest has the widening).
@@ -83,8 +83,8 @@ TEST_F(MemoryManagerTest, AllocationsOnlyReadAreAdvisedReadMostlyUntilALaunchWri
 
 TEST_F(MemoryManagerTest, LoadsNeverSpanTwoAllocationsThatTouch) {
   const uint64_t c = 0x40000000, d = c + 2 * kMiB;  // d starts where c ends
-  mm_.AddAllocation(c, 2 * kMiB);
-  mm_.AddAllocation(d, 2 * kMiB);
+  EXPECT_TRUE(mm_.AddAllocation(c, 2 * kMiB).ok());
+  EXPECT_TRUE(mm_.AddAllocation(d, 2 * kMiB).ok());
   MemoryActions act = Access({{c, d + 2 * kMiB}});
   const std::vector<ByteRange> two = {ByteRange{c, d}, ByteRange{d, d + 2 * kMiB}};
   EXPECT_EQ(act.load, two);
@@ -186,7 +186,7 @@ TEST(MemoryManagerRecurrenceTest, ALoopingTrainingStepLoadsWhatOptWouldOnceTheLo
   auto a = [](uint64_t l) { return 0x40000000 + l * 0x1000000; };
   auto g = [](uint64_t l) { return 0x80000000 + l * 0x1000000; };
   for (uint64_t l = 0; l < kLayers; ++l) {
-    for (uint64_t base : {w(l), a(l), g(l)}) mm.AddAllocation(base, 2 * kMiB);
+    for (uint64_t base : {w(l), a(l), g(l)}) EXPECT_TRUE(mm.AddAllocation(base, 2 * kMiB).ok());
   }
   auto whole = [](uint64_t base, AccessMode mode) { return PredictedRegion{{base, base + 2 * kMiB}, mode}; };
   // The same run as planner steps over chunk ids (W[l] = l, A[l] = 100 + l,
@@ -235,8 +235,8 @@ TEST(MemoryManagerRecurrenceTest, ALoopEstimatedTooShortLeavesTheOwnIntervalToPr
   // go least recently used first and every layer would miss every pass.
   MemoryManager mm(5 * 2 * kMiB);  // the scratch, the prefix and 3 of the 5 layers
   const uint64_t scratch = 0x70000000, prefix = 0x60000000;
-  mm.AddAllocation(scratch, 2 * kMiB);
-  mm.AddAllocation(prefix, 2 * kMiB);
+  EXPECT_TRUE(mm.AddAllocation(scratch, 2 * kMiB).ok());
+  EXPECT_TRUE(mm.AddAllocation(prefix, 2 * kMiB).ok());
   AddLayers(mm);
   uint64_t seq = 0;
   const std::vector<uint64_t> loads_per_pass = ChunksLoadedPerPass(6, [&](uint64_t pass, uint64_t base) {
@@ -251,8 +251,8 @@ TEST(MemoryManagerRecurrenceTest, ALoopEstimatedTooShortLeavesTheOwnIntervalToPr
 TEST(MemoryManagerRecurrenceTest, ChunksUsedEveryLaunchAreKept) {
   MemoryManager mm(4 * kMiB);
   const uint64_t hot = 0x10000000;
-  mm.AddAllocation(hot, 2 * kMiB);
-  for (uint64_t l = 0; l < 4; ++l) mm.AddAllocation(0x20000000 + l * 0x1000000, 2 * kMiB);
+  EXPECT_TRUE(mm.AddAllocation(hot, 2 * kMiB).ok());
+  for (uint64_t l = 0; l < 4; ++l) EXPECT_TRUE(mm.AddAllocation(0x20000000 + l * 0x1000000, 2 * kMiB).ok());
   uint64_t seq = 0, hot_reloads = 0;
   for (int pass = 0; pass < 5; ++pass) {
     for (uint64_t l = 0; l < 4; ++l) {
@@ -300,7 +300,7 @@ TEST_F(MemoryManagerTest, EvictAllNamesEveryAllocationWholeWhateverItKnowsReside
 TEST_F(MemoryManagerTest, IgnoresUnmanagedMemoryAndForgetsFreedAllocations) {
   EXPECT_TRUE(Access({{0x40000000, 0x40000000 + kMiB}}).empty());
   Access({{a_, a_ + 8 * kMiB}});
-  mm_.RemoveAllocation(a_);
+  EXPECT_TRUE(mm_.RemoveAllocation(a_).ok());
   EXPECT_EQ(mm_.resident_bytes(), 0u);
   EXPECT_TRUE(Access({{a_, a_ + kMiB}}).empty());
   EXPECT_EQ(mm_.managed_bytes(), 16 * kMiB);
@@ -308,8 +308,8 @@ TEST_F(MemoryManagerTest, IgnoresUnmanagedMemoryAndForgetsFreedAllocations) {
 
 TEST_F(MemoryManagerTest, UnalignedSmallAllocationsDoNotCollide) {
   MemoryManager mm(64 * kMiB);
-  mm.AddAllocation(0x1000, 0x1000);
-  mm.AddAllocation(0x3000, 0x1000);  // same 2 MiB block as the first
+  EXPECT_TRUE(mm.AddAllocation(0x1000, 0x1000).ok());
+  EXPECT_TRUE(mm.AddAllocation(0x3000, 0x1000).ok());  // same 2 MiB block as the first
   MemoryActions act;
   mm.PlanAccess(Regions({{0x1000, 0x2000}, {0x3000, 0x4000}}), 1, &act);
   ASSERT_EQ(act.load.size(), 2u);
@@ -352,7 +352,7 @@ TEST(MemoryManagerUnitsTest, SparsePrefixesLoadOnlyTheUnitsTheyTouch) {
   // Eight 2 MiB KV caches of which each launch reads only the first 4 KiB:
   // 64 KiB each is loaded, so all eight fit a 1 MiB budget without eviction.
   MemoryManager mm(1 * kMiB);
-  for (uint64_t i = 0; i < 8; ++i) mm.AddAllocation(0x10000000 + i * 0x1000000, 2 * kMiB);
+  for (uint64_t i = 0; i < 8; ++i) EXPECT_TRUE(mm.AddAllocation(0x10000000 + i * 0x1000000, 2 * kMiB).ok());
   uint64_t loaded = 0, evicted = 0;
   for (int round = 0; round < 3; ++round) {
     for (uint64_t i = 0; i < 8; ++i) {
@@ -373,7 +373,7 @@ TEST(MemoryManagerUnitsTest, SparsePrefixesLoadOnlyTheUnitsTheyTouch) {
 
 TEST(MemoryManagerUnitsTest, GrowingAChunkLoadsOnlyTheNewUnitsAndTailsAreExact) {
   MemoryManager mm(64 * kMiB);
-  mm.AddAllocation(0x1000, 100 * 1024);  // ends inside its second unit
+  EXPECT_TRUE(mm.AddAllocation(0x1000, 100 * 1024).ok());  // ends inside its second unit
   MemoryActions a, b;
   constexpr auto kPredicted = MemoryManager::Granularity::kPredicted;
   mm.PlanAccess(Regions({{0x1000, 0x1000 + 4096}}), 1, &a, kPredicted);
@@ -393,7 +393,7 @@ TEST(MemoryManagerUnitsTest, GrowingAChunkLoadsOnlyTheNewUnitsAndTailsAreExact) 
 TEST(MemoryManagerUnitsTest, WithRoomLoadsWidenToWholeChunksAndUntouchedAllocations) {
   MemoryManager mm(13 * kMiB);
   const uint64_t a = 0x10000000, b = 0x20000000, c = 0x30000000;
-  mm.AddAllocation(a, 5 * kMiB);  // two whole chunks and a 1 MiB tail
+  EXPECT_TRUE(mm.AddAllocation(a, 5 * kMiB).ok());  // two whole chunks and a 1 MiB tail
   MemoryActions first, again, partial, later, tight;
   mm.PlanAccess(Regions({{a + 4096, a + 8192}}), 1, &first);
   EXPECT_EQ(first.load_bytes, 5 * kMiB) << "untouched: the whole allocation, to its end";
@@ -407,8 +407,8 @@ TEST(MemoryManagerUnitsTest, WithRoomLoadsWidenToWholeChunksAndUntouchedAllocati
   EXPECT_EQ(later.load_bytes, 2 * kMiB) << "the one chunk, whole";
   // 2 MiB resident of 13: an untouched 8 MiB allocation whole would fit
   // (10), and with it 4 MiB more does not.
-  mm.AddAllocation(b, 8 * kMiB);
-  mm.AddAllocation(c, 4 * kMiB);
+  EXPECT_TRUE(mm.AddAllocation(b, 8 * kMiB).ok());
+  EXPECT_TRUE(mm.AddAllocation(c, 4 * kMiB).ok());
   MemoryActions both;
   mm.PlanAccess(Regions({{b, b + 64 * 1024}, {c, c + 64 * 1024}}), 4, &both);
   EXPECT_EQ(both.load_bytes, 2 * 2 * kMiB) << "no room for both whole: the two chunks whole";
@@ -420,7 +420,7 @@ TEST(MemoryManagerUnitsTest, WithRoomLoadsWidenToWholeChunksAndUntouchedAllocati
   EXPECT_EQ(exact.evict_bytes, 0u);
   // Past the cap: by chunks even when untouched.
   MemoryManager big(1024 * kMiB);
-  big.AddAllocation(a, MemoryManager::kMaxWholeAllocation + 2 * kMiB);
+  EXPECT_TRUE(big.AddAllocation(a, MemoryManager::kMaxWholeAllocation + 2 * kMiB).ok());
   MemoryActions chunk;
   big.PlanAccess(Regions({{a, a + 64}}), 1, &chunk);
   EXPECT_EQ(chunk.load_bytes, 2 * kMiB);

@@ -18,6 +18,7 @@ struct PointerArgs {
 
   PointerArgs() {
     EXPECT_TRUE(allocs.Insert(0x100000, 0x10000, AllocKind::kManaged).ok());
+    EXPECT_TRUE(allocs.Insert(0x200000, 0x100000, AllocKind::kPoolChunk).ok());
     EXPECT_TRUE(allocs.Insert(0x200000, 0x10000, AllocKind::kPooled).ok());  // a block of the pool: managed too
     EXPECT_TRUE(allocs.Insert(0x300000, 0x10000, AllocKind::kPinned).ok());
   }

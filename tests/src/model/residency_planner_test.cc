@@ -13,7 +13,7 @@ using Granularity = ResidencyPlanner::Granularity;
 class ResidencyPlannerTest : public ::testing::Test {
  protected:
   ResidencyPlannerTest() : planner_(&table_, &predictor_, 16 * kMiB) {
-    for (uint64_t base : {a_, b_, c_}) table_.Add(base, 8 * kMiB);
+    for (uint64_t base : {a_, b_, c_}) EXPECT_TRUE(table_.Add(base, 8 * kMiB).ok());
   }
   // Launch number `seq` (recorded as a use of what it names) demands
   // `ranges`; plans it. Whether a plan was made.
@@ -151,7 +151,7 @@ TEST_F(ResidencyPlannerTest, WholeChunksWidenWhileTheBudgetHasRoom) {
   EXPECT_EQ(tight.load_bytes, ChunkTable::kUnit) << "no room for a chunk whole: the unit";
   // Past kMaxWholeAllocation: by chunks even when untouched.
   const uint64_t big = 0x100000000;
-  table_.Add(big, ResidencyPlanner::kMaxWholeAllocation + 2 * kMiB);
+  EXPECT_TRUE(table_.Add(big, ResidencyPlanner::kMaxWholeAllocation + 2 * kMiB).ok());
   planner_.set_budget(1024 * kMiB);
   MemoryActions by_chunk;
   Launch({{big, big + 1}}, ++seq_, &by_chunk, Granularity::kWholeChunks);

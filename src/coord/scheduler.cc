@@ -331,10 +331,13 @@ void Scheduler::RescheduleGroups(bool slice_over, Commands* out) {
   }
   if (groups.size() == 1) {
     // A job that left the rotation while it held the GPU (it went idle) is
-    // stopped first, evicting what the group lacks room for.
+    // stopped first, evicting what the group lacks room for; so is memory
+    // that jobs out of the rotation still hold where a joining member needs
+    // room (else the driver would evict behind everyone's back).
     const std::vector<uint64_t> active = Active();
     const std::set<uint64_t> members(groups[0].jobs.begin(), groups[0].jobs.end());
-    if (std::any_of(active.begin(), active.end(), [&](uint64_t id) { return !members.count(id); })) {
+    if (std::any_of(active.begin(), active.end(), [&](uint64_t id) { return !members.count(id); }) ||
+        !PlanSwitchEvictions(groups[0], jobs_, usable).empty()) {
       BeginSwitch(groups[0], /*preempt=*/false, out);
     } else {
       StartGroup(groups[0], proto::kNever, out);

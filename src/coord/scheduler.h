@@ -17,7 +17,9 @@
 //   - A job that holds its turn without work while others wait gives it up
 //     (Idle): its turn ends as of when it went idle, so the next group's Go
 //     is dated then, and it stays out of the rotation until it has work
-//     again (Busy), when it waits for its turn like any other.
+//     again (Busy), when it waits for its turn like any other. What it
+//     holds is evicted, as far as needed, before a job joins the running
+//     group beside it.
 //   - Pause stops a job, evicts all of its memory and releases its budget;
 //     resume puts it back in the rotation.
 // Time is the device clock the jobs report; the scheduler never reads a

@@ -527,6 +527,31 @@ TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnHoldsItsGroupsTurnAgain) {
   EXPECT_EQ(Find<proto::Stop>(c, 1), nullptr);
 }
 
+// A job that gave its turn up keeps what the next group did not need; when
+// another job joins the group now running, room for it is made first: an
+// eviction order to the idle job, and the newcomer's Go once it is answered
+// (otherwise the driver evicts behind everyone's back and the jobs fault).
+TEST(SchedulerTest, AJobJoiningTheRunningGroupWaitsForRoomThatAnIdleJobHolds) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 9 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 9 * kGiB), 0, 100);  // 18 GiB on 16: they take turns
+  Commands c = s.Idle(1, 200);
+  ASSERT_NE(Find<proto::Stop>(c, 1), nullptr);
+  c = s.Stopped(1, StoppedAt(300, 7 * kGiB, 9 * kGiB));  // it evicted what job 2 lacked room for
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr);
+  ASSERT_TRUE(s.Find(1)->idle);
+  c = s.Submit(NewJob(3, 6 * kGiB), 0, 400);  // fits beside job 2, not beside job 1's memory too
+  const proto::Stop* evict = Find<proto::Stop>(c, 1);
+  ASSERT_NE(evict, nullptr) << "room is made first";
+  EXPECT_EQ(evict->reason, proto::StopReason::kEvictOnly);
+  EXPECT_GE(evict->evict_bytes, 6 * kGiB);
+  EXPECT_EQ(Find<proto::Go>(c, 3), nullptr) << "not before the room is there";
+  c = s.Stopped(1, StoppedAt(500, 1 * kGiB, 0));
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
+  EXPECT_TRUE(s.MayRun(*s.Find(2)));
+  EXPECT_EQ(s.switches(), 1u) << "an eviction is not a switch";
+}
+
 TEST(SchedulerTest, IdleReportsDuringASwitchOrFromStoppedOrPausedJobsAreHarmless) {
   // A switch under way: job 1's slice ended, its stop is owed.
   Scheduler s = TwoTakingTurns();

@@ -74,9 +74,9 @@ void CoordClient::OnIdleAlarm() {
       return;
     }
     if (p.at != JobSide::At::kIdle) return;
-    // The clock stands where the idle yield ran out: the turn passes on
-    // from now, and the Stop is carried out now, in virtual time, while
-    // the process holds the others back at this time.
+    // The turn passes on as of when the idle yield ran out (at or before
+    // now: the alarm looks every idle yield), and the Stop is carried out
+    // now, in virtual time, while the process holds the others back.
     if (c->Yield(p.idle_since)) {
       c->AwaitYieldAnswer();
       c->HoldUntilHeard();  // the clock moves on from here when this returns

@@ -4,9 +4,9 @@
 // product of two argument words (the common T2 shape). BM_WithStrided: every
 // fourth region strided, 64 pieces 1 MiB apart (each piece its own range).
 // BM_WidestShipped: the widest shipped template (templates/), then cut to the
-// allocations; BM_PointerFallbackWidest: the fallback over a struct of the
-// same width. The target is well under a microsecond for a typical kernel,
-// and under one for the widest.
+// allocations, teaching the extent memo; BM_PointerFallbackWidest: the
+// fallback over a struct of the same width, without and with the memo. The target is well under a microsecond for a
+// typical kernel, and under one for the widest.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -65,8 +65,8 @@ void Evaluate(benchmark::State& state, bool strided) {
 // The shipped template with the most regions (a PyTorch foreach kernel over
 // a TensorListMetadata of about 3 KiB), on arguments whose base words point
 // 1 GiB apart and whose other 32-bit words hold 64; /1 then cuts the regions
-// to their allocations, as the hook does under its lock (model/predictor.h),
-// /0 does not.
+// to their allocations and teaches the extent memo each region's extent, as
+// the hook does under its lock (model/predictor.h), /0 does not.
 void BM_WidestShipped(benchmark::State& state) {
   TemplateLoadResult loaded = LoadTemplatesFile(MSCHED_SHIPPED_TEMPLATES);
   const KernelTemplate* widest = nullptr;
@@ -93,10 +93,11 @@ void BM_WidestShipped(benchmark::State& state) {
   const ArgView args = ArgView::FromBuffer(widest->layout, buffer.data(), buffer.size() * 4);
   const LaunchDims dims;
   Prediction out;
+  ExtentMemo learned;
   for (auto _ : state) {
     out.Clear();
     compiled.Evaluate(args, dims, &out);
-    if (state.range(0)) ClipToAllocations(allocs, 0, &out);
+    if (state.range(0)) ClipToAllocations(allocs, 0, &out, &learned);
     benchmark::DoNotOptimize(out.regions().data());
   }
   state.counters["regions"] = static_cast<double>(widest->regions.size());
@@ -104,7 +105,9 @@ void BM_WidestShipped(benchmark::State& state) {
   state.counters["ranges_out"] = static_cast<double>(out.regions().size());
 }
 
-// The fallback on the same arguments: every 8-byte word looked up.
+// The fallback on the same arguments: every 8-byte word looked up; /1 with
+// each pointer's extent learned (one memo lookup more per pointer), /0
+// without a memo.
 void BM_PointerFallbackWidest(benchmark::State& state) {
   constexpr size_t kWords = 3144 / 8;
   std::vector<uint64_t> words(kWords, 64);
@@ -113,12 +116,15 @@ void BM_PointerFallbackWidest(benchmark::State& state) {
     words[i] = 0x7f0000000000ull + (uint64_t{1} << 30) * i;
     (void)allocs.Insert(words[i], uint64_t{1} << 29, AllocKind::kManaged);
   }
+  ExtentMemo learned;
+  for (size_t i = 0; i < 144; ++i) learned.Learn(words[i], allocs.Find(words[i])->id, words[i] + (uint64_t{1} << 20));
+  const ExtentMemo* memo = state.range(0) ? &learned : nullptr;
   const ParamLayout layout = {{0, static_cast<uint32_t>(kWords * 8)}};
   const ArgView args = ArgView::FromBuffer(layout, words.data(), kWords * 8);
   Prediction out;
   for (auto _ : state) {
     out.Clear();
-    PredictFromPointers(args, allocs, PointerExtent::kToAllocationEnd, &out);
+    PredictFromPointers(args, allocs, memo, PointerExtent::kToAllocationEnd, &out);
     benchmark::DoNotOptimize(out.regions().data());
   }
   state.counters["ranges_out"] = static_cast<double>(out.regions().size());
@@ -129,7 +135,7 @@ void BM_WithStrided(benchmark::State& state) { Evaluate(state, true); }
 BENCHMARK(BM_Linear)->Arg(1)->Arg(4)->Arg(16);
 BENCHMARK(BM_WithStrided)->Arg(4)->Arg(16);
 BENCHMARK(BM_WidestShipped)->Arg(0)->Arg(1);
-BENCHMARK(BM_PointerFallbackWidest);
+BENCHMARK(BM_PointerFallbackWidest)->Arg(0)->Arg(1);
 
 }  // namespace
 }  // namespace msched

@@ -134,8 +134,8 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
   if (!rule && pred.failed_regions() > 0) return false;
   {
     MutexLock lock(&rt.mu());
-    ClipToAllocations(rt.allocs(), 0, &pred);
-    if (rule) PredictFromPointers(args, rt.allocs(), *rule, &pred);
+    ClipToAllocations(rt.allocs(), 0, &pred, &rt.extents());
+    if (rule) PredictFromPointers(args, rt.allocs(), &rt.extents(), *rule, &pred);
   }
   spec->regions = pred.regions();
   return true;

@@ -24,6 +24,7 @@
 #include "entry_table.h"
 #include "kernel_cache.h"
 #include "model/alloc_map.h"
+#include "model/extent_memo.h"
 #include "model/job_memory.h"
 #include "model/managed_pool.h"
 #include "model/template_eval.h"
@@ -124,6 +125,8 @@ class Runtime {
   JobMemory& job() MSCHED_REQUIRES(mu_) { return job_; }
   MemoryManager& memory() MSCHED_REQUIRES(mu_) { return job_.manager(); }
   KernelCache& kernels() MSCHED_REQUIRES(mu_) { return kernels_; }
+  // The extents templates predicted, for the pointer fallback (extent_memo.h).
+  ExtentMemo& extents() MSCHED_REQUIRES(mu_) { return extents_; }
   uint64_t NextSeq() MSCHED_REQUIRES(mu_) { return ++seq_; }
   uint64_t seq() const MSCHED_REQUIRES(mu_) { return seq_; }
   // Asks the driver for the device's memory, once a context exists to
@@ -169,6 +172,7 @@ class Runtime {
   Mutex mu_;
   JobMemory job_ MSCHED_GUARDED_BY(mu_);
   KernelCache kernels_ MSCHED_GUARDED_BY(mu_);
+  ExtentMemo extents_ MSCHED_GUARDED_BY(mu_);
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
   std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);
   std::map<CUmemGenericAllocationHandle, size_t> physical_sizes_ MSCHED_GUARDED_BY(mu_);

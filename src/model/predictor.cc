@@ -4,7 +4,8 @@
 
 namespace msched {
 
-void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, PointerExtent extent, Prediction* out) {
+void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const ExtentMemo* learned,
+                         PointerExtent extent, Prediction* out) {
   const ParamLayout* layout = args.layout();
   if (layout == nullptr || allocs.count() == 0) return;
   const ByteRange span = allocs.span();
@@ -16,7 +17,10 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, Point
       if (!v || !span.Contains(*v)) continue;
       const Allocation* a = allocs.Find(*v);
       if (a == nullptr || !IsManaged(a->kind)) continue;
-      const ByteRange r = extent == PointerExtent::kWholeAllocation ? a->range() : ByteRange{*v, a->range().end};
+      ByteRange r = extent == PointerExtent::kWholeAllocation ? a->range() : ByteRange{*v, a->range().end};
+      if (extent == PointerExtent::kToAllocationEnd && learned != nullptr) {
+        if (const std::optional<uint64_t> end = learned->Find(*v, a->id)) r.end = std::min(r.end, *end);
+      }
       bool seen = false;  // the same region through another word (an in-place operation's input and output)
       for (size_t i = first; i < out->regions().size() && !seen; ++i) {
         seen = out->regions()[i].range.begin <= r.begin && r.end <= out->regions()[i].range.end;
@@ -26,7 +30,7 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, Point
   }
 }
 
-void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out) {
+void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out, ExtentMemo* learn) {
   std::vector<PredictedRegion>& regions = *out->mutable_regions();
   size_t kept = first;
   const Allocation* a = nullptr;  // the last one found: a list's small tensors share a segment
@@ -34,7 +38,11 @@ void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* ou
     if (a == nullptr || !a->range().Contains(regions[i].range.begin)) a = allocs.Find(regions[i].range.begin);
     if (a == nullptr || !IsManaged(a->kind)) continue;
     regions[kept] = regions[i];
-    regions[kept].range.end = std::min(regions[kept].range.end, a->range().end);
+    if (regions[kept].range.end > a->range().end) {
+      regions[kept].range.end = a->range().end;
+    } else if (learn != nullptr) {
+      learn->Learn(regions[kept].start, a->id, regions[kept].range.end);
+    }
     ++kept;
   }
   regions.resize(kept);

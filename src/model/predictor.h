@@ -1,17 +1,19 @@
 // Predicting one launch's working set: choosing how (ChoosePrediction), then
 // from its template when there is one (CompiledTemplate in template_eval.h,
 // which needs no lock), or from the pointers among its argument words: from
-// each pointer to the end of its allocation (the fallback for kernels
-// without a template), or whole allocations (the MSched paper's naive
-// baseline). Runs on the launch hot path; allocates nothing once `out` has
-// grown. Thread-safe on distinct outputs; the AllocationMap must not change
-// meanwhile. Used by the hook and the profiler's accuracy report.
+// each pointer as far as a template last predicted the data there reaches,
+// else to the end of its allocation (the fallback for kernels without a
+// template), or whole allocations (the MSched paper's naive baseline). Runs
+// on the launch hot path; allocates nothing once `out` has grown.
+// Thread-safe on distinct outputs; the AllocationMap and ExtentMemo must not
+// change meanwhile. Used by the hook and the profiler's accuracy report.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "model/alloc_map.h"
+#include "model/extent_memo.h"
 #include "model/kernel_args.h"
 #include "model/template_eval.h"
 #include "msched/config.h"
@@ -21,23 +23,28 @@ namespace msched {
 // How the pointer fallbacks read an argument word that points into a
 // managed allocation.
 enum class PointerExtent : uint8_t {
-  kToAllocationEnd,  // from the pointer to the end of the allocation
+  kToAllocationEnd,  // from the pointer to the end the memo learned, else of the allocation
   kWholeAllocation,  // the whole allocation, once
 };
 
 // Appends, for every 8-byte-aligned 64-bit word of the arguments (struct
 // fields included) that points into a managed allocation, the region
-// `extent` says. Words outside [lowest base, highest end) of the map are
-// rejected without a lookup, so a wide struct of sizes and strides costs one
+// `extent` says; `learned` (may be null) supplies kToAllocationEnd's learned
+// ends. Words outside [lowest base, highest end) of the map are rejected
+// without a lookup, so a wide struct of sizes and strides costs one
 // comparison per word.
-void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, PointerExtent extent, Prediction* out);
+void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const ExtentMemo* learned,
+                         PointerExtent extent, Prediction* out);
 
 // Cuts each region of `out` from index `first` on to the managed allocation
 // that holds its first byte, and drops a region that starts in none: a
 // template's base word can hold a stale address (an unused slot of a list
 // of tensors) and its size words garbage, and a region never reaches into
-// another allocation.
-void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out);
+// another allocation. Each region that lay within its allocation as
+// predicted teaches `learn` (may be null) its extent; one that had to be
+// cut (a template's "rest" region, a wrong size word) says nothing of where
+// the data ends.
+void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out, ExtentMemo* learn);
 
 // How a launch's working set is predicted.
 enum class PredictionSource : uint8_t {

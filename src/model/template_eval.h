@@ -29,6 +29,7 @@ inline constexpr uint64_t kMaxStridedPieces = 4096;
 struct PredictedRegion {
   ByteRange range;  // aligned out to the Prediction's alignment
   AccessMode mode = AccessMode::kReadWrite;
+  uint64_t start = 0;  // where the region begins before alignment: its pointer
 };
 
 // Output of one evaluation. Clear() keeps capacity, so a buffer reused across

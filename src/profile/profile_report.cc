@@ -32,15 +32,13 @@ std::string KindOf(const KernelTemplate& t) {
 }
 
 // The template's ranges for one launch, each within the allocation it
-// starts in, as the hook prefetches them; *failed counts the regions it could
-// not evaluate.
-RangeSet Predict(const CompiledTemplate& t, const Observation& o, uint32_t* failed = nullptr) {
+// starts in: a kernel's own template alone (Analyze's held-out accuracy).
+RangeSet Predict(const CompiledTemplate& t, const Observation& o) {
   Prediction p(/*alignment=*/1);
   t.Evaluate(o.args, o.launch->dims, &p);
-  if (failed != nullptr) *failed = p.failed_regions();
   AllocationMap allocs;
   for (const ByteRange& a : o.pointed) (void)allocs.Insert(a.begin, a.size(), AllocKind::kManaged);
-  ClipToAllocations(allocs, 0, &p);
+  ClipToAllocations(allocs, 0, &p, nullptr);
   RangeSet s;
   for (const PredictedRegion& r : p.regions()) s.Add(r.range);
   return s;
@@ -145,6 +143,8 @@ ProfileReport Analyze(const Trace& trace) {
 
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) {
   TemplateCheck check;
+  TraceAllocations replay(trace);
+  ExtentMemo learned;
   // Each kernel launched: its entry in check.kernels and its template, compiled (none: the fallback).
   std::map<std::pair<std::string, ParamLayout>, std::pair<size_t, std::optional<CompiledTemplate>>> index;
   for (const Observation& o : Observe(trace)) {
@@ -163,13 +163,18 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
     }
     const std::optional<CompiledTemplate>& t = it->second.second;
     KernelReport& k = check.kernels[it->second.first];
-    // As the hook predicts (model/predictor.h): the template, and the
-    // fallback where there is none or where one of its regions failed.
-    uint32_t failed = 0;
-    RangeSet predicted = t ? Predict(*t, o, &failed) : RangeSet();
-    const std::optional<PointerExtent> rule =
-        PointerRuleFor(t ? PredictionSource::kTemplate : PredictionSource::kPointers, UnknownPolicy::kPointers, failed);
-    if (rule) predicted.Add(o.fallback);
+    // As the hook predicts (launch_hooks.cc, model/predictor.h): the
+    // template, teaching the memo; the fallback where there is none or where
+    // one of its regions failed, from the memo's extents.
+    const AllocationMap& allocs = replay.At(*o.launch);
+    Prediction p(/*alignment=*/1);
+    if (t) t->Evaluate(o.args, o.launch->dims, &p);
+    ClipToAllocations(allocs, 0, &p, &learned);
+    const std::optional<PointerExtent> rule = PointerRuleFor(
+        t ? PredictionSource::kTemplate : PredictionSource::kPointers, UnknownPolicy::kPointers, p.failed_regions());
+    if (rule) PredictFromPointers(o.args, allocs, &learned, *rule, &p);
+    RangeSet predicted;
+    for (const PredictedRegion& r : p.regions()) predicted.Add(r.range);
     ++check.launches;
     if (!rule) ++check.template_launches;
     const Accuracy a = Compare(predicted, o.touched);
@@ -189,8 +194,9 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
   out += "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
          std::to_string(trace.launches.size()) +
          " launches): what msched prefetches at run time for every "
-         "call, the kernel's template or else the fallback (from each pointer argument to the end of its "
-         "allocation), beside predicting whole allocations. " +
+         "call, the kernel's template or else the fallback (from each pointer argument as far as a template "
+         "last predicted the data there reaches, else to the end of its allocation), beside predicting whole "
+         "allocations. " +
          std::to_string(c.template_launches) + " of " + std::to_string(c.launches) +
          " launches predicted by a template. FN: touched but not predicted (each "
          "costs faults); FP: predicted but not touched (link bandwidth and HBM wasted). Blocks: the 2 MiB blocks "

@@ -308,36 +308,38 @@ void AttributeRounded(const Allocation& a, const TouchedRange& piece, Observatio
 
 }  // namespace
 
+const AllocationMap& TraceAllocations::At(const TraceLaunch& l) {
+  for (; applied_ < l.alloc_epoch && applied_ < trace_.allocs.size(); ++applied_) {
+    const TraceAllocEvent& e = trace_.allocs[applied_];
+    if (!e.alloc) {
+      (void)allocs_.Erase(e.base);
+    } else if (!allocs_.Insert(e.base, e.size, AllocKind::kManaged).ok()) {
+      (void)allocs_.Erase(e.base);  // a free the trace missed: the newer allocation wins
+      (void)allocs_.Insert(e.base, e.size, AllocKind::kManaged);
+    }
+  }
+  return allocs_;
+}
+
 std::vector<Observation> Observe(const Trace& trace) {
   std::vector<Observation> out;
   out.reserve(trace.launches.size());
-  AllocationMap allocs;
-  size_t applied = 0;
+  TraceAllocations replay(trace);
   const bool rounded = trace.precision > 1;
   for (const TraceLaunch& l : trace.launches) {
-    for (; applied < l.alloc_epoch && applied < trace.allocs.size(); ++applied) {
-      const TraceAllocEvent& e = trace.allocs[applied];
-      if (!e.alloc) {
-        (void)allocs.Erase(e.base);
-      } else if (!allocs.Insert(e.base, e.size, AllocKind::kManaged).ok()) {
-        (void)allocs.Erase(e.base);  // a free the trace missed: the newer allocation wins
-        (void)allocs.Insert(e.base, e.size, AllocKind::kManaged);
-      }
-    }
+    const AllocationMap& allocs = replay.At(l);
     Observation o;
     o.launch = &l;
     for (const auto& a : l.args) o.params.push_back(const_cast<uint8_t*>(a.data()));
     o.args = ArgView::FromKernelParams(l.layout, o.params.data());
     o.words = SliceArgWords(o.args);
     for (const ArgWord& w : o.words) o.is_pointer.push_back(w.ref.width == 8 && allocs.Find(w.value) != nullptr);
-    Prediction naive(/*alignment=*/1), fallback(/*alignment=*/1);
-    PredictFromPointers(o.args, allocs, PointerExtent::kWholeAllocation, &naive);
-    PredictFromPointers(o.args, allocs, PointerExtent::kToAllocationEnd, &fallback);
+    Prediction naive(/*alignment=*/1);
+    PredictFromPointers(o.args, allocs, nullptr, PointerExtent::kWholeAllocation, &naive);
     for (const PredictedRegion& r : naive.regions()) {
       o.pointed.push_back(r.range);
       o.naive.Add(r.range);
     }
-    for (const PredictedRegion& r : fallback.regions()) o.fallback.Add(r.range);
     for (const TouchedRange& t : l.touched) {
       o.touched.Add(t.range);
       // A range is split at allocation boundaries before each piece finds its

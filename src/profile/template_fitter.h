@@ -39,7 +39,20 @@ struct Observation {
   RangeSet touched;                                     // exact bytes touched
   std::vector<ByteRange> pointed;                       // the allocations the arguments point into, once each
   RangeSet naive;                                       // the same, as a set
-  RangeSet fallback;                                    // from each pointer to the end of its allocation
+};
+
+// The trace's allocations as its launches saw them, replayed in trace order.
+class TraceAllocations {
+ public:
+  explicit TraceAllocations(const Trace& trace) : trace_(trace) {}
+  // The map with every allocation event before `l` applied. REQUIRES: `l`
+  // is one of the trace's launches, no earlier than the last one asked for.
+  const AllocationMap& At(const TraceLaunch& l);
+
+ private:
+  const Trace& trace_;
+  AllocationMap allocs_;
+  size_t applied_ = 0;
 };
 
 // Replays the trace's allocation events and reduces every launch.

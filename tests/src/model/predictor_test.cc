@@ -28,7 +28,7 @@ struct PointerArgs {
 TEST(PredictFromPointersTest, WholeAllocationsCoverEveryManagedAllocationArgumentWordsPointInto) {
   PointerArgs a;
   Prediction p;
-  PredictFromPointers(a.view(), a.allocs, PointerExtent::kWholeAllocation, &p);
+  PredictFromPointers(a.view(), a.allocs, nullptr, PointerExtent::kWholeAllocation, &p);
   ASSERT_EQ(p.regions().size(), 2u);
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x100000, 0x110000}));
   EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200000, 0x210000})) << "the block, not its chunk";
@@ -37,7 +37,7 @@ TEST(PredictFromPointersTest, WholeAllocationsCoverEveryManagedAllocationArgumen
 TEST(PredictFromPointersTest, TheFallbackRunsFromEachPointerToTheEndOfItsAllocation) {
   PointerArgs a;
   Prediction p(/*alignment=*/1);
-  PredictFromPointers(a.view(), a.allocs, PointerExtent::kToAllocationEnd, &p);
+  PredictFromPointers(a.view(), a.allocs, nullptr, PointerExtent::kToAllocationEnd, &p);
   ASSERT_EQ(p.regions().size(), 3u) << "A's interior pointer, B's, and A's base (not inside the first)";
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x104000, 0x110000})) << "nothing below the pointer";
   EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200100, 0x210000}));
@@ -48,7 +48,7 @@ TEST(PredictFromPointersTest, APointerInsideAnEarlierRegionAddsNothing) {
   PointerArgs a;
   std::swap(a.a_interior, a.s.a);  // the base first, then the interior pointer
   Prediction p(/*alignment=*/1);
-  PredictFromPointers(a.view(), a.allocs, PointerExtent::kToAllocationEnd, &p);
+  PredictFromPointers(a.view(), a.allocs, nullptr, PointerExtent::kToAllocationEnd, &p);
   ASSERT_EQ(p.regions().size(), 2u);
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x100000, 0x110000}));
   EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200100, 0x210000}));
@@ -59,10 +59,10 @@ TEST(PredictFromPointersTest, WordsOutsideEveryAllocationPredictNothing) {
   a.a_interior = 0x110000;  // one past A's end
   a.s = {0x50, 0x400000, 0x1ffff};
   Prediction p;
-  PredictFromPointers(a.view(), a.allocs, PointerExtent::kToAllocationEnd, &p);
+  PredictFromPointers(a.view(), a.allocs, nullptr, PointerExtent::kToAllocationEnd, &p);
   EXPECT_TRUE(p.regions().empty());
   AllocationMap none;
-  PredictFromPointers(a.view(), none, PointerExtent::kToAllocationEnd, &p);
+  PredictFromPointers(a.view(), none, nullptr, PointerExtent::kToAllocationEnd, &p);
   EXPECT_TRUE(p.regions().empty());
 }
 
@@ -75,12 +75,47 @@ TEST(ClipToAllocationsTest, RegionsEndWithTheirAllocationAndThoseOutsideEveryMan
   p.Add({0x300000, 0x300100}, AccessMode::kRead);                        // pinned: never moved
   p.Add({0x108000, 0x109000}, AccessMode::kWrite);                       // inside A, as it is
   p.Add({0x200000, 0x200000 + (uint64_t{1} << 46)}, AccessMode::kRead);  // a "rest" region in B
-  ClipToAllocations(a.allocs, 1, &p);
+  ClipToAllocations(a.allocs, 1, &p, nullptr);
   ASSERT_EQ(p.regions().size(), 4u);
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x50, 0x60}));
   EXPECT_EQ(p.regions()[1].range, (ByteRange{0x100100, 0x110000}));
   EXPECT_EQ(p.regions()[2].range, (ByteRange{0x108000, 0x109000}));
   EXPECT_EQ(p.regions()[3].range, (ByteRange{0x200000, 0x210000}));
+}
+
+TEST(LearnedExtentTest, TemplateRegionsWithinTheirAllocationTeachTheFallbackTheirExtent) {
+  PointerArgs a;
+  ExtentMemo learned;
+  Prediction t(/*alignment=*/0x10000);  // the region comes out as [0x100000, 0x110000): learned at its pointer
+  t.Add({0x104000, 0x106000}, AccessMode::kRead);                        // A's tensor at its interior pointer
+  t.Add({0x200100, 0x200100 + (uint64_t{1} << 46)}, AccessMode::kRead);  // B's "rest": cut, says nothing
+  ClipToAllocations(a.allocs, 0, &t, &learned);
+  EXPECT_EQ(learned.Find(0x104000, a.allocs.Find(0x104000)->id), 0x110000u) << "the aligned end, as prefetched";
+  EXPECT_EQ(learned.Find(0x200100, a.allocs.Find(0x200100)->id), std::nullopt);
+
+  Prediction p(/*alignment=*/1);
+  PredictFromPointers(a.view(), a.allocs, &learned, PointerExtent::kToAllocationEnd, &p);
+  ASSERT_EQ(p.regions().size(), 3u);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x104000, 0x110000}));
+  EXPECT_EQ(p.regions()[2].range, (ByteRange{0x100000, 0x110000})) << "A's base was never learned";
+
+  ExtentMemo small;
+  small.Learn(0x104000, a.allocs.Find(0x104000)->id, 0x106000);
+  small.Learn(0x200100, a.allocs.Find(0x200100)->id, 0x200200);
+  p.Clear();
+  PredictFromPointers(a.view(), a.allocs, &small, PointerExtent::kToAllocationEnd, &p);
+  ASSERT_EQ(p.regions().size(), 3u);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x104000, 0x106000}));
+  EXPECT_EQ(p.regions()[1].range, (ByteRange{0x200100, 0x200200}));
+  p.Clear();
+  PredictFromPointers(a.view(), a.allocs, &small, PointerExtent::kWholeAllocation, &p);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x100000, 0x110000})) << "whole allocations ignore the memo";
+
+  ASSERT_TRUE(a.allocs.Erase(0x100000).ok());
+  ASSERT_TRUE(a.allocs.Insert(0x100000, 0x10000, AllocKind::kManaged).ok());
+  p.Clear();
+  PredictFromPointers(a.view(), a.allocs, &small, PointerExtent::kToAllocationEnd, &p);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x104000, 0x110000})) << "a new allocation at the old address";
 }
 
 TEST(PointerRuleTest, FallbacksApplyTheirRuleAndATemplateFallsBackOnlyWhereItFailed) {

@@ -135,7 +135,8 @@ TEST(CheckTemplatesTest, TemplatesFittedOnDegenerateSizesShowTheirMissesAtFullSi
   EXPECT_EQ(bad.kernels[0].calls, 2u);
   EXPECT_NEAR(bad.kernels[0].tmpl.FnBytesPct(), 100.0 * (1 - 64.0 / 4096), 0.01);
   // A kernel without a template is scored as the hook predicts it: from each
-  // pointer to the end of its allocation, which misses nothing here.
+  // pointer to the end of its allocation (no template predicted a region at
+  // its pointer), which misses nothing here.
   EXPECT_EQ(bad.kernels[1].kind, "fallback");
   EXPECT_EQ(bad.kernels[1].tmpl.fn_bytes, 0u);
   EXPECT_GT(bad.kernels[1].tmpl.fp_bytes, 0u);
@@ -149,6 +150,26 @@ TEST(CheckTemplatesTest, TemplatesFittedOnDegenerateSizesShowTheirMissesAtFullSi
   const std::string text = FormatCheck(bad, full, "small.templates.json", "full.jsonl");
   EXPECT_NE(text.find("| matvec | T2 | 2 | 83.33 | 0.00 | 98.44 |"), std::string::npos) << text;  // blocks, then bytes
   EXPECT_NE(text.find("2 of 3 launches predicted by a template"), std::string::npos) << text;
+}
+
+// A GEMM that cuBLAS picks only at full size has no template; the tensors
+// it reads were written by a kernel that has one.
+TEST(CheckTemplatesTest, AKernelWithoutATemplateReachesAsFarAsATemplatePredictedAtItsPointer) {
+  auto trace = [](std::initializer_list<uint64_t> sizes, bool with_gemm) {
+    TraceBuilder b;
+    b.Alloc(kB, kSize);
+    for (uint64_t n : sizes) {
+      b.Launch("fill", {kB, n}, {Write(kB, kB + 4 * n)});
+      if (with_gemm) b.Launch("gemm_full_size_only", {kB}, {Read(kB, kB + 4 * n)});
+    }
+    return b.trace();
+  };
+  const TemplateFile templates = Analyze(trace({1000, 3000, 5000}, false)).templates;
+  const TemplateCheck c = CheckTemplates(templates, trace({70000, 90000}, true));
+  ASSERT_EQ(c.kernels.size(), 2u);
+  EXPECT_EQ(c.kernels[1].kind, "fallback");
+  EXPECT_EQ(c.kernels[1].tmpl.fn_bytes, 0u);
+  EXPECT_EQ(c.kernels[1].tmpl.fp_bytes, 0u) << "not to the end of the 64 MiB allocation";
 }
 
 }  // namespace

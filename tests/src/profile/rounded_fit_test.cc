@@ -115,7 +115,7 @@ TEST(RoundedFitTest, AnExtentNoRuleExplainsRunsToTheEndOfItsAllocation) {
   void* params[] = {&a, &bb, &n};
   Prediction out(/*alignment=*/1);
   CompiledTemplate(fit.tmpl).Evaluate(ArgView::FromKernelParams(fit.tmpl.layout, params), LaunchDims{}, &out);
-  ClipToAllocations(allocs, 0, &out);
+  ClipToAllocations(allocs, 0, &out, nullptr);
   ASSERT_EQ(out.regions().size(), 2u);
   EXPECT_EQ(out.regions()[1].range, (ByteRange{kB + 4096, kB + kSize}));
 }

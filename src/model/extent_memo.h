@@ -1,0 +1,65 @@
+// ExtentMemo: how far the data at a pointer reaches, as the last template
+// that started a region at that pointer predicted it. A program hands the
+// same tensor to many kernels; a kernel without a template (cuBLAS picks
+// other GEMM kernels at other sizes than the profile saw) then gets, for a
+// pointer some templated kernel already used, that tensor's extent rather
+// than everything to the end of the allocation, which in a caching
+// allocator's segment holds many other tensors. The pointer fallback
+// (PredictFromPointers in predictor.h) reads it; ClipToAllocations teaches
+// it.
+//
+// A fixed table, direct-mapped by pointer: learning overwrites whatever the
+// slot held (the latest extent wins, so a block the caching allocator gave
+// to another tensor is relearned at its next templated use), and a pointer
+// whose slot another took is simply not known (the fallback then runs to the
+// end of the allocation, as without a memo). Each entry names the allocation
+// by its AllocationMap id, never reused, so a freed and remade allocation
+// never inherits an extent. Allocates once, at construction; no lookup or
+// store allocates. Externally synchronized (the hook holds mu(), as for the
+// AllocationMap).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace msched {
+
+class ExtentMemo {
+ public:
+  ExtentMemo() : slots_(kSlots) {}
+
+  // The region [pointer, end) of allocation `allocation_id` (an
+  // AllocationMap id, never 0) was predicted by a template.
+  void Learn(uint64_t pointer, uint64_t allocation_id, uint64_t end) {
+    slots_[SlotOf(pointer)] = Entry{pointer, allocation_id, end};
+  }
+
+  // The end last learned for `pointer` in that same allocation, if any.
+  std::optional<uint64_t> Find(uint64_t pointer, uint64_t allocation_id) const {
+    const Entry& e = slots_[SlotOf(pointer)];
+    if (e.allocation == 0 || e.pointer != pointer || e.allocation != allocation_id) return std::nullopt;
+    return e.end;
+  }
+
+ private:
+  // Room to spare for the pointers a program passes (the traces in
+  // bench/traces: 85 in the trainer, 324 in the Llama, 1,262 in ResNet-50
+  // training), so that few share a slot; 384 KiB.
+  static constexpr int kSlotBits = 14;
+  static constexpr size_t kSlots = size_t{1} << kSlotBits;
+  struct Entry {
+    uint64_t pointer = 0;
+    uint64_t allocation = 0;  // 0: empty
+    uint64_t end = 0;
+  };
+  // Tensors are at least 256-byte aligned in PyTorch's allocator: the low
+  // bits carry nothing, so a multiplicative hash of the rest spreads them.
+  static size_t SlotOf(uint64_t pointer) {
+    return static_cast<size_t>(((pointer >> 8) * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits));
+  }
+
+  std::vector<Entry> slots_;
+};
+
+}  // namespace msched

@@ -1,0 +1,40 @@
+#include "model/extent_memo.h"
+
+#include <gtest/gtest.h>
+
+namespace msched {
+namespace {
+
+TEST(ExtentMemoTest, APointerIsKnownInTheAllocationItWasLearnedIn) {
+  ExtentMemo memo;
+  EXPECT_EQ(memo.Find(0x100000, 1), std::nullopt) << "nothing learned yet";
+  memo.Learn(0x100000, 1, 0x140000);
+  EXPECT_EQ(memo.Find(0x100000, 1), 0x140000u);
+  EXPECT_EQ(memo.Find(0x100100, 1), std::nullopt) << "another pointer in the same tensor";
+  EXPECT_EQ(memo.Find(0x100000, 2), std::nullopt) << "the address, freed and allocated again";
+}
+
+TEST(ExtentMemoTest, TheLatestExtentWins) {
+  ExtentMemo memo;
+  memo.Learn(0x100000, 1, 0x200000);
+  memo.Learn(0x100000, 1, 0x110000);  // the caching allocator gave the block to a smaller tensor
+  EXPECT_EQ(memo.Find(0x100000, 1), 0x110000u);
+}
+
+TEST(ExtentMemoTest, ManyPointersAreKeptAndOneThatLostItsSlotIsUnknownNeverWrong) {
+  ExtentMemo memo;
+  constexpr uint64_t kPointers = 2000;  // about what a training step passes
+  for (uint64_t i = 0; i < kPointers; ++i)
+    memo.Learn(0x7f0000000000 + i * 0x40000, 7, 0x7f0000000000 + i * 0x40000 + i + 1);
+  uint64_t known = 0;
+  for (uint64_t i = 0; i < kPointers; ++i) {
+    const std::optional<uint64_t> end = memo.Find(0x7f0000000000 + i * 0x40000, 7);
+    if (!end) continue;
+    ++known;
+    EXPECT_EQ(*end, 0x7f0000000000 + i * 0x40000 + i + 1) << "a slot shared by two pointers answers only the last";
+  }
+  EXPECT_GE(known, kPointers * 8 / 10);
+}
+
+}  // namespace
+}  // namespace msched

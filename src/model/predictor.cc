@@ -40,7 +40,7 @@ void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* ou
     regions[kept] = regions[i];
     if (regions[kept].range.end > a->range().end) {
       regions[kept].range.end = a->range().end;
-    } else if (learn != nullptr) {
+    } else if (learn != nullptr && regions[kept].start != 0) {
       learn->Learn(regions[kept].start, a->id, regions[kept].range.end);
     }
     ++kept;

@@ -42,8 +42,8 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const
 // of tensors) and its size words garbage, and a region never reaches into
 // another allocation. Each region that lay within its allocation as
 // predicted teaches `learn` (may be null) its extent; one that had to be
-// cut (a template's "rest" region, a wrong size word) says nothing of where
-// the data ends.
+// cut (a template's "rest" region, a wrong size word) and a strided
+// region's piece say nothing of where the data at their start ends.
 void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out, ExtentMemo* learn);
 
 // How a launch's working set is predicted.

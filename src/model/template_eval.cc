@@ -19,6 +19,10 @@ void Prediction::Add(ByteRange r, AccessMode mode) {
   if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, r.begin});
 }
 
+void Prediction::AddPiece(ByteRange r, AccessMode mode) {
+  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, 0});
+}
+
 uint64_t Prediction::TotalBytes() const {
   uint64_t total = 0;
   for (const PredictedRegion& r : regions_) total += r.range.size();
@@ -167,7 +171,7 @@ void CompiledTemplate::Run(const Reader& read, const uint64_t* dims, Prediction*
     }
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t begin = base + i * stride;
-      out->Add({begin, begin + extent}, r.mode);
+      out->AddPiece({begin, begin + extent}, r.mode);
     }
   }
 }

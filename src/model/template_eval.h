@@ -29,7 +29,9 @@ inline constexpr uint64_t kMaxStridedPieces = 4096;
 struct PredictedRegion {
   ByteRange range;  // aligned out to the Prediction's alignment
   AccessMode mode = AccessMode::kReadWrite;
-  uint64_t start = 0;  // where the region begins before alignment: its pointer
+  // Where the region begins before alignment, the pointer whose data it
+  // covers; 0 for a piece of a strided pattern, which begins at no pointer.
+  uint64_t start = 0;
 };
 
 // Output of one evaluation. Clear() keeps capacity, so a buffer reused across
@@ -45,6 +47,9 @@ class Prediction {
     enveloped_regions_ = 0;
   }
   void Add(ByteRange r, AccessMode mode);
+  // One piece of a strided region (its `start` is 0: it says nothing of
+  // where the data at its first byte ends).
+  void AddPiece(ByteRange r, AccessMode mode);
   const std::vector<PredictedRegion>& regions() const { return regions_; }
   std::vector<PredictedRegion>* mutable_regions() { return &regions_; }
   uint64_t TotalBytes() const;

@@ -89,6 +89,7 @@ TEST(LearnedExtentTest, TemplateRegionsWithinTheirAllocationTeachTheFallbackThei
   Prediction t(/*alignment=*/0x10000);  // the region comes out as [0x100000, 0x110000): learned at its pointer
   t.Add({0x104000, 0x106000}, AccessMode::kRead);                        // A's tensor at its interior pointer
   t.Add({0x200100, 0x200100 + (uint64_t{1} << 46)}, AccessMode::kRead);  // B's "rest": cut, says nothing
+  t.AddPiece({0x100000, 0x101000}, AccessMode::kRead);  // a strided piece at A's base: says nothing either
   ClipToAllocations(a.allocs, 0, &t, &learned);
   EXPECT_EQ(learned.Find(0x104000, a.allocs.Find(0x104000)->id), 0x110000u) << "the aligned end, as prefetched";
   EXPECT_EQ(learned.Find(0x200100, a.allocs.Find(0x200100)->id), std::nullopt);

@@ -135,7 +135,7 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
   {
     MutexLock lock(&rt.mu());
     ClipToAllocations(rt.allocs(), 0, &pred, &rt.extents());
-    if (rule) PredictFromPointers(args, rt.allocs(), &rt.extents(), *rule, &pred);
+    if (rule) PredictFromPointers(args, rt.allocs(), LearnedExtentsFor(source, &rt.extents()), *rule, &pred);
   }
   spec->regions = pred.regions();
   return true;

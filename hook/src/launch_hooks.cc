@@ -136,7 +136,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   if (rule || !pred.regions().empty()) {
     MutexLock lock(&rt.mu());
     ClipToAllocations(rt.allocs(), 0, &pred, &rt.extents());
-    if (rule) PredictFromPointers(args, rt.allocs(), &rt.extents(), *rule, &pred);
+    if (rule) PredictFromPointers(args, rt.allocs(), LearnedExtentsFor(source, &rt.extents()), *rule, &pred);
     PrepareResidency(rt, pred.regions(), s.stream,
                      faulting ? JobMemory::Load::kLeaveToFaults : JobMemory::Load::kPrefetch);
   }

@@ -341,7 +341,8 @@ Result<Workload> ParseWorkload(const std::string& path, const std::map<std::stri
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   for (const json& m : doc.value("modules", json::array())) {
     if (m.is_string()) {
-      const std::string file = dir + "/" + m.get<std::string>();
+      const std::string& named = m.get<std::string>();  // relative to the workload's directory, unless absolute
+      const std::string file = !named.empty() && named[0] == '/' ? named : dir + "/" + named;
       Result<std::string> module = ReadFile(file, "module " + file + ": ");
       if (!module.ok()) return module.status();
       w.module_texts.push_back(std::move(*module));

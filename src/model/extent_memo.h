@@ -1,4 +1,4 @@
-// ExtentMemo: how far the data at a pointer reaches, as the last template
+// ExtentMemo: how far the data at a pointer reaches, as far as the templates
 // that started a region at that pointer predicted it. A program hands the
 // same tensor to many kernels; a kernel without a template (cuBLAS picks
 // other GEMM kernels at other sizes than the profile saw) then gets, for a
@@ -8,17 +8,26 @@
 // (PredictFromPointers in predictor.h) reads it; ClipToAllocations teaches
 // it.
 //
-// A fixed table, direct-mapped by pointer: learning overwrites whatever the
-// slot held (the latest extent wins, so a block the caching allocator gave
-// to another tensor is relearned at its next templated use), and a pointer
-// whose slot another took is simply not known (the fallback then runs to the
-// end of the allocation, as without a memo). Each entry names the allocation
-// by its AllocationMap id, never reused, so a freed and remade allocation
-// never inherits an extent. Allocates once, at construction; no lookup or
-// store allocates. Externally synchronized (the hook holds mu(), as for the
-// AllocationMap).
+// The price: a template that predicts too little at a pointer (fitted at
+// sizes that do not extrapolate) passes its misses on to the kernels
+// without one that read the same pointer. To keep that price low the memo
+// keeps the largest end any template predicted there, and only a kernel
+// without a template reads it (LearnedExtentsFor in predictor.h): a kernel on a slice that starts at the
+// tensor's pointer (x[:k] in PyTorch) never shortens it, and when the
+// caching allocator gives the block to a larger tensor the first templated
+// use of that one lengthens it; one given to a smaller tensor keeps the
+// longer extent (bytes moved for nothing, never a fault).
+//
+// A fixed table, direct-mapped by pointer: a pointer that takes a slot from
+// another replaces it, and a pointer whose slot another took is simply not
+// known (the fallback then runs to the end of the allocation, as without a
+// memo). Each entry names the allocation by its AllocationMap id, never
+// reused, so a freed and remade allocation never inherits an extent.
+// Allocates once, at construction; no lookup or store allocates. Externally
+// synchronized (the hook holds mu(), as for the AllocationMap).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -32,10 +41,15 @@ class ExtentMemo {
   // The region [pointer, end) of allocation `allocation_id` (an
   // AllocationMap id, never 0) was predicted by a template.
   void Learn(uint64_t pointer, uint64_t allocation_id, uint64_t end) {
-    slots_[SlotOf(pointer)] = Entry{pointer, allocation_id, end};
+    Entry& e = slots_[SlotOf(pointer)];
+    if (e.pointer == pointer && e.allocation == allocation_id) {
+      e.end = std::max(e.end, end);
+    } else {
+      e = Entry{pointer, allocation_id, end};
+    }
   }
 
-  // The end last learned for `pointer` in that same allocation, if any.
+  // The largest end learned for `pointer` in that same allocation, if any.
   std::optional<uint64_t> Find(uint64_t pointer, uint64_t allocation_id) const {
     const Entry& e = slots_[SlotOf(pointer)];
     if (e.allocation == 0 || e.pointer != pointer || e.allocation != allocation_id) return std::nullopt;

@@ -35,17 +35,22 @@ void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* ou
   size_t kept = first;
   const Allocation* a = nullptr;  // the last one found: a list's small tensors share a segment
   for (size_t i = first; i < regions.size(); ++i) {
-    if (a == nullptr || !a->range().Contains(regions[i].range.begin)) a = allocs.Find(regions[i].range.begin);
+    const uint64_t start = regions[i].start;
+    if (a == nullptr || !a->range().Contains(start)) a = allocs.Find(start);
     if (a == nullptr || !IsManaged(a->kind)) continue;
     regions[kept] = regions[i];
     if (regions[kept].range.end > a->range().end) {
       regions[kept].range.end = a->range().end;
-    } else if (learn != nullptr && regions[kept].start != 0) {
-      learn->Learn(regions[kept].start, a->id, regions[kept].range.end);
+    } else if (learn != nullptr && !regions[kept].piece) {
+      learn->Learn(start, a->id, regions[kept].range.end);
     }
     ++kept;
   }
   regions.resize(kept);
+}
+
+const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* memo) {
+  return source == PredictionSource::kPointers ? memo : nullptr;
 }
 
 PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable) {

@@ -37,7 +37,8 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const
                          PointerExtent extent, Prediction* out);
 
 // Cuts each region of `out` from index `first` on to the managed allocation
-// that holds its first byte, and drops a region that starts in none: a
+// that holds its first byte (its unaligned start), and drops a region that
+// starts in none: a
 // template's base word can hold a stale address (an unused slot of a list
 // of tensors) and its size words garbage, and a region never reaches into
 // another allocation. Each region that lay within its allocation as
@@ -49,7 +50,7 @@ void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* ou
 // How a launch's working set is predicted.
 enum class PredictionSource : uint8_t {
   kTemplate,          // its kernel's template, evaluated on the arguments
-  kPointers,          // from each pointer argument to the end of its allocation
+  kPointers,          // from each pointer argument as far as templates predicted there, else to its allocation's end
   kWholeAllocations,  // every allocation an argument points into
   kNone,              // not at all: its data faults in
 };
@@ -66,5 +67,13 @@ PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_tem
 // MSCHED_UNKNOWN=pointers fallback as well, so that what the template could
 // not say is still predicted; none otherwise.
 std::optional<PointerExtent> PointerRuleFor(PredictionSource source, UnknownPolicy unknown, uint32_t failed_regions);
+
+// The memo the pointer rule may read for a launch predicted from `source`:
+// `memo` for a kernel without a template; null (to the allocation's end)
+// for a template's failed regions, whose own launch may just have taught
+// the memo a shorter extent at the same pointer (an in-place operation's
+// input and output), and for a launch left to faults, whose pointers'
+// whole reach counts as the job's.
+const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* memo);
 
 }  // namespace msched

@@ -16,11 +16,11 @@ constexpr int64_t kMaxIntermediate = int64_t{1} << 62;
 // more (the vector's append, outlined anyway, reloaded the range from the
 // stack in a 16-byte load that store forwarding could not serve).
 void Prediction::Add(ByteRange r, AccessMode mode) {
-  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, r.begin});
+  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, /*piece=*/false, r.begin});
 }
 
 void Prediction::AddPiece(ByteRange r, AccessMode mode) {
-  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, 0});
+  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, /*piece=*/true, r.begin});
 }
 
 uint64_t Prediction::TotalBytes() const {

@@ -29,8 +29,12 @@ inline constexpr uint64_t kMaxStridedPieces = 4096;
 struct PredictedRegion {
   ByteRange range;  // aligned out to the Prediction's alignment
   AccessMode mode = AccessMode::kReadWrite;
-  // Where the region begins before alignment, the pointer whose data it
-  // covers; 0 for a piece of a strided pattern, which begins at no pointer.
+  // One piece of a strided pattern: it says nothing of where the data at
+  // its first byte ends.
+  bool piece = false;
+  // Where the region begins before alignment: the allocation it belongs to
+  // is the one holding this byte (an aligned begin can lie in the block
+  // before, in a pool whose blocks are 512-byte aligned).
   uint64_t start = 0;
 };
 
@@ -47,8 +51,7 @@ class Prediction {
     enveloped_regions_ = 0;
   }
   void Add(ByteRange r, AccessMode mode);
-  // One piece of a strided region (its `start` is 0: it says nothing of
-  // where the data at its first byte ends).
+  // One piece of a strided region.
   void AddPiece(ByteRange r, AccessMode mode);
   const std::vector<PredictedRegion>& regions() const { return regions_; }
   std::vector<PredictedRegion>* mutable_regions() { return &regions_; }

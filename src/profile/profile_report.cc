@@ -164,15 +164,18 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
     const std::optional<CompiledTemplate>& t = it->second.second;
     KernelReport& k = check.kernels[it->second.first];
     // As the hook predicts (launch_hooks.cc, model/predictor.h): the
-    // template, teaching the memo; the fallback where there is none or where
-    // one of its regions failed, from the memo's extents.
+    // template, teaching the memo; the fallback where there is none (from
+    // the memo's extents) or where one of its regions failed (to the
+    // allocations' ends). The check's predictions are exact to the byte
+    // where the hook's are page-aligned, so the ends it learns can be up to
+    // a page shorter than the hook's.
     const AllocationMap& allocs = replay.At(*o.launch);
     Prediction p(/*alignment=*/1);
     if (t) t->Evaluate(o.args, o.launch->dims, &p);
     ClipToAllocations(allocs, 0, &p, &learned);
-    const std::optional<PointerExtent> rule = PointerRuleFor(
-        t ? PredictionSource::kTemplate : PredictionSource::kPointers, UnknownPolicy::kPointers, p.failed_regions());
-    if (rule) PredictFromPointers(o.args, allocs, &learned, *rule, &p);
+    const PredictionSource source = t ? PredictionSource::kTemplate : PredictionSource::kPointers;
+    const std::optional<PointerExtent> rule = PointerRuleFor(source, UnknownPolicy::kPointers, p.failed_regions());
+    if (rule) PredictFromPointers(o.args, allocs, LearnedExtentsFor(source, &learned), *rule, &p);
     RangeSet predicted;
     for (const PredictedRegion& r : p.regions()) predicted.Add(r.range);
     ++check.launches;

@@ -314,6 +314,41 @@ TEST(HookProcessTest, MalformedTemplatesAreReportedAndTheRestStillPredict) {
   EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 16u) << "the good definition still loaded";
 }
 
+// A kernel without a template (scale_f32 here: the templates file has only
+// fill_u32) predicts from its pointer as far as the last template used it
+// (model/extent_memo.h), not to the end of the 64 MiB allocation; before any
+// template used the pointer it runs to the end.
+TEST(HookProcessTest, AKernelWithoutATemplateReachesAsFarAsATemplatePredictedAtItsPointer) {
+  const std::string dir = testing::TempDir() + "extent_" + std::to_string(getpid());
+  ::mkdir(dir.c_str(), 0700);
+  std::ofstream(dir + "/fill.templates.json") << R"({"format":"msched-templates","version":1,"kernels":[
+      {"name":"fill_u32","params":[[0,8],[8,4],[16,8]],
+       "regions":[{"base":"p0","kind":"linear","mode":"write","extent":{"coef":4,"factors":["p2"]}}]}]})";
+  auto workload = [&](bool fill_first) {
+    const std::string path = dir + (fill_first ? "/fill_first.json" : "/scale_first.json");
+    const std::string fill = R"({"op": "launch", "kernel": "fill_u32", "grid": [1024], "block": [256],
+                                 "args": ["M", {"u32": 7}, "256K"]})";
+    const std::string scale = R"({"op": "launch", "kernel": "scale_f32", "grid": [1024], "block": [256],
+                                  "args": ["M", {"f32": 2.0}, "256K"]})";
+    std::ofstream(path) << R"({"format": "msim-workload", "version": 1, "name": "extent",
+        "modules": [")" << Workload("kernels/basic.json")
+                        << R"("],
+        "buffers": [{"name": "M", "size": "64M", "kind": "managed"}],
+        "steps": [)" << (fill_first ? fill + ", " + scale : scale + ", " + fill)
+                        << R"(, {"op": "sync"}], "checksum": ["M"]})";
+    return path;
+  };
+  auto predicted = [&](bool fill_first) {
+    const Outcome r = RunHooked({MSIM_RUN, workload(fill_first)},
+                                {{"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", dir + "/fill.templates.json"}});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(U(r.hook, {"launches", "fallback"}), 1u);
+    return U(r.hook, {"bytes", "predicted"});
+  };
+  EXPECT_EQ(predicted(true), 2u << 20) << "1 MiB each: the fill's template, then the scale from the memo";
+  EXPECT_EQ(predicted(false), (64u << 20) + (1u << 20)) << "the scale before anything was learned: to the end";
+}
+
 TEST(HookProcessTest, StatisticsCarryWhatTheIssueAsksFor) {
   const Outcome r = RunHooked({MSIM_RUN, Workload("llm_decode.json")}, {{"MSCHED_MODE", "msched"}});
   ASSERT_EQ(r.status, 0) << r.err;

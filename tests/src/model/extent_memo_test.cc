@@ -14,11 +14,16 @@ TEST(ExtentMemoTest, APointerIsKnownInTheAllocationItWasLearnedIn) {
   EXPECT_EQ(memo.Find(0x100000, 2), std::nullopt) << "the address, freed and allocated again";
 }
 
-TEST(ExtentMemoTest, TheLatestExtentWins) {
+TEST(ExtentMemoTest, TheLargestExtentWinsWithinOneAllocation) {
   ExtentMemo memo;
   memo.Learn(0x100000, 1, 0x200000);
-  memo.Learn(0x100000, 1, 0x110000);  // the caching allocator gave the block to a smaller tensor
-  EXPECT_EQ(memo.Find(0x100000, 1), 0x110000u);
+  memo.Learn(0x100000, 1, 0x110000);  // a kernel on a slice at the tensor's pointer
+  EXPECT_EQ(memo.Find(0x100000, 1), 0x200000u);
+  memo.Learn(0x100000, 1, 0x300000);  // the caching allocator gave the block to a larger tensor
+  EXPECT_EQ(memo.Find(0x100000, 1), 0x300000u);
+  memo.Learn(0x100000, 2, 0x101000);  // freed, and allocated again at the same address
+  EXPECT_EQ(memo.Find(0x100000, 2), 0x101000u);
+  EXPECT_EQ(memo.Find(0x100000, 1), std::nullopt);
 }
 
 TEST(ExtentMemoTest, ManyPointersAreKeptAndOneThatLostItsSlotIsUnknownNeverWrong) {

@@ -119,6 +119,30 @@ TEST(LearnedExtentTest, TemplateRegionsWithinTheirAllocationTeachTheFallbackThei
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x104000, 0x110000})) << "a new allocation at the old address";
 }
 
+TEST(LearnedExtentTest, OnlyAKernelWithoutATemplateReadsTheMemo) {
+  const ExtentMemo memo;
+  EXPECT_EQ(LearnedExtentsFor(PredictionSource::kPointers, &memo), &memo);
+  EXPECT_EQ(LearnedExtentsFor(PredictionSource::kTemplate, &memo), nullptr) << "its failed regions: to the end";
+  EXPECT_EQ(LearnedExtentsFor(PredictionSource::kNone, &memo), nullptr) << "faulting: its pointers' whole reach";
+  EXPECT_EQ(LearnedExtentsFor(PredictionSource::kWholeAllocations, &memo), nullptr);
+}
+
+// A stream-ordered pool hands out 512-byte-aligned blocks: a region's
+// page-aligned begin can lie in the block before its own.
+TEST(ClipToAllocationsTest, ARegionBelongsToTheBlockHoldingItsUnalignedStart) {
+  AllocationMap allocs;
+  ASSERT_TRUE(allocs.Insert(0x400000, 0x100000, AllocKind::kPoolChunk).ok());
+  ASSERT_TRUE(allocs.Insert(0x400000, 0x200, AllocKind::kPooled).ok());
+  ASSERT_TRUE(allocs.Insert(0x400200, 0x3e00, AllocKind::kPooled).ok());
+  Prediction p(/*alignment=*/0x1000);
+  p.Add({0x400200, 0x403200}, AccessMode::kRead);
+  ExtentMemo learned;
+  ClipToAllocations(allocs, 0, &p, &learned);
+  ASSERT_EQ(p.regions().size(), 1u);
+  EXPECT_EQ(p.regions()[0].range, (ByteRange{0x400000, 0x404000})) << "not cut to the first block's end";
+  EXPECT_EQ(learned.Find(0x400200, allocs.Find(0x400200)->id), 0x404000u);
+}
+
 TEST(PointerRuleTest, FallbacksApplyTheirRuleAndATemplateFallsBackOnlyWhereItFailed) {
   using P = PredictionSource;
   EXPECT_EQ(PointerRuleFor(P::kPointers, UnknownPolicy::kPointers, 0), PointerExtent::kToAllocationEnd);

@@ -15,14 +15,6 @@ constexpr int64_t kMaxIntermediate = int64_t{1} << 62;
 // Out of line, the range by value: inlined into the evaluation loop it cost
 // more (the vector's append, outlined anyway, reloaded the range from the
 // stack in a 16-byte load that store forwarding could not serve).
-void Prediction::Add(ByteRange r, AccessMode mode) {
-  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, /*piece=*/false, r.begin});
-}
-
-void Prediction::AddPiece(ByteRange r, AccessMode mode) {
-  if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, /*piece=*/true, r.begin});
-}
-
 uint64_t Prediction::TotalBytes() const {
   uint64_t total = 0;
   for (const PredictedRegion& r : regions_) total += r.range.size();

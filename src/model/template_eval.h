@@ -50,9 +50,9 @@ class Prediction {
     failed_regions_ = 0;
     enveloped_regions_ = 0;
   }
-  void Add(ByteRange r, AccessMode mode);
+  void Add(ByteRange r, AccessMode mode) { Push(r, mode, /*piece=*/false); }
   // One piece of a strided region.
-  void AddPiece(ByteRange r, AccessMode mode);
+  void AddPiece(ByteRange r, AccessMode mode) { Push(r, mode, /*piece=*/true); }
   const std::vector<PredictedRegion>& regions() const { return regions_; }
   std::vector<PredictedRegion>* mutable_regions() { return &regions_; }
   uint64_t TotalBytes() const;
@@ -64,6 +64,10 @@ class Prediction {
   void CountEnvelope() { ++enveloped_regions_; }
 
  private:
+  void Push(ByteRange r, AccessMode mode, bool piece) {
+    if (!r.empty()) regions_.push_back({r.AlignedOut(alignment_), mode, piece, r.begin});
+  }
+
   uint64_t alignment_;
   std::vector<PredictedRegion> regions_;
   uint32_t failed_regions_ = 0;

@@ -23,14 +23,17 @@ std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usab
   std::vector<Group> groups;
   for (const Job* j : runnable) {
     const uint64_t ws = j->WorkingSetEstimate();
-    auto fit = std::find_if(groups.begin(), groups.end(),
-                            [&](const Group& g) { return g.priority == j->priority && g.working_set + ws <= usable; });
+    const bool serves = j->idle_yields > 0;
+    auto fit = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.priority == j->priority && g.working_set + ws <= usable && !(serves && g.serving);
+    });
     if (fit == groups.end()) {
       groups.push_back({{}, j->priority, 0});
       fit = groups.end() - 1;
     }
     fit->jobs.push_back(j->id);
     fit->working_set += ws;
+    fit->serving = fit->serving || serves;
   }
   return groups;
 }

@@ -350,14 +350,15 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
   std::filesystem::remove_all(again);
 }
 
-// Three LLM services that take turns two to a group (full form, msched
-// only): a group whose members have no request gives the GPU up, a turn's
-// load of pages the job held is not taken for the link's speed, and the
+// Three LLM services that take turns (full form, msched only): a group
+// whose members have no request gives the GPU up, a turn's load of pages the
+// job held is not taken for the link's speed, services that gave turns up
+// take turns rather than answer two at a time at half speed each, and the
 // runs repeat. Before, a request for the third model waited for a member's
 // next request (p99 11.6 s), misread loads cut every turn to the 20 ms
-// minimum (46-59 switches), and a service joining the running group loaded
+// minimum (46-59 switches), a service joining the running group loaded
 // beside the memory idle ones held, which the driver then evicted (a million
-// faults).
+// faults), and two services sharing a group left the p99 at 1.83 s.
 TEST(BenchSuiteTest, FullFormServicesGiveIdleTurnsUpAndRepeat) {
   const std::string first = TempDir("bench_services_first"), second = TempDir("bench_services_second");
   for (const std::string& out : {first, second}) {
@@ -369,8 +370,8 @@ TEST(BenchSuiteTest, FullFormServicesGiveIdleTurnsUpAndRepeat) {
   const auto& row = a.at("services,120,msched");
   EXPECT_EQ(row.at("status"), "ok");
   EXPECT_EQ(row.at("requests"), "60");
-  EXPECT_LT(std::stoull(row.at("latency_p99_ns")), 3'000'000'000ull);
-  EXPECT_LE(std::stoull(row.at("switches")), 20u);
+  EXPECT_LT(std::stoull(row.at("latency_p99_ns")), 1'700'000'000ull);
+  EXPECT_LE(std::stoull(row.at("switches")), 40u);
   EXPECT_EQ(row.at("faults"), "0") << "a job joining the running group waits for room an idle one holds";
   for (const char* column : {"makespan_ns", "h2d_bytes", "switches", "latency_p50_ns", "latency_p99_ns"}) {
     EXPECT_EQ(row.at(column), b.at("services,120,msched").at(column)) << "two runs differ in " << column;

@@ -10,6 +10,14 @@ uint64_t UsableHbm(const SchedulerOptions& o) {
   return static_cast<uint64_t>(static_cast<long double>(o.hbm_bytes) * o.usable_fraction);
 }
 
+namespace {
+
+// Turns a job must have given up for want of work to count as a service: a
+// batch job can go idle once while the host sets it up or tears it down.
+constexpr uint64_t kServingIdleYields = 2;
+
+}  // namespace
+
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable) {
   std::vector<const Job*> runnable;
   for (const auto& [id, j] : jobs) {
@@ -23,7 +31,7 @@ std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usab
   std::vector<Group> groups;
   for (const Job* j : runnable) {
     const uint64_t ws = j->WorkingSetEstimate();
-    const bool serves = j->idle_yields > 0;
+    const bool serves = j->idle_yields >= kServingIdleYields;
     auto fit = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
       return g.priority == j->priority && g.working_set + ws <= usable && !(serves && g.serving);
     });

@@ -10,13 +10,14 @@
 //
 // The price: a template that predicts too little at a pointer (fitted at
 // sizes that do not extrapolate) passes its misses on to the kernels
-// without one that read the same pointer. To keep that price low the memo
-// keeps the largest end any template predicted there, and only a kernel
-// without a template reads it (LearnedExtentsFor in predictor.h): a kernel on a slice that starts at the
-// tensor's pointer (x[:k] in PyTorch) never shortens it, and when the
-// caching allocator gives the block to a larger tensor the first templated
-// use of that one lengthens it; one given to a smaller tensor keeps the
-// longer extent (bytes moved for nothing, never a fault).
+// without one that read the same pointer. To keep it low, only a kernel
+// without a template reads the memo (LearnedExtentsFor in predictor.h), and
+// the memo keeps the largest end any template predicted at a pointer: a
+// kernel on a slice that starts at the tensor's pointer (x[:k] in PyTorch)
+// never shortens it, and when the caching allocator gives the block to a
+// larger tensor the first templated use of that one lengthens it; one given
+// to a smaller tensor keeps the longer extent (bytes moved for nothing,
+// never a fault).
 //
 // A fixed table, direct-mapped by pointer: a pointer that takes a slot from
 // another replaces it, and a pointer whose slot another took is simply not

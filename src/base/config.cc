@@ -102,8 +102,8 @@ const VarSpec kVars[] = {
        return true;
      }},
     {{"MSCHED_UNKNOWN", "pointers|fault|alloc", "pointers",
-      "kernels without a template: prefetch from each pointer argument as far as a template last predicted the "
-      "data there reaches, else to the end of its allocation, leave to "
+      "kernels without a template: prefetch from each pointer argument as far as templates predicted the data "
+      "there to reach, else to the end of its allocation, leave to "
       "demand paging (what they reach still counts as the job's), or prefetch whole allocations"},
      [](std::string_view v, Config* c) { return PickEnum(v, kUnknown, &c->unknown); }},
     {{"MSCHED_EVICTION", "opt|lru", "opt",

@@ -1,8 +1,8 @@
 // Predicting one launch's working set: choosing how (ChoosePrediction), then
 // from its template when there is one (CompiledTemplate in template_eval.h,
 // which needs no lock), or from the pointers among its argument words: from
-// each pointer as far as a template last predicted the data there reaches,
-// else to the end of its allocation (the fallback for kernels without a
+// each pointer as far as templates predicted the data there to reach, else
+// to the end of its allocation (the fallback for kernels without a
 // template), or whole allocations (the MSched paper's naive baseline). Runs
 // on the launch hot path; allocates nothing once `out` has grown.
 // Thread-safe on distinct outputs; the AllocationMap and ExtentMemo must not

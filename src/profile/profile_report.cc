@@ -197,8 +197,8 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
   out += "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
          std::to_string(trace.launches.size()) +
          " launches): what msched prefetches at run time for every "
-         "call, the kernel's template or else the fallback (from each pointer argument as far as a template "
-         "last predicted the data there reaches, else to the end of its allocation), beside predicting whole "
+         "call, the kernel's template or else the fallback (from each pointer argument as far as templates "
+         "predicted the data there to reach, else to the end of its allocation), beside predicting whole "
          "allocations. " +
          std::to_string(c.template_launches) + " of " + std::to_string(c.launches) +
          " launches predicted by a template. FN: touched but not predicted (each "

@@ -61,8 +61,8 @@ ProfileReport Analyze(const Trace& trace);
 
 // The accuracy of what msched would prefetch at run time, on every launch
 // of a trace: each launch's template when its kernel has one, else the
-// fallback (MSCHED_UNKNOWN=pointers: from each pointer argument as far as a
-// template last predicted the data there reaches, else to the end of its
+// fallback (MSCHED_UNKNOWN=pointers: from each pointer argument as far as
+// templates predicted the data there to reach, else to the end of its
 // allocation), as the hook predicts (model/predictor.h), launch by launch in
 // trace order. Templates
 // fitted from small profiling runs, checked on a run at full size, show

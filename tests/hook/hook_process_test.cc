@@ -315,7 +315,7 @@ TEST(HookProcessTest, MalformedTemplatesAreReportedAndTheRestStillPredict) {
 }
 
 // A kernel without a template (scale_f32 here: the templates file has only
-// fill_u32) predicts from its pointer as far as the last template used it
+// fill_u32) predicts from its pointer as far as the templates used it
 // (model/extent_memo.h), not to the end of the 64 MiB allocation; before any
 // template used the pointer it runs to the end.
 TEST(HookProcessTest, AKernelWithoutATemplateReachesAsFarAsATemplatePredictedAtItsPointer) {

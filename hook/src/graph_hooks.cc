@@ -134,8 +134,7 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
   if (!rule && pred.failed_regions() > 0) return false;
   {
     MutexLock lock(&rt.mu());
-    ClipToAllocations(rt.allocs(), 0, &pred, &rt.extents());
-    if (rule) PredictFromPointers(args, rt.allocs(), LearnedExtentsFor(source, &rt.extents()), *rule, &pred);
+    CompletePrediction(args, rt.allocs(), source, rule, &rt.extents(), &pred);
   }
   spec->regions = pred.regions();
   return true;

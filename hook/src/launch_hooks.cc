@@ -135,8 +135,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   if (source == PredictionSource::kNone || pred.failed_regions() > 0) ForgoReadMostly(rt);
   if (rule || !pred.regions().empty()) {
     MutexLock lock(&rt.mu());
-    ClipToAllocations(rt.allocs(), 0, &pred, &rt.extents());
-    if (rule) PredictFromPointers(args, rt.allocs(), LearnedExtentsFor(source, &rt.extents()), *rule, &pred);
+    CompletePrediction(args, rt.allocs(), source, rule, &rt.extents(), &pred);
     PrepareResidency(rt, pred.regions(), s.stream,
                      faulting ? JobMemory::Load::kLeaveToFaults : JobMemory::Load::kPrefetch);
   }

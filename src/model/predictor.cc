@@ -53,6 +53,12 @@ const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* m
   return source == PredictionSource::kPointers ? memo : nullptr;
 }
 
+void CompletePrediction(const ArgView& args, const AllocationMap& allocs, PredictionSource source,
+                        std::optional<PointerExtent> rule, ExtentMemo* memo, Prediction* out) {
+  ClipToAllocations(allocs, 0, out, memo);
+  if (rule) PredictFromPointers(args, allocs, LearnedExtentsFor(source, memo), *rule, out);
+}
+
 PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable) {
   if (!args_readable) return PredictionSource::kNone;
   if (mode == Mode::kAlloc) return PredictionSource::kWholeAllocations;

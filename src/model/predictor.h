@@ -38,10 +38,9 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const
 
 // Cuts each region of `out` from index `first` on to the managed allocation
 // that holds its first byte (its unaligned start), and drops a region that
-// starts in none: a
-// template's base word can hold a stale address (an unused slot of a list
-// of tensors) and its size words garbage, and a region never reaches into
-// another allocation. Each region that lay within its allocation as
+// starts in none: a template's base word can hold a stale address (an
+// unused slot of a list of tensors) and its size words garbage, and a
+// region never reaches into another allocation. Each region that lay within its allocation as
 // predicted teaches `learn` (may be null) its extent; one that had to be
 // cut (a template's "rest" region, a wrong size word) and a strided
 // region's piece say nothing of where the data at their start ends.
@@ -50,7 +49,7 @@ void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* ou
 // How a launch's working set is predicted.
 enum class PredictionSource : uint8_t {
   kTemplate,          // its kernel's template, evaluated on the arguments
-  kPointers,          // from each pointer argument as far as templates predicted there, else to its allocation's end
+  kPointers,          // from each pointer argument, as far as templates predicted (else to its allocation's end)
   kWholeAllocations,  // every allocation an argument points into
   kNone,              // not at all: its data faults in
 };
@@ -75,5 +74,13 @@ std::optional<PointerExtent> PointerRuleFor(PredictionSource source, UnknownPoli
 // input and output), and for a launch left to faults, whose pointers'
 // whole reach counts as the job's.
 const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* memo);
+
+// Completes a launch's prediction under the AllocationMap's lock, as the
+// hook and the profiler's check both do: cuts the template's regions in
+// `out` to their allocations, teaching `memo`, then appends what `rule` (if
+// any) says from the argument pointers, with the memo where
+// LearnedExtentsFor allows it.
+void CompletePrediction(const ArgView& args, const AllocationMap& allocs, PredictionSource source,
+                        std::optional<PointerExtent> rule, ExtentMemo* memo, Prediction* out);
 
 }  // namespace msched

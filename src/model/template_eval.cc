@@ -12,9 +12,6 @@ constexpr int64_t kMaxIntermediate = int64_t{1} << 62;
 
 }  // namespace
 
-// Out of line, the range by value: inlined into the evaluation loop it cost
-// more (the vector's append, outlined anyway, reloaded the range from the
-// stack in a 16-byte load that store forwarding could not serve).
 uint64_t Prediction::TotalBytes() const {
   uint64_t total = 0;
   for (const PredictedRegion& r : regions_) total += r.range.size();

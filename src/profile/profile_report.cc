@@ -172,10 +172,9 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
     const AllocationMap& allocs = replay.At(*o.launch);
     Prediction p(/*alignment=*/1);
     if (t) t->Evaluate(o.args, o.launch->dims, &p);
-    ClipToAllocations(allocs, 0, &p, &learned);
     const PredictionSource source = t ? PredictionSource::kTemplate : PredictionSource::kPointers;
     const std::optional<PointerExtent> rule = PointerRuleFor(source, UnknownPolicy::kPointers, p.failed_regions());
-    if (rule) PredictFromPointers(o.args, allocs, LearnedExtentsFor(source, &learned), *rule, &p);
+    CompletePrediction(o.args, allocs, source, rule, &learned, &p);
     RangeSet predicted;
     for (const PredictedRegion& r : p.regions()) predicted.Add(r.range);
     ++check.launches;

@@ -5,8 +5,9 @@
 // fourth region strided, 64 pieces 1 MiB apart (each piece its own range).
 // BM_WidestShipped: the widest shipped template (templates/), then cut to the
 // allocations, teaching the extent memo; BM_PointerFallbackWidest: the
-// fallback over a struct of the same width, without and with the memo. The target is well under a microsecond for a
-// typical kernel, and under one for the widest.
+// fallback over a struct of the same width, without and with the memo. The
+// target is well under a microsecond for a typical kernel, and under one for
+// the widest.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

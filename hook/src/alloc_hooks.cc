@@ -14,10 +14,10 @@
 // frees per tensor pays no managed allocation, free or synchronisation per
 // tensor. The allocation map records each block as the program sees it (for
 // whole-allocation prediction, copies and profiles), within its chunk,
-// whose entry holds the memory manager's chunks. One pool stands in for every CUmemoryPool. Calls on a
-// stream that is capturing a graph are left to the driver (graph memory
-// nodes), and a pool block freed during a capture is never reused (when the
-// graph will free it is unknowable).
+// whose entry holds the memory manager's chunks. One pool stands in for
+// every CUmemoryPool. Calls on a stream that is capturing a graph are left
+// to the driver (graph memory nodes), and a pool block freed during a
+// capture is never reused (when the graph will free it is unknowable).
 #include <optional>
 
 #include "coord_client.h"

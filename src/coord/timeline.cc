@@ -28,12 +28,14 @@ std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usab
     return std::make_tuple(-a->priority, -static_cast<int64_t>(a->WorkingSetEstimate()), a->id) <
            std::make_tuple(-b->priority, -static_cast<int64_t>(b->WorkingSetEstimate()), b->id);
   });
+  const auto serves = [](const Job& j) { return j.idle_yields >= kServingIdleYields; };
   std::vector<Group> groups;
   for (const Job* j : runnable) {
     const uint64_t ws = j->WorkingSetEstimate();
-    const bool serves = j->idle_yields >= kServingIdleYields;
     auto fit = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.priority == j->priority && g.working_set + ws <= usable && !(serves && g.serving);
+      return g.priority == j->priority && g.working_set + ws <= usable &&
+             !(serves(*j) &&
+               std::any_of(g.jobs.begin(), g.jobs.end(), [&](uint64_t id) { return serves(jobs.at(id)); }));
     });
     if (fit == groups.end()) {
       groups.push_back({{}, j->priority, 0});
@@ -41,7 +43,6 @@ std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usab
     }
     fit->jobs.push_back(j->id);
     fit->working_set += ws;
-    fit->serving = fit->serving || serves;
   }
   return groups;
 }

@@ -28,7 +28,6 @@ struct Group {
   std::vector<uint64_t> jobs;  // ids
   int priority = 0;            // the highest of its members
   uint64_t working_set = 0;    // sum of estimates
-  bool serving = false;        // a member has given turns up for want of work (FormGroups)
 };
 
 // HBM available to working sets.
@@ -37,10 +36,10 @@ uint64_t UsableHbm(const SchedulerOptions& o);
 // Partitions the runnable jobs (kRunning, neither unresponsive nor idle) into
 // groups: first fit, larger working sets first, within a priority. Two jobs
 // that have given turns up for want of work more than once (services between
-// requests) are never put in one group, though they fit: answering requests at once, each
-// answers at half the GPU's speed, and a request queued behind another of
-// its own service waits for both; taking turns, each request runs at the
-// whole GPU's speed, and a switch between two that fit moves nothing.
+// requests) are never put in one group, though they fit: answering requests
+// at once, each answers at half the GPU's speed, and a request queued behind
+// another of its own service waits for both; taking turns, each request runs
+// at the whole GPU's speed, and a switch between two that fit moves nothing.
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable);
 
 // Each member's HBM budget while the group runs.

@@ -6,15 +6,16 @@
 //           [--oversubscribe RATIO] [--slice DURATION|adaptive] [--swap-fraction F]
 //           [--min-slice DURATION] [--max-slice DURATION] [--aging DURATION]
 //           [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]
-//           [--idle-yield DURATION|off] [--hello-timeout DURATION] [--max-jobs-per-user N]
-//           [--max-guest-priority N] [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT]
-//           [--metrics-names]
+//           [--idle-yield DURATION|off] [--serving-idle-yield DURATION]
+//           [--hello-timeout DURATION] [--max-jobs-per-user N] [--max-guest-priority N]
+//           [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT] [--metrics-names]
 //
 // --gpu N: serve the machine's GPU N at its socket as jobs find it
 // (gpu<N>.sock in MSCHED_SOCKET_DIR or the default directory: msched/config.h,
 // CoordinatorSocket); without --gpu or --socket, MSCHED_SOCKET, else GPU 0's.
 // --idle-yield (default 50ms): a job that holds its turn while others wait
-// and launches nothing for that long gives the turn up (docs/coordinator.md).
+// and launches nothing for that long gives the turn up (docs/coordinator.md);
+// a service after --serving-idle-yield (default 10ms).
 // --metrics serves GET /metrics in the Prometheus text format at a numeric
 // IPv4 address and port (off by default; docs/operate.md, "Metrics"): jobs
 // by id and uid, and by name too only with --metrics-names, since anyone
@@ -51,14 +52,18 @@ constexpr char kUsage[] =
     "usage: mschedd [--socket PATH | --gpu N] [--gpu-memory SIZE] [--host-memory SIZE] [--oversubscribe RATIO]\n"
     "               [--slice DURATION|adaptive] [--swap-fraction F] [--min-slice DURATION] [--max-slice DURATION]\n"
     "               [--aging DURATION] [--answer-timeout DURATION] [--idle-exit DURATION] [--log FILE]\n"
-    "               [--idle-yield DURATION|off] [--hello-timeout DURATION] [--max-jobs-per-user N]\n"
-    "               [--max-guest-priority N] [--trace FILE] [--trace-max SIZE] [--metrics ADDR:PORT]\n"
-    "               [--metrics-names]\n"
+    "               [--idle-yield DURATION|off] [--serving-idle-yield DURATION] [--hello-timeout DURATION]\n"
+    "               [--max-jobs-per-user N] [--max-guest-priority N] [--trace FILE] [--trace-max SIZE]\n"
+    "               [--metrics ADDR:PORT] [--metrics-names]\n"
     "--gpu N: the coordinator of the machine's GPU N (as nvidia-smi numbers it), at the socket jobs on that\n"
     "GPU look for (gpu<N>.sock; MSCHED_SOCKET_DIR, see msched help); the default is GPU 0.\n"
     "--idle-yield: a job that holds its turn on the GPU while others wait for theirs, and has launched\n"
     "nothing (and synchronised what it launched) for this long, gives its turn up; it rejoins the\n"
     "rotation at its next launch. Default 50ms; 0 or off never takes a turn away for idleness.\n"
+    "--serving-idle-yield: the same for a service, a job that has given its turn up for want of work\n"
+    "more than once and spent at least half its time without work: its pauses are the gaps between\n"
+    "requests, and each millisecond of the yield is one every waiting request loses. Default 10ms (at\n"
+    "most --idle-yield).\n"
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
     "(default 64) and priorities up to --max-guest-priority (default 0).\n"
     "--trace writes the timeline (Chrome trace format: open it at ui.perfetto.dev or chrome://tracing), at\n"
@@ -168,9 +173,13 @@ int Main(int argc, char** argv) {
       o.answer_timeout_ms = ns / 1000000;
     } else if (a == "--idle-yield") {
       if (v == "off" || v == "0") {
-        o.idle_yield_ns = 0;
-      } else if (!duration(&o.idle_yield_ns)) {
+        o.policy.idle_yield_ns = 0;
+      } else if (!duration(&o.policy.idle_yield_ns)) {
         return bad("a duration such as 50ms, or 0 or off");
+      }
+    } else if (a == "--serving-idle-yield") {
+      if (!duration(&o.policy.serving_idle_yield_ns) || o.policy.serving_idle_yield_ns == 0) {
+        return bad("a duration such as 10ms");
       }
     } else if (a == "--idle-exit") {
       if (!duration(&ns)) return bad("a duration such as 60s");

@@ -110,7 +110,7 @@ void CoordClient::WaitTurn(Runtime& rt) {
 void CoordClient::Execute(const proto::Message& m) {
   const ExecutingOrder executing;
   if (auto* go = std::get_if<proto::Go>(&m)) {
-    side_.OnGo(*go);
+    if (side_.OnGo(*go)) DeviceSetIdleAlarm(go->idle_yield_ns, &CoordClient::OnIdleAlarm);
   } else if (auto* stop = std::get_if<proto::Stop>(&m)) {
     const uint64_t taken = DeviceNow();
     side_.OnStop(*stop);

@@ -32,7 +32,7 @@ inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // the job's counters; 4: the welcome carries the idle yield, and jobs report
 // going idle and having work again; 5: a usage report may ask for an answer
 // (a budget answering it) before the job launches again.
-inline constexpr uint16_t kVersion = 5;
+inline constexpr uint16_t kVersion = 6;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -187,10 +187,11 @@ struct Go {
   uint64_t start_ns = 0;  // the device time the job's turn begins
   uint64_t budget = 0;    // HBM bytes it may hold
   uint64_t slice_end_ns = kNever;
-  bool load = false;  // bring the last slice's working set back first
+  uint64_t idle_yield_ns = 0;  // the idle yield for this turn (replaces the welcome's); 0: never
+  bool load = false;           // bring the last slice's working set back first
   template <typename V>
   bool Fields(V& v) {
-    return v(start_ns) && v(budget) && v(slice_end_ns) && v(load);
+    return v(start_ns) && v(budget) && v(slice_end_ns) && v(idle_yield_ns) && v(load);
   }
   Status Validate() const;
 };

@@ -27,8 +27,10 @@
 //   - A watchdog passes over a job that leaves a slice end or a stop
 //     unanswered for `answer_timeout_ms` of real time, so a hung job never
 //     stalls the others.
-//   - Each job learns `idle_yield_ns` with its welcome: a job that holds its
-//     turn that long without work while others wait gives it up.
+//   - Each job learns the idle yield (policy.idle_yield_ns) with its welcome,
+//     and the one for each turn with its Go (a service's is shorter): a job
+//     that holds its turn that long without work while others wait gives it
+//     up.
 // Run() is single-threaded; Shutdown() may be called from any thread.
 // The class is defined across files by concern: the event loop
 // (coord_server.cc), registration (coord_server_register.cc), control
@@ -62,8 +64,7 @@ struct ServerOptions {
   uint64_t answer_timeout_ms = 10000;
   uint64_t idle_exit_ms = 0;  // exit after this long without jobs (0: never)
   uint64_t hello_timeout_ms = 5000;
-  uint64_t idle_yield_ns = 50'000'000;  // a turn held this long without work passes on (0: never)
-  uint32_t max_jobs_per_user = 64;      // guests only
+  uint32_t max_jobs_per_user = 64;  // guests only
   int max_guest_priority = 0;
   std::string trace_path;  // empty: no timeline
   uint64_t trace_max_bytes = uint64_t{256} << 20;

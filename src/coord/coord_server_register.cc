@@ -51,7 +51,7 @@ void CoordServer::HandleHello(Conn& c, const proto::Hello& hello) {
   w.job = id;
   w.slot = slot;
   w.admitted = added != nullptr && added->state == JobState::kRunning;
-  w.idle_yield_ns = options_.idle_yield_ns;
+  w.idle_yield_ns = options_.policy.idle_yield_ns;
   Log("job " + std::to_string(id) + " (" + name + ", " + Who(c.peer.uid, c.peer.pid) +
       ") registered: " + FormatBytes(added ? added->Footprint() : 0) + (w.admitted ? ", admitted" : ", queued"));
   // The gates before the welcome: once the new job blocks, waiting for its

@@ -50,11 +50,19 @@ struct Job {
   uint64_t last_ran_ns = 0;  // when its last slice began (0: never ran)
   uint64_t off_gpu_ns = 0;   // when it last left the GPU, or was submitted (while not on the GPU)
   uint64_t slices = 0;
-  uint64_t swaps_in = 0;     // times it was brought back with its working set
-  uint64_t idle_yields = 0;  // turns it gave up for want of work
+  uint64_t swaps_in = 0;       // times it was brought back with its working set
+  uint64_t idle_yields = 0;    // turns it gave up for want of work
+  uint64_t last_pause_ns = 0;  // how long it was out of the rotation for want of work, the last time
 
   // Paused, and the stop that gives its memory back not answered yet.
   bool Pausing() const { return state == JobState::kPaused && stops_owed > 0; }
+  // A service between requests: it has given turns up for want of work more
+  // than once (a batch job can once, while the host sets it up or tears it
+  // down).
+  bool Serves() const {
+    constexpr uint64_t kServingIdleYields = 2;
+    return idle_yields >= kServingIdleYields;
+  }
   // The memory admission counts: what it declared, or what it allocated if more.
   uint64_t Footprint() const { return std::max(declared, allocated); }
   // The HBM it needs to run without faulting: its measured working set, or
@@ -79,6 +87,21 @@ struct SchedulerOptions {
   uint64_t reserve_after_ns = 300'000'000'000;    // nobody passes a job that has waited 5 min
   uint64_t short_threshold_ns = 300'000'000'000;  // undeclared jobs whose name ran shorter are short
   double link_bytes_per_ns = 25.0;                // initial swap bandwidth (25 GB/s), then measured
+  // A job that holds its turn this long without work while others wait gives
+  // it up (0: never). A service (Job::Serves) whose last pause was at least
+  // that long gives it up after serving_idle_yield_ns if shorter (0: the
+  // same): its pauses are the gaps between requests, and each millisecond
+  // of the yield is one that every request waiting for it loses. A job back
+  // sooner than the idle yield (a trainer that evaluates now and then,
+  // whose short pauses between steps the shorter yield would take for
+  // idleness) gets the idle yield until it pauses long again.
+  uint64_t idle_yield_ns = 50'000'000;
+  uint64_t serving_idle_yield_ns = 10'000'000;
+  // The idle yield in force for `j`'s turns.
+  uint64_t IdleYieldFor(const Job& j) const {
+    const bool serving = j.Serves() && j.last_pause_ns >= idle_yield_ns && serving_idle_yield_ns != 0;
+    return serving ? std::min(idle_yield_ns, serving_idle_yield_ns) : idle_yield_ns;
+  }
 };
 
 }  // namespace msched

@@ -41,8 +41,9 @@ bool JobSide::ConnectionLost() {
   return welcomed;
 }
 
-void JobSide::OnGo(const proto::Go& go) {
+bool JobSide::OnGo(const proto::Go& go) {
   clock_.AdvanceTo(go.start_ns);
+  const bool new_yield = idle_yield_ns_.exchange(go.idle_yield_ns) != go.idle_yield_ns;
   // The working set comes back in access order before the first kernel;
   // the kernels would wait for it anyway, so waiting here costs nothing
   // and measures the link for the coordinator.
@@ -59,6 +60,7 @@ void JobSide::OnGo(const proto::Go& go) {
   holds_turn_.store(true);
   // The turn (or its remainder) starts now: idleness counts from here.
   NoteActiveNow(link_.SliceEnd());
+  return new_yield;
 }
 
 void JobSide::OnStop(const proto::Stop& stop) {

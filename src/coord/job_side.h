@@ -130,9 +130,10 @@ class JobSide {
   bool dropped() const MSCHED_REQUIRES(mu_) { return dropped_; }
 
   // ---- Orders, one at a time in the order sent -------------------------------
-  // Moves the clock to the start, takes the budget, brings the working set
-  // back if asked, and holds the turn; idleness counts from now.
-  void OnGo(const proto::Go& go) MSCHED_REQUIRES(order_mu_) MSCHED_EXCLUDES(mu_);
+  // Moves the clock to the start, takes the budget and the turn's idle
+  // yield, brings the working set back if asked, and holds the turn;
+  // idleness counts from now. Returns whether the idle yield changed.
+  bool OnGo(const proto::Go& go) MSCHED_REQUIRES(order_mu_) MSCHED_EXCLUDES(mu_);
   // Closes the gate, drains, ends the slice (evicting what the coordinator
   // named) and answers. A Stop that answers an idle report leaves the job
   // yielded.
@@ -241,7 +242,7 @@ class JobSide {
   uint64_t seen_allocated_ MSCHED_GUARDED_BY(usage_mu_) = 0;
   uint64_t last_ask_bytes_ MSCHED_GUARDED_BY(usage_mu_) = 0;
 
-  std::atomic<uint64_t> idle_yield_ns_{0};  // the welcome's; 0: never yield
+  std::atomic<uint64_t> idle_yield_ns_{0};  // the welcome's, then the last Go's; 0: never yield
   std::atomic<uint64_t> passes_{0};         // calls that passed the gate and returned
   std::atomic<uint64_t> synced_passes_{0};  // of which the work is known complete
   std::atomic<uint64_t> last_active_ns_{0};

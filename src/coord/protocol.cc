@@ -196,7 +196,7 @@ uint32_t MaxPayloadOf(MsgType t) {
     case MsgType::kGoodbye: return 8 + kCounters;
     case MsgType::kWelcome: return 8 + 4 + 1 + 8;
     case MsgType::kRefused: return kText + kMaxReason;
-    case MsgType::kGo: return 3 * 8 + 1;
+    case MsgType::kGo: return 4 * 8 + 1;
     case MsgType::kStop: return 8 + 1;
     case MsgType::kBudget: return 2 * 8;
     case MsgType::kControl: return 1 + 8 + 4;

@@ -20,11 +20,12 @@ Command StopCommand(Job& job, uint64_t evict, proto::StopReason reason) {
 // Tells an active job that reported going idle to go on with its turn as it
 // was: dated when it went idle, which its clock has passed (a Go never moves
 // a job's clock back).
-Command CarryOn(const Job& j, uint64_t at, uint64_t slice_end) {
+Command CarryOn(const Job& j, uint64_t at, uint64_t slice_end, uint64_t idle_yield) {
   proto::Go go;
   go.start_ns = at;
   go.budget = j.budget;
   go.slice_end_ns = slice_end;
+  go.idle_yield_ns = idle_yield;
   return {j.id, go};
 }
 
@@ -177,7 +178,7 @@ Commands Scheduler::Idle(uint64_t id, uint64_t since) {
   j->idle_in_turn = true;
   j->idle_since = since;
   if (slice_end_ == proto::kNever || !pending_.empty() || !TurnOver()) {
-    out.push_back(CarryOn(*j, since, slice_end_));
+    out.push_back(CarryOn(*j, since, slice_end_, options_.IdleYieldFor(*j)));
     return out;
   }
   IdleMembersLeave(turn_start_);
@@ -190,6 +191,11 @@ Commands Scheduler::Busy(uint64_t id, uint64_t now) {
   now_ = std::max(now_, now);
   Job* j = Heard(id);
   if (j == nullptr) return out;
+  // Idle in its turn while others waited, it has no claim left on the turn:
+  // the others' work came first. It runs on while the rest of its group
+  // does, and the turn ends when they are done, not at its own slice end.
+  if (j->active && j->idle_in_turn && slice_end_ != proto::kNever) reported_.insert(id);
+  if (j->idle) j->last_pause_ns = now_ - std::min(now_, j->idle_since);
   j->idle = false;
   j->idle_in_turn = false;
   Reschedule(TurnOver(), &out);
@@ -441,6 +447,7 @@ void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
       go.start_ns = start;
       go.budget = budget;
       go.slice_end_ns = slice_end;
+      go.idle_yield_ns = options_.IdleYieldFor(j);
       go.load = !j.active && j.last_ran_ns > 0;  // back from a switch: bring its working set in
       if (go.load) ++j.swaps_in;
       out->push_back({id, go});

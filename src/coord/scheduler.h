@@ -19,7 +19,8 @@
 //     is dated then, and it stays out of the rotation until it has work
 //     again (Busy), when it waits for its turn like any other. What it
 //     holds is evicted, as far as needed, before a job joins the running
-//     group beside it.
+//     group beside it. Each Go carries the turn's idle yield: a service
+//     back from a long pause gets the shorter one (IdleYieldFor).
 //   - Pause stops a job, evicts all of its memory and releases its budget;
 //     resume puts it back in the rotation.
 // Time is the device clock the jobs report; the scheduler never reads a
@@ -76,7 +77,9 @@ class Scheduler {
   // changes nothing.
   Commands Idle(uint64_t id, uint64_t since_ns);
   // A job that gave its turn up, or was idle in it, has work again: back in
-  // the rotation, or busy in its turn.
+  // the rotation, or busy in its turn. One that was idle in its turn while
+  // others waited runs on only as long as the rest of its group does: its
+  // part of the turn counts as done (the waiting jobs' work came first).
   Commands Busy(uint64_t id, uint64_t now);
   Commands Stopped(uint64_t id, const proto::Stopped& s);
   // The job exited (cleanly or not): its memory and budget are released.

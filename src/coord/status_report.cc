@@ -103,14 +103,16 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
                     {"finished_ns", j.finished_ns},
                     {"slices", j.slices},
                     {"swaps_in", j.swaps_in},
-                    {"idle_yields", j.idle_yields}});
+                    {"idle_yields", j.idle_yields},
+                    {"serves", j.Serves()}});
   }
   json out = {{"coordinator",
                {{"pid", ::getpid()},
                 {"socket", c.socket_path},
                 {"hbm_bytes", o.hbm_bytes},
                 {"oversubscribe", o.oversubscribe},
-                {"idle_yield_ns", c.idle_yield_ns},
+                {"idle_yield_ns", o.idle_yield_ns},
+                {"serving_idle_yield_ns", o.serving_idle_yield_ns},
                 {"device_time_ns", now},
                 {"groups", s.group_count()},
                 {"slice_end_ns", s.slice_end_ns() == proto::kNever ? json(nullptr) : json(s.slice_end_ns())},

@@ -40,9 +40,8 @@ const char* RunStateOf(const Job& j);
 std::string UserName(uint32_t uid);
 
 struct StatusContext {
-  std::string socket_path;     // where the coordinator listens
-  uint64_t idle_yield_ns = 0;  // mschedd --idle-yield (0: off)
-  uint32_t requester = 0;      // uid of the asker: root and each job's owner see it in full
+  std::string socket_path;  // where the coordinator listens
+  uint32_t requester = 0;   // uid of the asker: root and each job's owner see it in full
 };
 
 // The document, as indented JSON.

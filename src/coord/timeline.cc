@@ -10,14 +10,6 @@ uint64_t UsableHbm(const SchedulerOptions& o) {
   return static_cast<uint64_t>(static_cast<long double>(o.hbm_bytes) * o.usable_fraction);
 }
 
-namespace {
-
-// Turns a job must have given up for want of work to count as a service: a
-// batch job can go idle once while the host sets it up or tears it down.
-constexpr uint64_t kServingIdleYields = 2;
-
-}  // namespace
-
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable) {
   std::vector<const Job*> runnable;
   for (const auto& [id, j] : jobs) {
@@ -28,14 +20,13 @@ std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usab
     return std::make_tuple(-a->priority, -static_cast<int64_t>(a->WorkingSetEstimate()), a->id) <
            std::make_tuple(-b->priority, -static_cast<int64_t>(b->WorkingSetEstimate()), b->id);
   });
-  const auto serves = [](const Job& j) { return j.idle_yields >= kServingIdleYields; };
   std::vector<Group> groups;
   for (const Job* j : runnable) {
     const uint64_t ws = j->WorkingSetEstimate();
     auto fit = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
       return g.priority == j->priority && g.working_set + ws <= usable &&
-             !(serves(*j) &&
-               std::any_of(g.jobs.begin(), g.jobs.end(), [&](uint64_t id) { return serves(jobs.at(id)); }));
+             !(j->Serves() &&
+               std::any_of(g.jobs.begin(), g.jobs.end(), [&](uint64_t id) { return jobs.at(id).Serves(); }));
     });
     if (fit == groups.end()) {
       groups.push_back({{}, j->priority, 0});

@@ -34,12 +34,12 @@ struct Group {
 uint64_t UsableHbm(const SchedulerOptions& o);
 
 // Partitions the runnable jobs (kRunning, neither unresponsive nor idle) into
-// groups: first fit, larger working sets first, within a priority. Two jobs
-// that have given turns up for want of work more than once (services between
-// requests) are never put in one group, though they fit: answering requests
-// at once, each answers at half the GPU's speed, and a request queued behind
-// another of its own service waits for both; taking turns, each request runs
-// at the whole GPU's speed, and a switch between two that fit moves nothing.
+// groups: first fit, larger working sets first, within a priority. Two
+// services (Job::Serves) are never put in one group, though they fit:
+// answering requests at once, each answers at half the GPU's speed, and a
+// request queued behind another of its own service waits for both; taking
+// turns, each request runs at the whole GPU's speed, and a switch between
+// two that fit moves nothing.
 std::vector<Group> FormGroups(const std::map<uint64_t, Job>& jobs, uint64_t usable);
 
 // Each member's HBM budget while the group runs.

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   proto::Welcome welcome;
   welcome.job = 3, welcome.slot = 2, welcome.admitted = true, welcome.idle_yield_ns = 50'000'000;
   proto::Go go;
-  go.start_ns = 1000, go.budget = 8ull << 30, go.slice_end_ns = 5000, go.load = true;
+  go.start_ns = 1000, go.budget = 8ull << 30, go.slice_end_ns = 5000, go.idle_yield_ns = 10'000'000, go.load = true;
   proto::Stop stop;
   stop.evict_bytes = proto::kNever, stop.reason = proto::StopReason::kPreempt;
   proto::Control control;

@@ -353,12 +353,17 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
 // Three LLM services that take turns (full form, msched only): a group
 // whose members have no request gives the GPU up, a turn's load of pages the
 // job held is not taken for the link's speed, services that gave turns up
-// take turns rather than answer two at a time at half speed each, and the
-// runs repeat. Before, a request for the third model waited for a member's
-// next request (p99 11.6 s), misread loads cut every turn to the 20 ms
-// minimum (46-59 switches), a service joining the running group loaded
-// beside the memory idle ones held, which the driver then evicted (a million
-// faults), and two services sharing a group left the p99 at 1.83 s.
+// take turns rather than answer two at a time at half speed each, a request
+// that came in a group's turn while another's waited comes after it,
+// services back from a pause give their turns up after the serving idle
+// yield, and the runs repeat. Before, a request for the third model waited
+// for a member's next request (p99 11.6 s), misread loads cut every turn to
+// the 20 ms minimum (46-59 switches), a service joining the running group
+// loaded beside the memory idle ones held, which the driver then evicted (a
+// million faults), two services sharing a group left the p99 at 1.83 s, a
+// service with a new request held its group's turn (1.60 s), and every
+// switch after a request waited the 50 ms idle yield (p50 0.52 s; the swap
+// server's is 0.47 s).
 TEST(BenchSuiteTest, FullFormServicesGiveIdleTurnsUpAndRepeat) {
   const std::string first = TempDir("bench_services_first"), second = TempDir("bench_services_second");
   for (const std::string& out : {first, second}) {
@@ -370,7 +375,8 @@ TEST(BenchSuiteTest, FullFormServicesGiveIdleTurnsUpAndRepeat) {
   const auto& row = a.at("services,120,msched");
   EXPECT_EQ(row.at("status"), "ok");
   EXPECT_EQ(row.at("requests"), "60");
-  EXPECT_LT(std::stoull(row.at("latency_p99_ns")), 1'700'000'000ull);
+  EXPECT_LT(std::stoull(row.at("latency_p99_ns")), 1'590'000'000ull);
+  EXPECT_LT(std::stoull(row.at("latency_p50_ns")), 470'000'000ull);
   EXPECT_LE(std::stoull(row.at("switches")), 40u);
   EXPECT_EQ(row.at("faults"), "0") << "a job joining the running group waits for room an idle one holds";
   for (const char* column : {"makespan_ns", "h2d_bytes", "switches", "latency_p50_ns", "latency_p99_ns"}) {

@@ -346,7 +346,7 @@ TEST_F(CoordServerTest, AnIdleJobGivesItsTurnToTheWaitingOneAndRejoinsWhenItHasW
 TEST_F(CoordServerTest, IdleYieldOffIsSentAsZero) {
   Stop();
   ServerOptions o;
-  o.idle_yield_ns = 0;
+  o.policy.idle_yield_ns = 0;
   Start(10000, o);
   const int a = Join(kGiB);
   EXPECT_EQ(ExpectWelcome(a).first.idle_yield_ns, 0u);

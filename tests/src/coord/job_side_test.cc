@@ -66,13 +66,14 @@ class JobSideTest : public ::testing::Test, public JobClock, public JobDevice, p
   void Welcome(uint64_t idle_yield_ns = 0) {
     proto::Welcome w;
     w.job = 1;
-    w.idle_yield_ns = idle_yield_ns;
+    w.idle_yield_ns = idle_yield = idle_yield_ns;
     MutexLock lock(&side.mu());
     side.OnWelcome(w);
   }
-  void Go(uint64_t start, uint64_t budget, bool load = false) {
+  // A Go with the welcome's idle yield, unless `idle_yield` was changed since.
+  bool Go(uint64_t start, uint64_t budget, bool load = false) {
     MutexLock order(&side.order_mu());
-    side.OnGo(proto::Go{start, budget, slice_end, load});
+    return side.OnGo(proto::Go{start, budget, slice_end, idle_yield, load});
   }
   void Stop(uint64_t evict, proto::StopReason reason = proto::StopReason::kSlice) {
     MutexLock order(&side.order_mu());
@@ -128,6 +129,7 @@ class JobSideTest : public ::testing::Test, public JobClock, public JobDevice, p
 
   uint64_t now = 0;
   uint64_t slice_end = proto::kNever;
+  uint64_t idle_yield = 0;  // what Go sends
   uint64_t resident = 0;
   uint64_t working_set = 3 * kGiB;
   std::vector<std::string> calls;
@@ -368,6 +370,27 @@ TEST_F(JobSideTest, NeverIdleWithoutAnIdleYield) {
   Go(0, 8 * kGiB);
   now = 9000;
   EXPECT_EQ(side.Look(slice_end).at, JobSide::At::kOpen);
+}
+
+// Each Go carries the idle yield of the turn it starts (a service's is
+// shorter than the welcome's): the count runs to it from then on.
+TEST_F(JobSideTest, AGoSetsTheTurnsIdleYield) {
+  Join(kGiB, /*idle_yield_ns=*/100);
+  slice_end = 10'000;
+  EXPECT_FALSE(Go(1000, 8 * kGiB)) << "the welcome's yield: no change";
+  now = 1050;
+  EXPECT_EQ(side.Look(slice_end).at, JobSide::At::kOpen);
+  idle_yield = 20;
+  EXPECT_TRUE(Go(2000, 8 * kGiB)) << "the caller re-arms the simulator's idle alarm";
+  EXPECT_EQ(side.idle_yield_ns(), 20u);
+  now = 2019;
+  EXPECT_EQ(side.Look(slice_end).at, JobSide::At::kOpen);
+  now = 2020;
+  EXPECT_EQ(side.Look(slice_end).idle_since, 2020u);
+  idle_yield = 0;
+  Go(3000, 8 * kGiB);
+  now = 9000;
+  EXPECT_EQ(side.Look(slice_end).at, JobSide::At::kOpen) << "0: never idle";
 }
 
 TEST_F(JobSideTest, AnIdleTurnIsGivenUpAndTheJobSaysWhenItHasWorkAgain) {

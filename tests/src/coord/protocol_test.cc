@@ -33,7 +33,7 @@ std::vector<Message> Samples() {
   welcome.admitted = true;
   welcome.idle_yield_ns = 50'000'000;
   Go go;
-  go.start_ns = 10, go.budget = 1 << 30, go.slice_end_ns = 20, go.load = true;
+  go.start_ns = 10, go.budget = 1 << 30, go.slice_end_ns = 20, go.idle_yield_ns = 30, go.load = true;
   Stop stop;
   stop.evict_bytes = kNever, stop.reason = StopReason::kPause;
   Control control;
@@ -79,6 +79,7 @@ TEST(ProtocolTest, EveryMessageRoundTrips) {
   // The welcome tells the job its idle yield; a job reports going
   // idle, and having work again.
   EXPECT_EQ(std::get<Welcome>(*Decode(Encode(Samples()[5]))).idle_yield_ns, 50'000'000u);
+  EXPECT_EQ(std::get<Go>(*Decode(Encode(Samples()[7]))).idle_yield_ns, 30u) << "and each Go the turn's";
   const Idle gone = std::get<Idle>(*Decode(Encode(Samples()[12])));
   EXPECT_EQ(gone.at_ns, 123u);
   EXPECT_TRUE(gone.idle);
@@ -93,8 +94,8 @@ TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
   bad = frame;
   bad[4] = 9;  // version
   EXPECT_NE(Decode(bad).status().message().find("protocol version 9"), std::string::npos);
-  bad[4] = 4;  // the version before usage asks: refused as clearly
-  EXPECT_NE(Decode(bad).status().message().find("protocol version 4 (this msched speaks 5): mixed msched versions?"),
+  bad[4] = 5;  // the version before turns carried their idle yield: refused as clearly
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 5 (this msched speaks 6): mixed msched versions?"),
             std::string::npos);
   bad = frame;
   bad[6] = 99;  // type

@@ -427,6 +427,41 @@ TEST(SchedulerTest, AnIdleJobComesBackInTheRotationAtItsNextLaunch) {
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
 }
 
+// Job 1 gives its turn up at `idle`, is back at `back` and gets its next
+// turn once job 2's has ended; returns that turn's Go.
+proto::Go IdleAndBack(Scheduler& s, uint64_t idle, uint64_t back) {
+  s.Idle(1, idle);
+  s.Stopped(1, StoppedAt(idle + 10, 0, 10 * kGiB));
+  s.Busy(1, back);
+  const uint64_t end = std::max(s.slice_end_ns(), back);
+  s.SliceEnded(2, end);
+  const Commands c = s.Stopped(2, StoppedAt(end + 10, 0, 10 * kGiB));
+  const proto::Go* go = Find<proto::Go>(c, 1);
+  EXPECT_NE(go, nullptr);
+  return go != nullptr ? *go : proto::Go{};
+}
+
+// A service (a job that has given its turn up for want of work twice) whose
+// last pause was at least the idle yield gets the shorter serving idle yield
+// with its turns: its pauses are the gaps between requests. One back sooner
+// gets the idle yield, so a trainer's short pauses between steps are not
+// taken for idleness after it evaluated twice.
+TEST(SchedulerTest, AServiceBackFromALongPauseGetsTheServingIdleYield) {
+  const SchedulerOptions o = Options();
+  ASSERT_LT(o.serving_idle_yield_ns, o.idle_yield_ns);
+  Scheduler s = TwoTakingTurns();
+  proto::Go go = IdleAndBack(s, 1000, 1000 + o.idle_yield_ns);
+  EXPECT_FALSE(s.Find(1)->Serves()) << "once, as a batch job may while the host sets it up";
+  EXPECT_EQ(go.idle_yield_ns, o.idle_yield_ns);
+  go = IdleAndBack(s, go.start_ns + 1000, go.start_ns + 1000 + o.idle_yield_ns);
+  EXPECT_TRUE(s.Find(1)->Serves()) << "twice";
+  EXPECT_EQ(go.idle_yield_ns, o.serving_idle_yield_ns);
+  go = IdleAndBack(s, go.start_ns + 1000, go.start_ns + 1000 + o.serving_idle_yield_ns);
+  EXPECT_EQ(go.idle_yield_ns, o.idle_yield_ns) << "back sooner than the idle yield";
+  go = IdleAndBack(s, go.start_ns + 1000, go.start_ns + 1000 + 3 * o.idle_yield_ns);
+  EXPECT_EQ(go.idle_yield_ns, o.serving_idle_yield_ns) << "a long pause again";
+}
+
 TEST(SchedulerTest, WithNobodyWaitingAnIdleJobKeepsTheGpu) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);
@@ -511,20 +546,30 @@ TEST(SchedulerTest, AJobThatComesWhileTheRunningGroupIsIdleRunsAtOnce) {
   EXPECT_EQ(Find<proto::Go>(c, 3)->start_ns, 1000u) << "not before it came";
 }
 
-// A job carried on that launches again counts as running: the turn waits
-// for it once more.
-TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnHoldsItsGroupsTurnAgain) {
+// A job carried on that launches again runs on while its group does, but
+// the turn no longer waits for it: the jobs waiting had work first. When the
+// rest of the group goes idle, the turn passes and it is stopped.
+TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnRunsOnlyWhileItsGroupDoes) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 5 * kGiB), 0, 0);
   s.Submit(NewJob(2, 5 * kGiB), 0, 0);
-  s.Submit(NewJob(3, 10 * kGiB), 0, 100);
+  s.Submit(NewJob(3, 12 * kGiB), 0, 100);  // fits beside neither
   s.Idle(1, 300);
-  EXPECT_TRUE(s.Busy(1, 350).empty());
+  EXPECT_TRUE(s.Busy(1, 350).empty()) << "it goes on launching";
   EXPECT_FALSE(s.Find(1)->idle_in_turn);
-  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{1, 2}));
-  const Commands c = s.Idle(2, 450);
-  ASSERT_NE(Find<proto::Go>(c, 2), nullptr) << "job 1 runs: job 2 carries on";
-  EXPECT_EQ(Find<proto::Stop>(c, 1), nullptr);
+  EXPECT_TRUE(s.MayRun(*s.Find(1)));
+  EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{2})) << "the turn waits for job 2 only";
+  Commands c = s.Idle(2, 450);
+  EXPECT_EQ(Find<proto::Go>(c, 2), nullptr) << "job 2 is not carried on: the turn is over";
+  const proto::Stop* stop = Find<proto::Stop>(c, 1);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->reason, proto::StopReason::kSlice);
+  ASSERT_NE(Find<proto::Stop>(c, 2), nullptr);
+  s.Stopped(2, StoppedAt(460, 0, 5 * kGiB));
+  c = s.Stopped(1, StoppedAt(470, 0, 5 * kGiB));
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
+  EXPECT_FALSE(s.Find(1)->idle) << "it has work: it waits for its next turn";
+  EXPECT_TRUE(s.Find(2)->idle);
 }
 
 // A job that gave its turn up keeps what the next group did not need; when

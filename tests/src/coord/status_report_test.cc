@@ -103,8 +103,9 @@ TEST(StatusReportTest, TheDocumentSaysWhoWaitsWhyAndForHowLong) {
   s.Stopped(1, StoppedAt(60'000, 0, 10 * kGiB));  // job 2 runs from 60 us
   s.Allocated(2, 10 * kGiB, 90'000);              // the clock reaches 90 us
   const nlohmann::json doc =
-      nlohmann::json::parse(StatusReport(s, {"/run/msched/gpu0.sock", 50'000'000, /*requester=*/kNobodysUid}));
+      nlohmann::json::parse(StatusReport(s, {"/run/msched/gpu0.sock", /*requester=*/kNobodysUid}));
   EXPECT_EQ(doc["coordinator"]["idle_yield_ns"], 50'000'000u);
+  EXPECT_EQ(doc["coordinator"]["serving_idle_yield_ns"], 10'000'000u);
   EXPECT_EQ(doc["coordinator"]["socket"], "/run/msched/gpu0.sock");
   const nlohmann::json one = JobIn(doc, 1), two = JobIn(doc, 2);
   ASSERT_TRUE(one.is_object() && two.is_object()) << doc.dump();

@@ -39,10 +39,10 @@ TEST(FormGroupsTest, FirstFitDecreasingWithinPriority) {
   EXPECT_EQ(g[0].priority, 10);
 }
 
-// Services (jobs that gave turns up for want of work, more than once) take
+// Services (jobs that gave turns up for want of work more than once) take
 // turns rather than answer at half speed each; each still shares with a
 // batch job.
-TEST(FormGroupsTest, TwoJobsThatGaveTurnsUpForWantOfWorkNeverShareAGroup) {
+TEST(FormGroupsTest, TwoServicesNeverShareAGroup) {
   std::map<uint64_t, Job> jobs = {
       {1, Running(1, 5 * kGiB)}, {2, Running(2, 4 * kGiB)}, {3, Running(3, 3 * kGiB)}, {4, Running(4, 2 * kGiB)}};
   ASSERT_EQ(FormGroups(jobs, 16 * kGiB).size(), 1u) << "all four fit together";

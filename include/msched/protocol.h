@@ -31,7 +31,8 @@ inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // 2: the gate travels as a descriptor; 3: usage, stopped and goodbye carry
 // the job's counters; 4: the welcome carries the idle yield, and jobs report
 // going idle and having work again; 5: a usage report may ask for an answer
-// (a budget answering it) before the job launches again.
+// (a budget answering it) before the job launches again; 6: each Go carries
+// the turn's idle yield.
 inline constexpr uint16_t kVersion = 6;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller

@@ -44,15 +44,21 @@ struct Job {
   // until it says it has work again. Since idle_since.
   bool idle_in_turn = false;
   uint64_t idle_since = 0;
+  // Active, and has work again after being idle in its turn while others
+  // waited: it runs on while its group's turn lasts, but the turn no longer
+  // waits on it (the waiting jobs' work came first). Until its next turn.
+  bool ceded_turn = false;
   uint64_t submitted_ns = 0;
   uint64_t admitted_ns = 0;
   uint64_t finished_ns = 0;
   uint64_t last_ran_ns = 0;  // when its last slice began (0: never ran)
   uint64_t off_gpu_ns = 0;   // when it last left the GPU, or was submitted (while not on the GPU)
   uint64_t slices = 0;
-  uint64_t swaps_in = 0;       // times it was brought back with its working set
-  uint64_t idle_yields = 0;    // turns it gave up for want of work
-  uint64_t last_pause_ns = 0;  // how long it was out of the rotation for want of work, the last time
+  uint64_t swaps_in = 0;     // times it was brought back with its working set
+  uint64_t idle_yields = 0;  // turns it gave up for want of work
+  // The last time it gave its turn up: from when it went idle (its idle
+  // yield ran out) to when it had work again.
+  uint64_t last_pause_ns = 0;
 
   // Paused, and the stop that gives its memory back not answered yet.
   bool Pausing() const { return state == JobState::kPaused && stops_owed > 0; }

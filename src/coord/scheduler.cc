@@ -68,7 +68,10 @@ std::vector<uint64_t> Scheduler::Active() const {
   return out;
 }
 
-bool Scheduler::Done(uint64_t id) const { return reported_.count(id) > 0 || jobs_.at(id).idle_in_turn; }
+bool Scheduler::Done(uint64_t id) const {
+  const Job& j = jobs_.at(id);
+  return reported_.count(id) > 0 || j.idle_in_turn || j.ceded_turn;
+}
 
 bool Scheduler::TurnOver() const {
   const std::vector<uint64_t> active = Active();
@@ -194,7 +197,7 @@ Commands Scheduler::Busy(uint64_t id, uint64_t now) {
   // Idle in its turn while others waited, it has no claim left on the turn:
   // the others' work came first. It runs on while the rest of its group
   // does, and the turn ends when they are done, not at its own slice end.
-  if (j->active && j->idle_in_turn && slice_end_ != proto::kNever) reported_.insert(id);
+  if (j->active && j->idle_in_turn && slice_end_ != proto::kNever) j->ceded_turn = true;
   if (j->idle) j->last_pause_ns = now_ - std::min(now_, j->idle_since);
   j->idle = false;
   j->idle_in_turn = false;
@@ -460,6 +463,7 @@ void Scheduler::StartGroup(const Group& g, uint64_t length, Commands* out) {
       j.idle_in_turn = false;  // a new turn: it is told to go, not to carry on
     }
     j.active = true;
+    j.ceded_turn = false;  // a new turn, which waits for it again
     j.budget = budget;
     j.resident = std::max(j.resident, std::min(j.WorkingSetEstimate(), budget));
   }

@@ -572,6 +572,39 @@ TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnRunsOnlyWhileItsGroupDoes) {
   EXPECT_TRUE(s.Find(2)->idle);
 }
 
+// Such a job that goes idle again is told to carry on, as any member idle in
+// its turn, and leaves with the others when the turn ends; its next turn
+// waits for it again.
+TEST(SchedulerTest, AJobThatCededItsTurnAndGoesIdleAgainCarriesOn) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(3, 12 * kGiB), 0, 100);
+  s.Idle(1, 300);
+  s.Busy(1, 350);
+  Commands c = s.Idle(1, 400);
+  ASSERT_NE(Find<proto::Go>(c, 1), nullptr) << "its idle report is answered at once";
+  EXPECT_TRUE(s.Find(1)->idle_in_turn);
+  c = s.Idle(2, 450);
+  ASSERT_NE(Find<proto::Stop>(c, 1), nullptr);
+  ASSERT_NE(Find<proto::Stop>(c, 2), nullptr);
+  EXPECT_TRUE(s.Find(1)->idle && s.Find(2)->idle) << "both leave the rotation";
+  s.Stopped(1, StoppedAt(460, 0, 5 * kGiB));
+  c = s.Stopped(2, StoppedAt(470, 0, 5 * kGiB));
+  const proto::Go* go = Find<proto::Go>(c, 3);
+  ASSERT_NE(go, nullptr);
+  EXPECT_EQ(go->start_ns, 450u) << "all were idle: the next turn starts when the last went idle";
+  // Job 1 is back, and waits for job 3's turn; its own next turn waits for it.
+  s.Busy(1, 500);
+  const uint64_t end = s.slice_end_ns();
+  ASSERT_NE(end, proto::kNever);
+  s.SliceEnded(3, end);
+  c = s.Stopped(3, StoppedAt(end + 10, 0, 12 * kGiB));
+  ASSERT_NE(Find<proto::Go>(c, 1), nullptr);
+  EXPECT_FALSE(s.Find(1)->ceded_turn);
+  EXPECT_TRUE(s.Awaiting().count(1)) << "its turn waits for it";
+}
+
 // A job that gave its turn up keeps what the next group did not need; when
 // another job joins the group now running, room for it is made first: an
 // eviction order to the idle job, and the newcomer's Go once it is answered

@@ -103,10 +103,14 @@ struct SchedulerOptions {
   // idleness) gets the idle yield until it pauses long again.
   uint64_t idle_yield_ns = 50'000'000;
   uint64_t serving_idle_yield_ns = 10'000'000;
+  // The serving idle yield in force: never longer than the idle yield, and
+  // none when the idle yield is off.
+  uint64_t ServingIdleYield() const {
+    return serving_idle_yield_ns != 0 ? std::min(idle_yield_ns, serving_idle_yield_ns) : idle_yield_ns;
+  }
   // The idle yield in force for `j`'s turns.
   uint64_t IdleYieldFor(const Job& j) const {
-    const bool serving = j.Serves() && j.last_pause_ns >= idle_yield_ns && serving_idle_yield_ns != 0;
-    return serving ? std::min(idle_yield_ns, serving_idle_yield_ns) : idle_yield_ns;
+    return j.Serves() && j.last_pause_ns >= idle_yield_ns ? ServingIdleYield() : idle_yield_ns;
   }
 };
 

@@ -112,7 +112,7 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
                 {"hbm_bytes", o.hbm_bytes},
                 {"oversubscribe", o.oversubscribe},
                 {"idle_yield_ns", o.idle_yield_ns},
-                {"serving_idle_yield_ns", o.serving_idle_yield_ns},
+                {"serving_idle_yield_ns", o.ServingIdleYield()},
                 {"device_time_ns", now},
                 {"groups", s.group_count()},
                 {"slice_end_ns", s.slice_end_ns() == proto::kNever ? json(nullptr) : json(s.slice_end_ns())},

@@ -40,10 +40,11 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const
 // that holds its first byte (its unaligned start), and drops a region that
 // starts in none: a template's base word can hold a stale address (an
 // unused slot of a list of tensors) and its size words garbage, and a
-// region never reaches into another allocation. Each region that lay within its allocation as
-// predicted teaches `learn` (may be null) its extent; one that had to be
-// cut (a template's "rest" region, a wrong size word) and a strided
-// region's piece say nothing of where the data at their start ends.
+// region never reaches into another allocation. Each region that lay
+// within its allocation as predicted teaches `learn` (may be null) its
+// extent; one that had to be cut (a template's "rest" region, a wrong size
+// word) and a strided region's piece say nothing of where the data at their
+// start ends.
 void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out, ExtentMemo* learn);
 
 // How a launch's working set is predicted.

@@ -65,8 +65,8 @@ ProfileReport Analyze(const Trace& trace);
 // templates predicted the data there to reach, else to the end of its
 // allocation), as the hook predicts (model/predictor.h), launch by launch in
 // trace order. Templates fitted from small profiling runs, checked on a run
-// at full size, show before a benchmark does whether they extrapolate. One entry per kernel
-// launched, beside whole allocations.
+// at full size, show before a benchmark does whether they extrapolate. One
+// entry per kernel launched, beside whole allocations.
 struct TemplateCheck {
   std::vector<KernelReport> kernels;  // kind "fallback" for kernels the file lacks
   Accuracy total, naive_total;

@@ -546,16 +546,23 @@ TEST(SchedulerTest, AJobThatComesWhileTheRunningGroupIsIdleRunsAtOnce) {
   EXPECT_EQ(Find<proto::Go>(c, 3)->start_ns, 1000u) << "not before it came";
 }
 
+// Jobs 1 and 2 of 5 GiB run together while job 3, of 12 GiB, which fits
+// beside neither, waits; job 1 goes idle at 300, is told to carry on, and
+// has work again at 350, when it cedes its turn. Returns Busy's commands.
+Commands CededTurn(Scheduler& s) {
+  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
+  s.Submit(NewJob(3, 12 * kGiB), 0, 100);
+  s.Idle(1, 300);
+  return s.Busy(1, 350);
+}
+
 // A job carried on that launches again runs on while its group does, but
 // the turn no longer waits for it: the jobs waiting had work first. When the
 // rest of the group goes idle, the turn passes and it is stopped.
 TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnRunsOnlyWhileItsGroupDoes) {
   Scheduler s(Options());
-  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
-  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
-  s.Submit(NewJob(3, 12 * kGiB), 0, 100);  // fits beside neither
-  s.Idle(1, 300);
-  EXPECT_TRUE(s.Busy(1, 350).empty()) << "it goes on launching";
+  EXPECT_TRUE(CededTurn(s).empty()) << "it goes on launching";
   EXPECT_FALSE(s.Find(1)->idle_in_turn);
   EXPECT_TRUE(s.MayRun(*s.Find(1)));
   EXPECT_EQ(s.Awaiting(), (std::set<uint64_t>{2})) << "the turn waits for job 2 only";
@@ -577,11 +584,7 @@ TEST(SchedulerTest, AnIdleJobBusyAgainInItsTurnRunsOnlyWhileItsGroupDoes) {
 // waits for it again.
 TEST(SchedulerTest, AJobThatCededItsTurnAndGoesIdleAgainCarriesOn) {
   Scheduler s(Options());
-  s.Submit(NewJob(1, 5 * kGiB), 0, 0);
-  s.Submit(NewJob(2, 5 * kGiB), 0, 0);
-  s.Submit(NewJob(3, 12 * kGiB), 0, 100);
-  s.Idle(1, 300);
-  s.Busy(1, 350);
+  CededTurn(s);
   Commands c = s.Idle(1, 400);
   ASSERT_NE(Find<proto::Go>(c, 1), nullptr) << "its idle report is answered at once";
   EXPECT_TRUE(s.Find(1)->idle_in_turn);

@@ -89,7 +89,8 @@ report ""
 report "Written by \`scripts/gpu-check.sh\` (commit $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)). Device: $device, driver $driver, $(nvidia-smi --query-gpu=memory.total,memory.used --format=csv,noheader | head -1) (total, used at start); CUDA compiler $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'); $(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null || echo 'no PyTorch'); $(nproc) CPU cores. Raw logs: $work/logs."
 
 section "Unified-memory mechanisms (no msched)"
-if run mechanisms 200 none "$bin/um_mechanisms" 16; then cat "$work/logs/mechanisms.out" >>"$out.tmp"
+# GPU_CHECK_UM_GIB: the largest size the mechanisms are measured at (1, 4, 16 GiB up to it).
+if run mechanisms 200 none "$bin/um_mechanisms" "${GPU_CHECK_UM_GIB:-16}"; then cat "$work/logs/mechanisms.out" >>"$out.tmp"
 else report "um_mechanisms failed (exit $(cat "$work/logs/mechanisms.rc")):"; report '```'; tail -20 "$work/logs/mechanisms.out" >>"$out.tmp"; report '```'; fi
 
 section "Launch hook overhead"

@@ -25,6 +25,10 @@ struct ChunkState {
   // leaves `history`, from which next uses are predicted, alone.)
   uint64_t last_touch = 0;
   uint64_t epoch = 0;  // the call that last counted it (dedup)
+  // The working set (MemoryManager::TakeWorkingSet's generation) it was
+  // last listed in: a stamp instead of a set, so that a launch's bookkeeping
+  // touches only the chunk states it reads anyway.
+  uint64_t working_set = 0;
 };
 
 // One managed allocation's standing with the read-mostly advisor.

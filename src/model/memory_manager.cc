@@ -24,7 +24,10 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
       if (planner_.Need(id, c, units)) {  // first time this call sees the chunk
         if (launch) c.history.Record(seq);
         c.last_touch = seq;  // seq only grows: a load uses the latest launch's
-        if (in_working_set_.insert(id).second) working_set_.push_back(id);
+        if (c.working_set != working_set_generation_) {
+          c.working_set = working_set_generation_;
+          working_set_.push_back(id);
+        }
       }
       missing = missing || (units & ~c.resident) != 0;
     });
@@ -39,7 +42,7 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
   Access(regions, predictor_.latest(), /*launch=*/false, out);
   // Loading is not using: the next working set counts what launches touch.
   working_set_.clear();
-  in_working_set_.clear();
+  ++working_set_generation_;
 }
 
 void MemoryManager::DropReadMostly(MemoryActions* out) {
@@ -67,7 +70,7 @@ std::vector<ByteRange> MemoryManager::TakeWorkingSet() {
     if (table_.Lookup(id, &ref)) ranges.push_back(ChunkTable::ChunkRange(*ref.alloc, ref.index));
   }
   working_set_.clear();
-  in_working_set_.clear();
+  ++working_set_generation_;
   return table_.MergeWithinAllocations(ranges);
 }
 

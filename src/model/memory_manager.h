@@ -24,7 +24,6 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_set>
 #include <vector>
 
 #include "model/address_range.h"
@@ -138,9 +137,11 @@ class MemoryManager {
   ReadMostlyAdvisor advisor_;
   ResidencyPlanner planner_;
   // The chunks launches used since the last TakeWorkingSet, in first-use
-  // order, and the same as a set.
+  // order; a chunk is listed when its ChunkState::working_set is not yet
+  // `working_set_generation_` (generations start at 1: a new chunk's 0 is
+  // never current).
   std::vector<ChunkId> working_set_;
-  std::unordered_set<ChunkId> in_working_set_;
+  uint64_t working_set_generation_ = 1;
 };
 
 }  // namespace msched

@@ -341,11 +341,17 @@ TEST_F(MemoryManagerTest, WorkingSetIsTheChunksUsedInFirstUseOrder) {
   EXPECT_EQ(ws[0], (ByteRange{b_, b_ + 2 * kMiB}));
   EXPECT_EQ(ws[1], (ByteRange{a_, a_ + 4 * kMiB}));
   EXPECT_TRUE(mm_.TakeWorkingSet().empty());
+  Access({{b_, b_ + 2 * kMiB}});  // a new working set lists again a chunk the last one held
+  EXPECT_EQ(mm_.TakeWorkingSet(), (std::vector<ByteRange>{{b_, b_ + 2 * kMiB}}));
   MemoryActions act;
   mm_.PlanEviction(UINT64_MAX, &act);
   MemoryActions back;
   mm_.PlanLoad(ws, &back);
   EXPECT_EQ(back.load_bytes, 6 * kMiB);
+  // Loading is no use: the launches after it make the next working set.
+  Access({{a_, a_ + 2 * kMiB}});
+  Access({{b_, b_ + 2 * kMiB}});
+  EXPECT_EQ(mm_.TakeWorkingSet(), (std::vector<ByteRange>{{a_, a_ + 2 * kMiB}, {b_, b_ + 2 * kMiB}}));
 }
 
 TEST(MemoryManagerUnitsTest, SparsePrefixesLoadOnlyTheUnitsTheyTouch) {

@@ -132,12 +132,16 @@ void ChunkTable::ForEachChunk(const ByteRange& r, Fn&& fn) {
   map_.ForEachExtent(r, [&](Extent& a) {
     if (a.serial == 0) return;  // not managed
     const uint64_t begin = std::max(r.begin, a.base), end = std::min(r.end, a.base + a.size);
-    for (size_t i = (begin - a.base) / kChunkSize; i <= (end - 1 - a.base) / kChunkSize; ++i) {
-      const uint64_t chunk_begin = a.base + i * kChunkSize;
-      const uint64_t lo = std::max(begin, chunk_begin) - chunk_begin;
-      const uint64_t hi = std::min(end, chunk_begin + kChunkSize) - chunk_begin;  // exclusive
-      const uint32_t first = static_cast<uint32_t>(lo / kUnit), last = static_cast<uint32_t>((hi - 1) / kUnit);
-      const uint32_t units = last - first == kUnitsPerChunk - 1 ? ~0u : ((1u << (last - first + 1)) - 1) << first;
+    const size_t first_chunk = (begin - a.base) / kChunkSize, last_chunk = (end - 1 - a.base) / kChunkSize;
+    for (size_t i = first_chunk; i <= last_chunk; ++i) {
+      uint32_t units = ~0u;  // a chunk between the first and the last is covered whole
+      if (i == first_chunk || i == last_chunk) {
+        const uint64_t chunk_begin = a.base + i * kChunkSize;
+        const uint64_t lo = std::max(begin, chunk_begin) - chunk_begin;
+        const uint64_t hi = std::min(end, chunk_begin + kChunkSize) - chunk_begin;  // exclusive
+        const uint32_t first = static_cast<uint32_t>(lo / kUnit), last = static_cast<uint32_t>((hi - 1) / kUnit);
+        if (last - first != kUnitsPerChunk - 1) units = ((1u << (last - first + 1)) - 1) << first;
+      }
       fn(IdOf(a, i), a.chunks[i], units);
     }
   });

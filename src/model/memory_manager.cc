@@ -9,30 +9,48 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
       advisor_.NoteAccess(pr.mode, a->range(), a->read_mostly, out);
     }
   }
-  planner_.BeginDemand();
   // The launch's signature: which memory it accesses, named by allocation
   // and place in it rather than by address, so that the same program
   // numbers its launches alike in every run (addresses move with the
-  // address-space layout).
+  // address-space layout). A region covers consecutive chunks of one
+  // allocation, whole but for its first and last: those two chunks with
+  // their units name it, at a cost per region rather than per chunk.
+  // What each chunk records is idempotent within a call (a chunk can lie in
+  // two regions): its use by launch `seq`, its recency, its listing in the
+  // working set.
   LaunchSignature signature;
   bool missing = false;
   for (const PredictedRegion& pr : regions) {
     signature.Mix(static_cast<uint64_t>(pr.mode));
+    ChunkId first = 0, last = 0;
+    uint32_t first_units = 0, last_units = 0;  // a chunk visited has at least one unit
     table_.ForEachChunk(pr.range, [&](ChunkId id, ChunkState& c, uint32_t units) {
-      signature.Mix(id);
-      signature.Mix(units);
-      if (planner_.Need(id, c, units)) {  // first time this call sees the chunk
-        if (launch) c.history.Record(seq);
-        c.last_touch = seq;  // seq only grows: a load uses the latest launch's
-        if (c.working_set != working_set_generation_) {
-          c.working_set = working_set_generation_;
-          working_set_.push_back(id);
-        }
+      if (first_units == 0) first = id, first_units = units;
+      last = id, last_units = units;
+      if (launch) c.history.Record(seq);
+      c.last_touch = seq;  // seq only grows: a load uses the latest launch's
+      if (c.working_set != working_set_generation_) {
+        c.working_set = working_set_generation_;
+        working_set_.push_back(id);
       }
       missing = missing || (units & ~c.resident) != 0;
     });
+    if (first_units != 0) {
+      signature.Mix(first);
+      signature.Mix(first_units);
+      signature.Mix(last);
+      signature.Mix(last_units);
+    }
   }
   if (launch) predictor_.NoteLaunch(signature.value(), seq);
+  // The common path ends here: everything resident, within the budget. Only
+  // a plan needs the demand (each chunk once, with the units it needs), so
+  // only then are the chunks walked again to list it.
+  if (!planner_.NeedsPlan(missing)) return;
+  planner_.BeginDemand();
+  for (const PredictedRegion& pr : regions) {
+    table_.ForEachChunk(pr.range, [&](ChunkId id, ChunkState& c, uint32_t units) { planner_.Need(id, c, units); });
+  }
   if (planner_.PlanDemand(missing, granularity, out) && launch) out->op = seq;
 }
 

@@ -31,8 +31,11 @@ struct UseHistory {
   // Launch `seq` (not older than last()) used the chunk; once per launch.
   void Record(uint64_t seq) {
     if (uses[0] == seq) return;
-    forgotten_use = uses.back();
-    std::copy_backward(uses.begin(), uses.end() - 1, uses.end());
+    static_assert(std::tuple_size_v<decltype(uses)> == 4, "the shift below names every entry");
+    forgotten_use = uses[3];
+    uses[3] = uses[2];  // by hand: std::copy_backward became a memmove call per chunk and launch
+    uses[2] = uses[1];
+    uses[1] = uses[0];
     uses[0] = seq;
   }
 };

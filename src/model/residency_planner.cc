@@ -72,7 +72,7 @@ Plan ResidencyPlanner::Planned(const PlannerInput& in) const {
 }
 
 bool ResidencyPlanner::PlanDemand(bool missing, Granularity granularity, MemoryActions* out) {
-  if (!missing && table_.resident_bytes() <= budget_) return false;
+  if (!NeedsPlan(missing)) return false;
   if (missing && granularity == Granularity::kWholeChunks) WidenToWholeChunks();
   PlannerInput in = Input(budget_, need_);
   for (ChunkId id : need_) {

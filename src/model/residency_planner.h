@@ -81,6 +81,9 @@ class ResidencyPlanner {
   // `out` and records the new residency; false, with `out` untouched, on
   // the common path (nothing missing, within the budget).
   bool PlanDemand(bool missing, Granularity granularity, MemoryActions* out);
+  // Whether a demand that lacks units or not (`missing`) needs a plan:
+  // PlanDemand does nothing otherwise.
+  bool NeedsPlan(bool missing) const { return missing || table_.resident_bytes() > budget_; }
 
   // Plans evicting `bytes` of resident memory (all of it when bytes is
   // UINT64_MAX), choosing what is needed last; records it as evicted.

@@ -77,6 +77,7 @@ void PlanAccessResidentLarge(benchmark::State& state, bool cold) {
   mm.PlanAccess(launch, ++seq, &warm);
   for (auto _ : state) {
     for (uint64_t& w : other_work) w += seq;
+    benchmark::DoNotOptimize(other_work.data());
     benchmark::ClobberMemory();
     const auto t0 = std::chrono::steady_clock::now();
     MemoryActions act;

@@ -12,9 +12,10 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   // The launch's signature: which memory it accesses, named by allocation
   // and place in it rather than by address, so that the same program
   // numbers its launches alike in every run (addresses move with the
-  // address-space layout). A region covers consecutive chunks of one
-  // allocation, whole but for its first and last: those two chunks with
-  // their units name it, at a cost per region rather than per chunk.
+  // address-space layout). A region covers runs of consecutive chunks (one
+  // run per allocation it reaches), each whole but for its first and last:
+  // those two chunks with their units name the run, at a cost per run
+  // rather than per chunk.
   // What each chunk records is idempotent within a call (a chunk can lie in
   // two regions): its use by launch `seq`, its recency, its listing in the
   // working set.
@@ -24,8 +25,18 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
     signature.Mix(static_cast<uint64_t>(pr.mode));
     ChunkId first = 0, last = 0;
     uint32_t first_units = 0, last_units = 0;  // a chunk visited has at least one unit
+    const auto mix_run = [&] {
+      if (first_units == 0) return;
+      signature.Mix(first);
+      signature.Mix(first_units);
+      signature.Mix(last);
+      signature.Mix(last_units);
+    };
     table_.ForEachChunk(pr.range, [&](ChunkId id, ChunkState& c, uint32_t units) {
-      if (first_units == 0) first = id, first_units = units;
+      if (first_units == 0 || id != last + 1) {  // the region's first chunk, or another allocation's
+        mix_run();
+        first = id, first_units = units;
+      }
       last = id, last_units = units;
       if (launch) c.history.Record(seq);
       c.last_touch = seq;  // seq only grows: a load uses the latest launch's
@@ -35,12 +46,7 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
       }
       missing = missing || (units & ~c.resident) != 0;
     });
-    if (first_units != 0) {
-      signature.Mix(first);
-      signature.Mix(first_units);
-      signature.Mix(last);
-      signature.Mix(last_units);
-    }
+    mix_run();
   }
   if (launch) predictor_.NoteLaunch(signature.value(), seq);
   // The common path ends here: everything resident, within the budget. Only

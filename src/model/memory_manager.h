@@ -14,8 +14,9 @@
 //  - ResidencyPlanner (residency_planner.h): what to evict (by furthest
 //    next use over the future it knows: the launch itself, then any
 //    timeline the coordinator gave, then the predictions) and what to load.
-// This class walks each launch's regions once, feeding all four, and keeps
-// the working set of the current slice.
+// This class walks each launch's chunks once on the common path (again when
+// a plan needs the demand listed), feeding all four, and keeps the working
+// set of the current slice.
 // Residency is an estimate: what a launch's regions touch counts as resident
 // from that launch on, loaded or left to fault; memory that kernels touch
 // beyond their predicted regions is not seen, and memory the driver evicts

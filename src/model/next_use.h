@@ -41,8 +41,9 @@ struct UseHistory {
 };
 
 // A launch's signature: FNV-1a over what it accesses (the memory manager
-// mixes each region's mode and the chunk ids and unit masks it touches), so
-// that launches that access the same memory in the same way sign alike.
+// mixes each region's mode and, for each run of consecutive chunks it
+// covers, the first and last chunk ids with their unit masks), so that
+// launches that access the same memory in the same way sign alike.
 class LaunchSignature {
  public:
   void Mix(uint64_t v) { value_ = (value_ ^ v) * 0x100000001b3ull; }

@@ -354,6 +354,14 @@ TEST_F(MemoryManagerTest, WorkingSetIsTheChunksUsedInFirstUseOrder) {
   EXPECT_EQ(mm_.TakeWorkingSet(), (std::vector<ByteRange>{{a_, a_ + 2 * kMiB}, {b_, b_ + 2 * kMiB}}));
 }
 
+TEST_F(MemoryManagerTest, RegionsSharingAChunkLoadItsUnitsOnceAndListItOnce) {
+  MemoryActions act = Access({{a_, a_ + 64 * 1024}, {a_ + kMiB, a_ + kMiB + 64 * 1024}, {a_, a_ + 64 * 1024}});
+  EXPECT_EQ(act.load_bytes, 128 * 1024u);  // both regions' units, the repeated one once
+  EXPECT_EQ(act.load, (std::vector<ByteRange>{{a_, a_ + 64 * 1024}, {a_ + kMiB, a_ + kMiB + 64 * 1024}}));
+  EXPECT_TRUE(Access({{a_ + kMiB, a_ + kMiB + 64 * 1024}, {a_, a_ + 64 * 1024}}).load.empty());
+  EXPECT_EQ(mm_.TakeWorkingSet(), (std::vector<ByteRange>{{a_, a_ + 2 * kMiB}}));
+}
+
 TEST(MemoryManagerUnitsTest, SparsePrefixesLoadOnlyTheUnitsTheyTouch) {
   // Eight 2 MiB KV caches of which each launch reads only the first 4 KiB:
   // 64 KiB each is loaded, so all eight fit a 1 MiB budget without eviction.

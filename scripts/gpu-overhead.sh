@@ -2,8 +2,8 @@
 # gpu-overhead.sh: what libmsched costs a job that is not oversubscribed, on a
 # real NVIDIA GPU. Writes bench/results/gpu-overhead-<date>-<device>.md.
 #
-#   scripts/gpu-overhead.sh [--build DIR] [--repeats N] [--deadline SECONDS]
-#                           [--work DIR] [--out FILE]
+#   scripts/gpu-overhead.sh [--build DIR] [--repeats N] [--first-repeat K]
+#                           [--deadline SECONDS] [--also WORK]... [--work DIR] [--out FILE]
 #
 # Three programs, each in three modes: without libmsched (none), with it loaded
 # and MSCHED_MODE=off, and MSCHED_MODE=msched with no memory budget and no
@@ -18,11 +18,18 @@
 # over the repeats and its ratio to none, and checks that every run's output
 # (train's losses, llama's tokens, both as exact values) equals none's.
 # --deadline stops starting repeats after that many seconds (the report says how
-# many ran). Without a GPU it says so and exits 0.
+# many ran). A repeat takes about two minutes on an H200 (Python's start
+# dominates), so five need more than one 10-minute call on a lent machine:
+# run the rest in a second call with --first-repeat (its repeats numbered
+# from K, the rotation going on), bring the first call's work folder along
+# and name it with --also, and the report covers both. Without a GPU it says
+# so and exits 0.
 set -u -o pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$repo/build
 repeats=5
+first=1
+also=()
 deadline=0
 work=
 out=
@@ -30,12 +37,21 @@ while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
+    --first-repeat) first=$2; shift 2 ;;
+    --also) also+=("$2"); shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: scripts/gpu-overhead.sh [--build DIR] [--repeats N] [--deadline SECONDS] [--work DIR] [--out FILE]" >&2
+    *) echo "usage: scripts/gpu-overhead.sh [--build DIR] [--repeats N] [--first-repeat K] [--deadline SECONDS]" \
+         "[--also WORK]... [--work DIR] [--out FILE]" >&2
        exit 2 ;;
   esac
+done
+for n in "$repeats" "$first" "$deadline"; do
+  [[ $n =~ ^[0-9]+$ ]] || { echo "gpu-overhead: '$n' is not a count (--repeats, --first-repeat, --deadline)" >&2; exit 2; }
+done
+for w in ${also[@]+"${also[@]}"}; do
+  [ -f "$w/runs.tsv" ] || { echo "gpu-overhead: --also $w holds no runs.tsv" >&2; exit 2; }
 done
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu-overhead: no NVIDIA GPU here (nvidia-smi finds none); nothing to measure."
@@ -77,7 +93,7 @@ modes=(none off msched)
 t0=$(date +%s)
 : >"$work/runs.tsv"
 done_repeats=0
-for rep in $(seq 1 "$repeats"); do
+for rep in $(seq "$first" $((first + repeats - 1))); do
   if [ "$deadline" -gt 0 ] && [ $(($(date +%s) - t0)) -ge "$deadline" ]; then
     echo "gpu-overhead: deadline of ${deadline}s reached after $done_repeats repeats" >&2
     break
@@ -85,8 +101,8 @@ for rep in $(seq 1 "$repeats"); do
   for prog in launches train llama; do
     for k in 0 1 2; do run_one "$prog" "${modes[$(((rep + k) % 3))]}" "$rep"; done
   done
-  done_repeats=$rep
-  echo "gpu-overhead: repeat $rep of $repeats done ($(($(date +%s) - t0)) s)" >&2
+  done_repeats=$((done_repeats + 1))
+  echo "gpu-overhead: repeat $rep ($done_repeats of $repeats) done ($(($(date +%s) - t0)) s)" >&2
 done
 
 {
@@ -94,6 +110,6 @@ done
   echo
   echo "Written by \`scripts/gpu-overhead.sh\` (commit $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)). Device: $device, driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); $(python3 -c 'import torch, transformers; print("PyTorch", torch.__version__, "transformers", transformers.__version__)' 2>/dev/null || echo 'no PyTorch or transformers'); $(nproc) CPU cores. Raw logs: $work/logs."
   echo
-  python3 "$repo/tests/gpu/summarize_overhead.py" "$work" "$done_repeats"
+  python3 "$repo/tests/gpu/summarize_overhead.py" ${also[@]+"${also[@]}"} "$work"
 } >"$out.tmp" && mv "$out.tmp" "$out"
 echo "gpu-overhead: wrote $out (logs in $work/logs)"

@@ -1,8 +1,10 @@
 """Summarizes scripts/gpu-overhead.sh's runs as markdown on stdout.
 
-Usage: python3 summarize_overhead.py WORK REPEATS
-WORK holds runs.tsv (repeat, program, mode, exit, wall s per line) and logs/ with
-each run's output (PROGRAM-MODE-REPEAT.out) and, under libmsched, its statistics.
+Usage: python3 summarize_overhead.py WORK [WORK...]
+Each WORK holds runs.tsv (repeat, program, mode, exit, wall s per line) and logs/
+with each run's output (PROGRAM-MODE-REPEAT.out) and, under libmsched, its
+statistics. Several WORKs (one per call of the script, numbered apart with its
+--first-repeat) are summarized together.
 """
 import hashlib
 import json
@@ -58,16 +60,20 @@ def stats_line(path):
 
 
 def main():
-    work, repeats = sys.argv[1], int(sys.argv[2])
+    if len(sys.argv) < 2:
+        sys.exit("usage: summarize_overhead.py WORK [WORK...]")
     runs = []
-    with open(f"{work}/runs.tsv") as f:
-        for line in f:
-            rep, prog, mode, rc, wall = line.rstrip("\n").split("\t")
-            text = read(f"{work}/logs/{prog}-{mode}-{rep}.out")
-            figure, digest = measure(prog, text)
-            runs.append(dict(rep=int(rep), prog=prog, mode=mode, rc=int(rc), wall=float(wall), figure=figure,
-                             digest=digest, stats=stats_line(f"{work}/logs/{prog}-{mode}-{rep}.stats.json")))
-    print(f"Method: {repeats} repeats; each repeat runs every program once in each mode, the order of the modes "
+    for work in sys.argv[1:]:
+        with open(f"{work}/runs.tsv") as f:
+            for line in f:
+                rep, prog, mode, rc, wall = line.rstrip("\n").split("\t")
+                text = read(f"{work}/logs/{prog}-{mode}-{rep}.out")
+                figure, digest = measure(prog, text)
+                runs.append(dict(rep=int(rep), prog=prog, mode=mode, rc=int(rc), wall=float(wall), figure=figure,
+                                 digest=digest, stats=stats_line(f"{work}/logs/{prog}-{mode}-{rep}.stats.json")))
+    repeats = len({r["rep"] for r in runs})
+    print(f"Method: {repeats} repeats (n in each cell: the runs it has); each repeat runs every program once in each "
+          "mode, the order of the modes "
           "rotating by one from one repeat to the next (off, msched, none; then msched, none, off; ...), so slow drift "
           "falls on every mode alike. Modes: none (no libmsched), off (libmsched loaded, MSCHED_MODE=off), msched "
           "(MSCHED_MODE=msched, no MSCHED_GPU_MEMORY, MSCHED_COORD=off, the shipped templates). Figures are the "

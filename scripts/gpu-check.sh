@@ -15,6 +15,7 @@
 # exits 0.
 set -u -o pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/scripts/gpu-common.sh"
 build=$repo/build
 work=
 out=
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+if ! gpu_present; then
   echo "gpu-check: no NVIDIA GPU here (nvidia-smi finds none); nothing to check. The simulator's tests cover the rest."
   exit 0
 fi
@@ -35,9 +36,7 @@ for tool in nvcc python3; do
   command -v $tool >/dev/null 2>&1 || { echo "gpu-check: $tool is needed on the GPU machine" >&2; exit 1; }
 done
 
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-slug=$(echo "$device" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+gpu_facts
 today=$(date +%Y-%m-%d)
 work=${work:-$(mktemp -d /tmp/msched-gpu-check.XXXXXX)}
 out=${out:-$repo/bench/results/gpu-$today-$slug.md}
@@ -52,10 +51,9 @@ if [ ! -f "$build/hook/libmsched.so" ] || [ ! -x "$build/tools/msched-profile" ]
     }
 fi
 lib=$build/hook/libmsched.so
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 for src in "$repo"/tests/gpu/*.cu; do
   name=$(basename "$src" .cu)
-  nvcc -O2 -std=c++17 -arch=sm_"$arch" -o "$work/bin/$name" "$src" -lcuda || { echo "gpu-check: nvcc failed on $src" >&2; exit 1; }
+  gpu_compile "$src" "$work/bin/$name" || { echo "gpu-check: nvcc failed on $src" >&2; exit 1; }
 done
 bin=$work/bin
 
@@ -75,7 +73,7 @@ run() {
   fi
   rc=$?
   end=$(date +%s.%N)
-  wall=$(python3 -c "print(f'{$end - $start:.2f}')")
+  wall=$(seconds_between "$start" "$end")
   echo "$rc" >"$work/logs/$name.rc"
   return $rc
 }
@@ -229,8 +227,8 @@ run seq-2 120 none "$bin/buffers_job" work 12 512 40 16
 t3=$(date +%s.%N)
 report "| run | wall s | checksums |"
 report "|---|---:|---|"
-report "| msched, both at once under mschedd | $(python3 -c "print(f'{$t1 - $t0:.2f}')") | $(checksum pair-1) $(checksum pair-2) |"
-report "| one after the other, no msched | $(python3 -c "print(f'{$t3 - $t2:.2f}')") | $(checksum seq-1) $(checksum seq-2) |"
+report "| msched, both at once under mschedd | $(seconds_between "$t0" "$t1") | $(checksum pair-1) $(checksum pair-2) |"
+report "| one after the other, no msched | $(seconds_between "$t2" "$t3") | $(checksum seq-1) $(checksum seq-2) |"
 report ""
 report "Job counters: $(stats pair-1 coordinator. bytes. | tr '\n' ' ')"
 report ""

@@ -26,6 +26,7 @@
 # so and exits 0.
 set -u -o pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/scripts/gpu-common.sh"
 build=$repo/build
 repeats=5
 first=1
@@ -53,20 +54,18 @@ done
 for w in ${also[@]+"${also[@]}"}; do
   [ -f "$w/runs.tsv" ] || { echo "gpu-overhead: --also $w holds no runs.tsv" >&2; exit 2; }
 done
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+if ! gpu_present; then
   echo "gpu-overhead: no NVIDIA GPU here (nvidia-smi finds none); nothing to measure."
   exit 0
 fi
 lib=$build/hook/libmsched.so
 [ -f "$lib" ] || { echo "gpu-overhead: $lib is missing; build msched or pass --build DIR" >&2; exit 1; }
-device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-slug=$(echo "$device" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+gpu_facts
 today=$(date +%Y-%m-%d)
 work=${work:-$(mktemp -d /tmp/msched-gpu-overhead.XXXXXX)}
 out=${out:-$repo/bench/results/gpu-overhead-$today-$slug.md}
 mkdir -p "$work/logs"
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-nvcc -O2 -std=c++17 -arch=sm_"$arch" -o "$work/buffers_job" "$repo/tests/gpu/buffers_job.cu" -lcuda ||
+gpu_compile "$repo/tests/gpu/buffers_job.cu" "$work/buffers_job" ||
   { echo "gpu-overhead: nvcc failed on buffers_job.cu" >&2; exit 1; }
 
 # run_one PROGRAM MODE REPEAT: one timed run; a line of $work/runs.tsv.
@@ -86,7 +85,7 @@ run_one() {
   esac
   rc=$?
   end=$(date +%s.%N)
-  printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$prog" "$mode" "$rc" "$(python3 -c "print(f'{$end - $start:.2f}')")" >>"$work/runs.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$prog" "$mode" "$rc" "$(seconds_between "$start" "$end")" >>"$work/runs.tsv"
 }
 
 modes=(none off msched)
@@ -108,7 +107,7 @@ done
 {
   echo "# What libmsched costs a job that fits: $device, $today"
   echo
-  echo "Written by \`scripts/gpu-overhead.sh\` (commit $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)). Device: $device, driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); $(python3 -c 'import torch, transformers; print("PyTorch", torch.__version__, "transformers", transformers.__version__)' 2>/dev/null || echo 'no PyTorch or transformers'); $(nproc) CPU cores. Raw logs: $work/logs."
+  echo "Written by \`scripts/gpu-overhead.sh\` (commit $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)). Device: $device, driver $driver; $(python3 -c 'import torch, transformers; print("PyTorch", torch.__version__, "transformers", transformers.__version__)' 2>/dev/null || echo 'no PyTorch or transformers'); $(nproc) CPU cores. Raw logs: $work/logs."
   echo
   python3 "$repo/tests/gpu/summarize_overhead.py" ${also[@]+"${also[@]}"} "$work"
 } >"$out.tmp" && mv "$out.tmp" "$out"

@@ -15,8 +15,8 @@ namespace msched {
 // One 2 MiB chunk of a managed allocation.
 struct ChunkState {
   uint32_t resident = 0;  // mask of resident units
-  // Units the current call needs; valid while `epoch` is the call's (see
-  // ResidencyPlanner::Need).
+  // Units the current plan's demand needs; valid while `epoch` is that
+  // plan's (see ResidencyPlanner::Need).
   uint32_t need = 0;
   UseHistory history;  // the launches that used it
   // The last launch that used it or, if later, the launch current when it
@@ -24,7 +24,7 @@ struct ChunkState {
   // for ordering its eviction after queued kernels. (A load is no use: it
   // leaves `history`, from which next uses are predicted, alone.)
   uint64_t last_touch = 0;
-  uint64_t epoch = 0;  // the call that last counted it (dedup)
+  uint64_t epoch = 0;  // the plan whose demand last counted it (dedup)
   // The working set (MemoryManager::TakeWorkingSet's generation) it was
   // last listed in: a stamp instead of a set, so that a launch's bookkeeping
   // touches only the chunk states it reads anyway.

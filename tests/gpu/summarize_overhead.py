@@ -85,11 +85,11 @@ def main():
     print("| program | figure | none | off | msched | off / none | msched / none | outputs |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for prog, (what, unit, _) in METRICS.items():
-        medians, spreads = {}, {}
+        medians, counts = {}, {}
         for mode in MODES:
             values = [r["figure"] for r in runs if r["prog"] == prog and r["mode"] == mode and r["figure"] is not None]
             medians[mode] = statistics.median(values) if values else None
-            spreads[mode] = len(values)
+            counts[mode] = len(values)
         ref = {r["rep"]: r["digest"] for r in runs if r["prog"] == prog and r["mode"] == "none"}
         mine = [r for r in runs if r["prog"] == prog and r["mode"] != "none"]
         if prog == "launches":
@@ -103,7 +103,7 @@ def main():
 
         def cell(mode):
             m = medians[mode]
-            return "failed" if m is None else f"{m:.3f} {unit} (n={spreads[mode]})"
+            return "failed" if m is None else f"{m:.3f} {unit} (n={counts[mode]})"
 
         def ratio(mode):
             if medians[mode] is None or not medians["none"]:

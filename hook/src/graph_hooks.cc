@@ -130,10 +130,11 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
       ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
   if (source == PredictionSource::kNone) return false;
   if (source == PredictionSource::kTemplate) k->tmpl->Evaluate(args, dims, &pred);
-  const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
-  if (!rule && pred.failed_regions() > 0) return false;
   {
     MutexLock lock(&rt.mu());
+    const uint32_t failed = FailuresInJobMemory(pred, rt.allocs());
+    const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, failed);
+    if (!rule && failed > 0) return false;
     CompletePrediction(args, rt.allocs(), source, rule, &rt.extents(), &pred);
   }
   spec->regions = pred.regions();

@@ -121,18 +121,23 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     case PredictionSource::kTemplate:
       if (k->tmpl != nullptr) k->tmpl->Evaluate(args, s.dims, &pred);
       c.launches_predicted->Add();
-      c.eval_failures->Add(pred.failed_regions());
       break;
     case PredictionSource::kPointers: c.launches_fallback->Add(); break;
     case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
     case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
-  std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, pred.failed_regions());
+  uint32_t failed = 0;  // regions that failed in the job's memory; rare, hence a lock of their own
+  if (pred.failed_regions() > 0) {
+    MutexLock lock(&rt.mu());
+    failed = FailuresInJobMemory(pred, rt.allocs());
+    c.eval_failures->Add(failed);
+  }
+  std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, failed);
   // Unpredicted, its data faults in; what its pointers reach is still the
   // job's to account for, keep within its budget and take back at a stop.
   const bool faulting = source == PredictionSource::kNone && args.layout() != nullptr;
   if (faulting) rule = PointerExtent::kToAllocationEnd;
-  if (source == PredictionSource::kNone || pred.failed_regions() > 0) ForgoReadMostly(rt);
+  if (source == PredictionSource::kNone || failed > 0) ForgoReadMostly(rt);
   if (rule || !pred.regions().empty()) {
     MutexLock lock(&rt.mu());
     CompletePrediction(args, rt.allocs(), source, rule, &rt.extents(), &pred);

@@ -49,6 +49,19 @@ void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* ou
   regions.resize(kept);
 }
 
+uint32_t FailuresInJobMemory(const Prediction& pred, const AllocationMap& allocs) {
+  const auto& bases = pred.failed_bases();
+  uint32_t failed = pred.failed_regions() - static_cast<uint32_t>(bases.size());  // no base: nothing to tell by
+  if (bases.empty() || allocs.count() == 0) return failed;
+  const ByteRange span = allocs.span();
+  for (const uint64_t base : bases) {
+    if (!span.Contains(base)) continue;  // garbage words mostly lie far outside: no lookup
+    const Allocation* a = allocs.Find(base);
+    if (a != nullptr && IsManaged(a->kind)) ++failed;
+  }
+  return failed;
+}
+
 const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* memo) {
   return source == PredictionSource::kPointers ? memo : nullptr;
 }

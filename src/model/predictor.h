@@ -47,6 +47,14 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const
 // start ends.
 void ClipToAllocations(const AllocationMap& allocs, size_t first, Prediction* out, ExtentMemo* learn);
 
+// How many of `pred`'s failed regions leave part of the launch's working
+// set unpredicted: each one whose base word could not be read, and each one
+// whose base points into a managed allocation. One whose base points into
+// none predicts nothing even when its extent evaluates (ClipToAllocations
+// drops it): in a list of tensors, the slots past the last one in use hold
+// stack garbage for pointer and size alike, and they need no fallback.
+uint32_t FailuresInJobMemory(const Prediction& pred, const AllocationMap& allocs);
+
 // How a launch's working set is predicted.
 enum class PredictionSource : uint8_t {
   kTemplate,          // its kernel's template, evaluated on the arguments
@@ -63,7 +71,7 @@ PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_tem
 
 // The pointer rule a launch predicted from `source` applies (under the
 // AllocationMap's lock, after any template evaluation): the two fallbacks'
-// own; for a template with `failed_regions` it could not evaluate, the
+// own; for a template with `failed_regions` that matter (FailuresInJobMemory), the
 // MSCHED_UNKNOWN=pointers fallback as well, so that what the template could
 // not say is still predicted; none otherwise.
 std::optional<PointerExtent> PointerRuleFor(PredictionSource source, UnknownPolicy unknown, uint32_t failed_regions);

@@ -123,19 +123,23 @@ void CompiledTemplate::Run(const Reader& read, const uint64_t* dims, Prediction*
       out->Add({ptr, ptr + std::min(kMaxRegionBytes, UINT64_MAX - ptr)}, r.mode);
       continue;
     }
-    uint64_t extent = 0;
-    if (!have_ptr || !Value(r.extent, read, dims, &extent)) {
+    if (!have_ptr) {
       out->CountFailure();
+      continue;
+    }
+    uint64_t extent = 0;
+    if (!Value(r.extent, read, dims, &extent)) {
+      out->CountFailure(ptr);
       continue;
     }
     const uint64_t base = ptr + static_cast<uint64_t>(r.base_offset);
     if (r.base_offset >= 0 ? base < ptr : base > ptr) {  // wrapped around
-      out->CountFailure();
+      out->CountFailure(ptr);
       continue;
     }
     if (r.kind != Region::Kind::kStrided) {
       if (base + extent < base) {
-        out->CountFailure();
+        out->CountFailure(ptr);
         continue;
       }
       out->Add({base, base + extent}, r.mode);
@@ -143,13 +147,13 @@ void CompiledTemplate::Run(const Reader& read, const uint64_t* dims, Prediction*
     }
     uint64_t count = 0, stride = 0;
     if (!Value(strided_[r.strided], read, dims, &count) || !Value(strided_[r.strided + 1], read, dims, &stride)) {
-      out->CountFailure();
+      out->CountFailure(ptr);
       continue;
     }
     if (count == 0 || extent == 0) continue;
     const __int128 last_end = static_cast<__int128>(count - 1) * stride + extent;
     if (last_end > static_cast<__int128>(kMaxRegionBytes) || base + static_cast<uint64_t>(last_end) < base) {
-      out->CountFailure();
+      out->CountFailure(ptr);
       continue;
     }
     // Pieces closer than a page merge once page-aligned; emit them as one.

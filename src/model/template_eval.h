@@ -47,6 +47,7 @@ class Prediction {
   explicit Prediction(uint64_t alignment = kPageSize) : alignment_(alignment) {}
   void Clear() {
     regions_.clear();
+    failed_bases_.clear();
     failed_regions_ = 0;
     enveloped_regions_ = 0;
   }
@@ -59,8 +60,19 @@ class Prediction {
   // Regions skipped because an argument was missing, arithmetic overflowed,
   // or the result was negative or absurd.
   uint32_t failed_regions() const { return failed_regions_; }
+  // The base pointers of those failed regions whose base word could be read
+  // (the others had none), in template order: whoever holds the allocation
+  // map can tell which of them lay in the job's memory
+  // (FailuresInJobMemory in model/predictor.h).
+  const std::vector<uint64_t>& failed_bases() const { return failed_bases_; }
   uint32_t enveloped_regions() const { return enveloped_regions_; }
+  // A region failed before its base pointer was known.
   void CountFailure() { ++failed_regions_; }
+  // The region based at pointer `base` (its base word's value) failed.
+  void CountFailure(uint64_t base) {
+    ++failed_regions_;
+    failed_bases_.push_back(base);
+  }
   void CountEnvelope() { ++enveloped_regions_; }
 
  private:
@@ -70,6 +82,7 @@ class Prediction {
 
   uint64_t alignment_;
   std::vector<PredictedRegion> regions_;
+  std::vector<uint64_t> failed_bases_;
   uint32_t failed_regions_ = 0;
   uint32_t enveloped_regions_ = 0;
 };

@@ -165,20 +165,22 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
     KernelReport& k = check.kernels[it->second.first];
     // As the hook predicts (launch_hooks.cc, model/predictor.h): the
     // template, teaching the memo; the fallback where there is none (from
-    // the memo's extents) or where one of its regions failed (to the
-    // allocations' ends). The check's predictions are exact to the byte
-    // where the hook's are page-aligned, so the ends it learns can be up to
-    // a page shorter than the hook's.
+    // the memo's extents) or where one of its regions failed in the job's
+    // memory (to the allocations' ends). The check's predictions are exact
+    // to the byte where the hook's are page-aligned, so the ends it learns
+    // can be up to a page shorter than the hook's.
     const AllocationMap& allocs = replay.At(*o.launch);
     Prediction p(/*alignment=*/1);
     if (t) t->Evaluate(o.args, o.launch->dims, &p);
     const PredictionSource source = t ? PredictionSource::kTemplate : PredictionSource::kPointers;
-    const std::optional<PointerExtent> rule = PointerRuleFor(source, UnknownPolicy::kPointers, p.failed_regions());
+    const uint32_t failed = FailuresInJobMemory(p, allocs);
+    const std::optional<PointerExtent> rule = PointerRuleFor(source, UnknownPolicy::kPointers, failed);
     CompletePrediction(o.args, allocs, source, rule, &learned, &p);
     RangeSet predicted;
     for (const PredictedRegion& r : p.regions()) predicted.Add(r.range);
     ++check.launches;
     if (!rule) ++check.template_launches;
+    if (failed > 0) ++k.failed_calls;
     const Accuracy a = Compare(predicted, o.touched);
     const Accuracy naive = Compare(o.naive, o.touched);
     ++k.calls;
@@ -200,23 +202,29 @@ std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::s
          "predicted the data there to reach, else to the end of its allocation), beside predicting whole "
          "allocations. " +
          std::to_string(c.template_launches) + " of " + std::to_string(c.launches) +
-         " launches predicted by a template. FN: touched but not predicted (each "
+         " launches predicted by a template. Failed: calls whose template had a region that did not evaluate "
+         "(they fall back to each pointer's allocation end). FN: touched but not predicted (each "
          "costs faults); FP: predicted but not touched (link bandwidth and HBM wasted). Blocks: the 2 MiB blocks "
          "each side covers, summed over launches.\n\n";
   out +=
-      "| kernel | template | calls | FN % blocks | FP % blocks | FN % bytes | FN % pages | FP % bytes | "
+      "| kernel | template | calls | failed | FN % blocks | FP % blocks | FN % bytes | FN % pages | FP % bytes | "
       "FP % pages | FN MB | FP MB | whole-alloc FN % | whole-alloc FP % |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  auto row = [&](const std::string& name, const std::string& kind, const std::string& calls, const Accuracy& a,
-                 const Accuracy& n) {
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto row = [&](const std::string& name, const std::string& kind, const std::string& calls, const std::string& failed,
+                 const Accuracy& a, const Accuracy& n) {
     char mb[64];
     std::snprintf(mb, sizeof mb, "%.1f | %.1f", a.fn_bytes / 1e6, a.fp_bytes / 1e6);
-    out += "| " + name + " | " + kind + " | " + calls + " | " + Pct(a.FnBlocksPct()) + " | " + Pct(a.FpBlocksPct()) +
-           " | " + Pct(a.FnBytesPct()) + " | " + Pct(a.FnPagesPct()) + " | " + Pct(a.FpBytesPct()) + " | " +
-           Pct(a.FpPagesPct()) + " | " + mb + " | " + Pct(n.FnBytesPct()) + " | " + Pct(n.FpBytesPct()) + " |\n";
+    out += "| " + name + " | " + kind + " | " + calls + " | " + failed + " | " + Pct(a.FnBlocksPct()) + " | " +
+           Pct(a.FpBlocksPct()) + " | " + Pct(a.FnBytesPct()) + " | " + Pct(a.FnPagesPct()) + " | " +
+           Pct(a.FpBytesPct()) + " | " + Pct(a.FpPagesPct()) + " | " + mb + " | " + Pct(n.FnBytesPct()) + " | " +
+           Pct(n.FpBytesPct()) + " |\n";
   };
-  for (const KernelReport& k : c.kernels) row(k.name, k.kind, std::to_string(k.calls), k.tmpl, k.naive);
-  row("**all kernels**", "", "", c.total, c.naive_total);
+  uint64_t failed = 0;
+  for (const KernelReport& k : c.kernels) {
+    row(k.name, k.kind, std::to_string(k.calls), std::to_string(k.failed_calls), k.tmpl, k.naive);
+    failed += k.failed_calls;
+  }
+  row("**all kernels**", "", "", std::to_string(failed), c.total, c.naive_total);
   return out;
 }
 
@@ -238,6 +246,7 @@ std::string CheckJson(const TemplateCheck& c) {
     e["name"] = k.name;
     e["template"] = k.kind;
     e["calls"] = k.calls;
+    e["failed_calls"] = k.failed_calls;
     j["kernels"].push_back(std::move(e));
   }
   j["total"] = figures(c.total);

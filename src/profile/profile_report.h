@@ -46,8 +46,9 @@ struct KernelReport {
   std::string reason;  // unpredictable: why; otherwise notes (seen once, held-out fit failed)
   uint64_t calls = 0;
   uint64_t heldout_calls = 0;
-  Accuracy tmpl;   // template, held-out calls
-  Accuracy naive;  // whole allocations, held-out calls
+  uint64_t failed_calls = 0;  // check: calls whose template had a region that did not evaluate
+  Accuracy tmpl;              // template, held-out calls
+  Accuracy naive;             // whole allocations, held-out calls
 };
 
 struct ProfileReport {
@@ -76,7 +77,7 @@ struct TemplateCheck {
 TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace);
 std::string FormatCheck(const TemplateCheck& check, const Trace& trace, const std::string& templates_name,
                         const std::string& trace_name);
-// The same figures as JSON: {"kernels":[{"name","template","calls",
+// The same figures as JSON: {"kernels":[{"name","template","calls","failed_calls",
 // "touched_bytes","predicted_bytes","fn_bytes","fp_bytes","touched_blocks",
 // "predicted_blocks","fn_blocks","fp_blocks"}...],"total":{the same
 // figures},"launches":{"total","template","fallback"}}.

@@ -349,6 +349,37 @@ TEST(HookProcessTest, AKernelWithoutATemplateReachesAsFarAsATemplatePredictedAtI
   EXPECT_EQ(predicted(false), (64u << 20) + (1u << 20)) << "the scale before anything was learned: to the end";
 }
 
+// A template region that fails to evaluate sends its launch to the pointer
+// fallback only when the region starts in the job's memory: in a list of
+// tensors, the slots past the last in use hold garbage (here the size word,
+// read as a pointer, with an extent that overflows), and predict nothing.
+TEST(HookProcessTest, AFailedTemplateRegionFallsBackOnlyWhenItStartsInTheJobsMemory) {
+  const std::string dir = testing::TempDir() + "failed_region_" + std::to_string(getpid());
+  ::mkdir(dir.c_str(), 0700);
+  const std::string workload = dir + "/fill.json";
+  std::ofstream(workload) << R"({"format": "msim-workload", "version": 1, "name": "failed_region",
+      "modules": [")" << Workload("kernels/basic.json")
+                          << R"("], "buffers": [{"name": "M", "size": "64M", "kind": "managed"}],
+      "steps": [{"op": "launch", "kernel": "fill_u32", "grid": [1024], "block": [256],
+                 "args": ["M", {"u32": 7}, "256K"]}, {"op": "sync"}], "checksum": ["M"]})";
+  auto predicted = [&](const char* failing_base, uint64_t failures) {
+    const std::string path = dir + "/fill_" + failing_base + ".templates.json";
+    std::ofstream(path) << R"({"format":"msched-templates","version":1,"kernels":[
+        {"name":"fill_u32","params":[[0,8],[8,4],[16,8]],
+         "regions":[{"base":"p0","kind":"linear","mode":"write","extent":{"coef":4,"factors":["p2"]}},
+                    {"base":")"
+                        << failing_base
+                        << R"(","kind":"linear","mode":"write","extent":{"coef":1099511627776,"factors":["p2"]}}]}]})";
+    const Outcome r = RunHooked({MSIM_RUN, workload}, {{"MSCHED_MODE", "msched"}, {"MSCHED_TEMPLATES", path}});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 1u);
+    EXPECT_EQ(U(r.hook, {"errors", "template_evaluation"}), failures);
+    return U(r.hook, {"bytes", "predicted"});
+  };
+  EXPECT_EQ(predicted("p2", 0), 1u << 20) << "the first region's 1 MiB alone";
+  EXPECT_EQ(predicted("p0", 1), (1u << 20) + (64u << 20)) << "and the fallback: to the allocation's end";
+}
+
 TEST(HookProcessTest, StatisticsCarryWhatTheIssueAsksFor) {
   const Outcome r = RunHooked({MSIM_RUN, Workload("llm_decode.json")}, {{"MSCHED_MODE", "msched"}});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -143,6 +143,25 @@ TEST(ClipToAllocationsTest, ARegionBelongsToTheBlockHoldingItsUnalignedStart) {
   EXPECT_EQ(learned.Find(0x400200, allocs.Find(0x400200)->id), 0x404000u);
 }
 
+// A list of tensors whose slots past the last in use hold garbage: a failed
+// region based there predicts nothing and needs no fallback; one based in
+// the job's memory, or with no base at all, does.
+TEST(FailuresInJobMemoryTest, OnlyFailedRegionsBasedInManagedMemoryOrUnreadableCount) {
+  PointerArgs a;
+  Prediction p;
+  EXPECT_EQ(FailuresInJobMemory(p, a.allocs), 0u);
+  p.CountFailure(0x7ffc29470900);  // a stack address
+  p.CountFailure(0);
+  p.CountFailure(0x300000);  // pinned: not msched's to prefetch
+  EXPECT_EQ(FailuresInJobMemory(p, a.allocs), 0u);
+  p.CountFailure(0x104000);  // inside managed A
+  p.CountFailure(0x200100);  // a pooled block
+  p.CountFailure();          // its base word could not be read
+  EXPECT_EQ(p.failed_regions(), 6u);
+  EXPECT_EQ(FailuresInJobMemory(p, a.allocs), 3u);
+  EXPECT_EQ(FailuresInJobMemory(p, AllocationMap()), 1u) << "with no allocations, only the unreadable one";
+}
+
 TEST(PointerRuleTest, FallbacksApplyTheirRuleAndATemplateFallsBackOnlyWhereItFailed) {
   using P = PredictionSource;
   EXPECT_EQ(PointerRuleFor(P::kPointers, UnknownPolicy::kPointers, 0), PointerExtent::kToAllocationEnd);

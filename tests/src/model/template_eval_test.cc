@@ -67,6 +67,7 @@ TEST(TemplateEvalTest, OverflowInProductFailsTheRegionOnly) {
   Prediction p;
   CompiledTemplate(t).Evaluate(ArgView::FromKernelParams(layout, params), {}, &p);
   EXPECT_EQ(p.failed_regions(), 1u);
+  EXPECT_EQ(p.failed_bases(), std::vector<uint64_t>{0x1000});  // where the failed region would have begun
   ASSERT_EQ(p.regions().size(), 1u);
   EXPECT_EQ(p.regions()[0].range, (ByteRange{0x900000, 0x902000}));
 }
@@ -179,14 +180,18 @@ void ReferenceTemplate(const KernelTemplate& t, const ArgView& args, const Launc
     }
     const std::optional<uint64_t> extent = ReferenceExpr(r.extent, args, dims);
     const __int128 base = ptr ? static_cast<__int128>(*ptr) + r.base_offset : -1;
-    if (!extent || base < 0 || base > kTop) {
+    if (!ptr) {
       out->CountFailure();
+      continue;
+    }
+    if (!extent || base < 0 || base > kTop) {
+      out->CountFailure(*ptr);
       continue;
     }
     const uint64_t b = static_cast<uint64_t>(base);
     if (r.kind != Region::Kind::kStrided) {
       if (base + *extent > kTop) {
-        out->CountFailure();
+        out->CountFailure(*ptr);
       } else {
         out->Add({b, b + *extent}, r.mode);
       }
@@ -195,13 +200,13 @@ void ReferenceTemplate(const KernelTemplate& t, const ArgView& args, const Launc
     const std::optional<uint64_t> count = ReferenceExpr(r.count, args, dims);
     const std::optional<uint64_t> stride = ReferenceExpr(r.stride, args, dims);
     if (!count || !stride) {
-      out->CountFailure();
+      out->CountFailure(*ptr);
       continue;
     }
     if (*count == 0 || *extent == 0) continue;
     const __int128 last_end = static_cast<__int128>(*count - 1) * *stride + *extent;
     if (last_end > static_cast<__int128>(kMaxRegionBytes) || base + last_end > kTop) {
-      out->CountFailure();
+      out->CountFailure(*ptr);
       continue;
     }
     const bool apart = *stride > *extent && *stride - *extent >= kPageSize;  // gaps of a page or more
@@ -306,8 +311,8 @@ std::string CompareOnRandomArguments(const KernelTemplate& t, int trials, std::m
     got.Clear();
     ReferenceTemplate(t, args, dims, &want);
     compiled.Evaluate(args, dims, &got);
-    bool same = want.failed_regions() == got.failed_regions() && want.enveloped_regions() == got.enveloped_regions() &&
-                want.regions().size() == got.regions().size();
+    bool same = want.failed_regions() == got.failed_regions() && want.failed_bases() == got.failed_bases() &&
+                want.enveloped_regions() == got.enveloped_regions() && want.regions().size() == got.regions().size();
     for (size_t i = 0; same && i < want.regions().size(); ++i) {
       same = want.regions()[i].range == got.regions()[i].range && want.regions()[i].mode == got.regions()[i].mode;
     }

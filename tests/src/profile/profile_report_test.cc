@@ -148,7 +148,8 @@ TEST(CheckTemplatesTest, TemplatesFittedOnDegenerateSizesShowTheirMissesAtFullSi
   EXPECT_EQ(good.kernels[0].tmpl.fn_bytes, 0u);
   EXPECT_EQ(good.kernels[0].tmpl.fp_bytes, 0u);
   const std::string text = FormatCheck(bad, full, "small.templates.json", "full.jsonl");
-  EXPECT_NE(text.find("| matvec | T2 | 2 | 83.33 | 0.00 | 98.44 |"), std::string::npos) << text;  // blocks, then bytes
+  EXPECT_NE(text.find("| matvec | T2 | 2 | 0 | 83.33 | 0.00 | 98.44 |"), std::string::npos)
+      << text;  // failed, blocks, bytes
   EXPECT_NE(text.find("2 of 3 launches predicted by a template"), std::string::npos) << text;
 }
 
@@ -170,6 +171,45 @@ TEST(CheckTemplatesTest, AKernelWithoutATemplateReachesAsFarAsATemplatePredicted
   EXPECT_EQ(c.kernels[1].kind, "fallback");
   EXPECT_EQ(c.kernels[1].tmpl.fn_bytes, 0u);
   EXPECT_EQ(c.kernels[1].tmpl.fp_bytes, 0u) << "not to the end of the 64 MiB allocation";
+}
+
+// PyTorch's foreach kernels take their tensors as a struct of 110 pointer
+// slots and 110 counts; past the last slot in use both hold stack garbage.
+// A region there that fails to evaluate is no failure; one whose pointer
+// lies in an allocation is, and its launch falls back.
+TEST(CheckTemplatesTest, AFailedRegionCountsOnlyWhenItsPointerIsInTheJobsMemory) {
+  KernelTemplate t;
+  t.name = "list";
+  t.layout = {{0, 16}, {16, 16}};  // two pointer slots, then two counts
+  for (uint16_t slot = 0; slot < 2; ++slot) {
+    Region r;
+    r.base = {0, static_cast<uint16_t>(8 * slot), 8};
+    r.kind = Region::Kind::kLinear;
+    r.extent = {4, 1, {Factor{Factor::Kind::kArg, {1, static_cast<uint16_t>(8 * slot), 8}}}, 0};
+    t.regions.push_back(r);
+  }
+  TemplateFile templates;
+  templates.kernels.push_back(t);
+  auto trace = [&](uint64_t second_slot) {
+    const uint64_t slots[2] = {kA, second_slot}, counts[2] = {1024, UINT64_MAX};
+    TraceBuilder b;
+    b.Alloc(kA, kSize);
+    b.LaunchBytes("list", {tracetest::Bytes(slots), tracetest::Bytes(counts)}, {Write(kA, kA + 4096)});
+    return b.trace();
+  };
+  const Trace garbage = trace(0x7ffc29470900);
+  const TemplateCheck c = CheckTemplates(templates, garbage);
+  ASSERT_EQ(c.kernels.size(), 1u);
+  EXPECT_EQ(c.kernels[0].failed_calls, 0u);
+  EXPECT_EQ(c.template_launches, 1u);
+  EXPECT_EQ(c.total.fp_bytes, 0u) << "not to the end of the allocation";
+  const TemplateCheck stale = CheckTemplates(templates, trace(kA + 8192));
+  EXPECT_EQ(stale.kernels[0].failed_calls, 1u);
+  EXPECT_EQ(stale.template_launches, 0u);
+  EXPECT_GT(stale.total.fp_bytes, 0u) << "the fallback's, to the end of the allocation";
+  const std::string text = FormatCheck(stale, garbage, "t.json", "t.trace");
+  EXPECT_NE(text.find("| list | T2 | 1 | 1 |"), std::string::npos) << text;
+  EXPECT_NE(CheckJson(stale).find("\"failed_calls\": 1"), std::string::npos);
 }
 
 }  // namespace

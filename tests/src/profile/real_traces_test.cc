@@ -185,7 +185,9 @@ TEST(RealTracesTest, BothSizesFittedTogetherPredictEach) {
 }
 
 // The templates every job loads (templates/, fitted from all five traces)
-// predict each program.
+// predict each program, every launch by its template: none falls back, not
+// even the optimizer's foreach kernels, whose unused tensor slots hold
+// garbage.
 TEST(RealTracesTest, ShippedTemplatesPredictEveryProgram) {
   const TemplateLoadResult shipped = LoadTemplatesFile(MSCHED_SHIPPED_TEMPLATES);
   ASSERT_TRUE(shipped.problems.empty()) << shipped.problems[0].ToString();
@@ -193,7 +195,7 @@ TEST(RealTracesTest, ShippedTemplatesPredictEveryProgram) {
   for (const char* name : {kLlamaSmall, kLlamaLarge, kResnet, kTrainer256, kTrainer512}) {
     LOAD_OR_SKIP(trace, name);
     std::printf("shipped templates on %s:\n", name);
-    Expect(ScoreOn(shipped.templates, *trace), {});
+    Expect(ScoreOn(shipped.templates, *trace), {.template_pct = 100.0});
   }
 }
 

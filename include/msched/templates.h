@@ -14,6 +14,9 @@
 //        {"base": "p2", "kind": "strided", "mode": "write",
 //         "count": {"factors": ["p3"]}, "stride": 4096, "extent": 512},
 //        {"base": "p1", "kind": "rest", "mode": "read"}]}]}
+// A region may name the slot of a list it is for (ListSlot below):
+//        {"base": "p0+64", "kind": "linear", "extent": {...},
+//         "list": {"slot": 8, "slot_of_block": "p0+1760"}}
 #pragma once
 
 #include <cstdint>
@@ -56,6 +59,20 @@ struct LinearExpr {
   bool operator==(const LinearExpr&) const = default;
 };
 
+// The slot of a list that a region is for, when the kernel's blocks walk a
+// list of tensors in order (PyTorch's TensorListMetadata: an array of
+// pointer slots, and a byte per block naming the slot that block works on,
+// never decreasing). A launch uses the slots up to its last block's,
+// slot_of_block[grid.x - 1]; the slots past it hold whatever an earlier
+// launch left there, so the region applies only while `slot` is at most
+// that byte. Where the byte cannot be read the region applies.
+struct ListSlot {
+  uint16_t slot = 0;
+  ArgRef slot_of_block;  // the byte array's first byte (`width` unused)
+
+  bool operator==(const ListSlot&) const = default;
+};
+
 // A region starts at an argument word holding a pointer (plus a constant
 // offset); its extent follows one of the three template kinds.
 struct Region {
@@ -75,6 +92,7 @@ struct Region {
   LinearExpr count;   // kStrided only
   LinearExpr stride;  // kStrided only
   AccessMode mode = AccessMode::kReadWrite;
+  std::optional<ListSlot> list;  // the list slot it is for, if any
 
   bool operator==(const Region&) const = default;
 };

@@ -59,6 +59,17 @@ bool CompiledTemplate::Product(const Expr& e, const Reader& read, const uint64_t
   return true;
 }
 
+template <typename Reader>
+uint32_t CompiledTemplate::LastSlot(int32_t list, const Reader& read, const uint64_t* dims) const {
+  const ListArray& a = lists_[static_cast<size_t>(list)];
+  if (dims[0] == 0 || dims[0] > a.length) return UINT32_MAX;  // no block, or past the array: nothing to tell by
+  ArgSlot last = a.first;
+  last.buffer_offset += dims[0] - 1;
+  last.offset = static_cast<uint16_t>(last.offset + dims[0] - 1);  // < the parameter's size, itself < 2^16
+  uint64_t slot = 0;
+  return read(last, &slot) ? static_cast<uint32_t>(slot) : UINT32_MAX;
+}
+
 CompiledTemplate::CompiledTemplate(KernelTemplate t) : source_(std::move(t)) {
   steps_.reserve(source_.regions.size());
   for (const Region& r : source_.regions) {
@@ -67,6 +78,19 @@ CompiledTemplate::CompiledTemplate(KernelTemplate t) : source_(std::move(t)) {
     s.base_offset = r.base_offset;
     s.kind = r.kind;
     s.mode = r.mode;
+    if (r.list && r.list->slot_of_block.param < source_.layout.size()) {
+      const ArgRef& a = r.list->slot_of_block;
+      const ParamInfo& p = source_.layout[a.param];
+      if (a.offset < p.size && p.size <= UINT16_MAX) {
+        const ListArray array{{uint64_t{p.offset} + a.offset, a.param, a.offset, 1}, p.size - a.offset};
+        auto same = std::find_if(lists_.begin(), lists_.end(), [&](const ListArray& l) {
+          return l.first.param == a.param && l.first.offset == a.offset;
+        });
+        s.list = static_cast<int32_t>(same - lists_.begin());
+        if (same == lists_.end()) lists_.push_back(array);
+        s.list_slot = r.list->slot;
+      }
+    }
     if (r.kind == Region::Kind::kRest) {  // its extent is never evaluated
       steps_.push_back(s);
       continue;
@@ -116,7 +140,13 @@ CompiledTemplate::Expr CompiledTemplate::Compile(const LinearExpr& e) {
 
 template <typename Reader>
 void CompiledTemplate::Run(const Reader& read, const uint64_t* dims, Prediction* out) const {
+  int32_t list = -1;  // the list array whose last slot was read last: a list's regions share it
+  uint32_t last_slot = 0;
   for (const Step& r : steps_) {
+    if (r.list >= 0) {
+      if (r.list != list) list = r.list, last_slot = LastSlot(list, read, dims);
+      if (r.list_slot > last_slot) continue;  // a slot past the launch's last block's
+    }
     uint64_t ptr = 0;
     const bool have_ptr = read(r.base, &ptr);
     if (have_ptr && r.kind == Region::Kind::kRest) {  // cut at its allocation's end by whoever holds the map

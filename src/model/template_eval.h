@@ -90,7 +90,9 @@ class Prediction {
 // A KernelTemplate in the form the launch path evaluates. Expressions mean
 // what templates.h says (checked 64-bit arithmetic; a missing argument,
 // an intermediate magnitude past 2^62, or a result outside
-// [0, kMaxRegionBytes] fails the region, which is counted and skipped).
+// [0, kMaxRegionBytes] fails the region, which is counted and skipped). A
+// region for a list slot the launch does not use is skipped, and is no
+// failure.
 // Example:
 //   const CompiledTemplate t(std::move(kernel_template));
 //   t.Evaluate(ArgView::FromKernelParams(t.source().layout, params), dims, &prediction);
@@ -138,6 +140,16 @@ class CompiledTemplate {
     uint32_t strided = 0;  // kStrided: its count is strided_[strided], its stride the next
     Region::Kind kind = Region::Kind::kFixed;
     AccessMode mode = AccessMode::kReadWrite;
+    // A list slot's region (ListSlot): its array in lists_ (-1: none, or
+    // one that can never be read) and its slot.
+    int32_t list = -1;
+    uint16_t list_slot = 0;
+  };
+  // A ListSlot's slot_of_block: its first byte, read 1 byte wide, and the
+  // bytes from it to its parameter's end. One per distinct array.
+  struct ListArray {
+    ArgSlot first;
+    uint32_t length = 0;
   };
 
   // `e` with its words resolved against source_.layout (its operands
@@ -149,6 +161,10 @@ class CompiledTemplate {
   void Run(const Reader& read, const uint64_t* dims, Prediction* out) const;
   template <typename Reader>
   bool Value(const Expr& e, const Reader& read, const uint64_t* dims, uint64_t* out) const;
+  // The last block's slot in list array `list` (UINT32_MAX when it cannot
+  // be read: every slot applies).
+  template <typename Reader>
+  uint32_t LastSlot(int32_t list, const Reader& read, const uint64_t* dims) const;
   template <typename Reader>
   bool Product(const Expr& e, const Reader& read, const uint64_t* dims, uint64_t* out) const;  // kGeneral
 
@@ -156,6 +172,7 @@ class CompiledTemplate {
   std::vector<Step> steps_;
   std::vector<Operand> operands_;
   std::vector<Expr> strided_;
+  std::vector<ListArray> lists_;
 };
 
 }  // namespace msched

@@ -45,6 +45,7 @@ class EntryParser {
   // Expr of the member `key`, which must be there, as field `field`.
   Result<LinearExpr> RequiredExpr(const json& j, const char* key, const ParamLayout& layout, const std::string& f);
   Result<AccessMode> Mode(const json& j, const std::string& field);
+  Result<ListSlot> List(const json& j, const ParamLayout& layout, const std::string& f);
   Result<Region> ParseRegion(const json& j, const ParamLayout& layout, const std::string& f);
 
   std::string field_;
@@ -197,6 +198,25 @@ Result<AccessMode> EntryParser::Mode(const json& j, const std::string& field) {
   return Fail(field, "'" + *s + "' is not read, write or readwrite");
 }
 
+Result<ListSlot> EntryParser::List(const json& j, const ParamLayout& layout, const std::string& f) {
+  if (!j.is_object()) return Fail(f, "must be an object");
+  ListSlot list;
+  Result<const json*> slot_field = Require(j, "slot", f + ".");
+  if (!slot_field.ok()) return slot_field.status();
+  Result<int64_t> slot = GetInt(**slot_field, f + ".slot", 0, UINT8_MAX);  // the bytes name slots 0-255
+  if (!slot.ok()) return slot.status();
+  list.slot = static_cast<uint16_t>(*slot);
+  Result<const json*> array_field = Require(j, "slot_of_block", f + ".");
+  if (!array_field.ok()) return array_field.status();
+  Result<std::string> array_text = GetString(**array_field, f + ".slot_of_block");
+  if (!array_text.ok()) return array_text.status();
+  std::optional<ArgRef> array = ParseArgRef(*array_text);
+  if (!array || array->width != 8) return Fail(f + ".slot_of_block", "'" + *array_text + "' is not pN[+off]");
+  MSCHED_RETURN_IF_ERROR(CheckArgRef(*array, layout, f + ".slot_of_block"));
+  list.slot_of_block = *array;
+  return list;
+}
+
 Result<Region> EntryParser::ParseRegion(const json& j, const ParamLayout& layout, const std::string& f) {
   if (!j.is_object()) return Fail(f, "must be an object");
   Region r;
@@ -221,6 +241,11 @@ Result<Region> EntryParser::ParseRegion(const json& j, const ParamLayout& layout
     Result<AccessMode> mode = Mode(*it, f + ".mode");
     if (!mode.ok()) return mode.status();
     r.mode = *mode;
+  }
+  if (auto it = j.find("list"); it != j.end()) {
+    Result<ListSlot> list = List(*it, layout, f + ".list");
+    if (!list.ok()) return list.status();
+    r.list = *list;
   }
   Result<const json*> kind_field = Require(j, "kind", f + ".");
   if (!kind_field.ok()) return kind_field.status();
@@ -416,6 +441,9 @@ std::string SerializeTemplates(const TemplateFile& file) {
       json jr = {{"base", ArgRefToString(r.base)}, {"kind", RegionKindName(r.kind)}, {"mode", AccessModeName(r.mode)}};
       if (r.kind != Region::Kind::kRest) jr["extent"] = ExprToJson(r.extent);
       if (r.base_offset != 0) jr["offset"] = r.base_offset;
+      if (r.list) {
+        jr["list"] = {{"slot", r.list->slot}, {"slot_of_block", ArgRefToString(r.list->slot_of_block)}};
+      }
       if (r.kind == Region::Kind::kStrided) {
         jr["count"] = ExprToJson(r.count);
         jr["stride"] = ExprToJson(r.stride);

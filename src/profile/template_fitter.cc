@@ -1,6 +1,7 @@
 #include "profile/template_fitter.h"
 
 #include "model/predictor.h"
+#include "profile/list_slots.h"
 #include "profile/rounded_fit.h"
 
 #include <algorithm>
@@ -405,7 +406,11 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
   }
   // Exact ranges (the simulator) from here on; CUPTI's rounded ones are
   // fitted by rounded_fit.h.
-  if (precision > 1) return FitRoundedKernel(obs, precision, std::move(fit));
+  if (precision > 1) {
+    fit = FitRoundedKernel(obs, precision, std::move(fit));
+    if (fit.predictable) GuardListSlots(obs, precision, &fit.tmpl);
+    return fit;
+  }
   std::vector<FactorValues> fixed_sizes;
   const std::vector<FactorValues> candidates = CandidateFactors(obs, &fixed_sizes, /*keep_constant=*/false);
   std::set<ArgRef> bases;
@@ -485,6 +490,7 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
     fit.tmpl.regions.push_back(std::move(region));
   }
   fit.predictable = true;
+  GuardListSlots(obs, precision, &fit.tmpl);
   return fit;
 }
 

@@ -132,6 +132,44 @@ TEST(TemplateEvalTest, MissingArgumentFailsRegion) {
   EXPECT_EQ(p.failed_regions(), 1u);
 }
 
+// A struct of three pointer slots, then a block-to-slot byte per block (as
+// PyTorch's TensorListMetadata): a launch of two blocks on slots 0 and 1
+// leaves slot 2's stale pointer unused, and its region is skipped, without
+// counting as a failure.
+TEST(TemplateEvalTest, AListSlotPastTheLastBlocksIsSkipped) {
+  struct Meta {
+    uint64_t slot[3];
+    uint8_t slot_of_block[4];
+  } meta{{0x100000, 0x200000, 0x300000}, {0, 1, 7, 7}};
+  const ParamLayout layout = {{0, sizeof(Meta)}};
+  KernelTemplate t{"list", layout, {}, {}, 0};
+  for (uint16_t slot = 0; slot < 3; ++slot) {
+    Region r;
+    r.kind = Region::Kind::kFixed;
+    r.base = {0, static_cast<uint16_t>(8 * slot), 8};
+    r.extent = LinearExpr::Constant(4096);
+    r.list = ListSlot{slot, {0, 24, 8}};
+    t.regions.push_back(r);
+  }
+  const CompiledTemplate compiled(t);
+  void* params[] = {&meta};
+  auto bases = [&](uint32_t blocks) {
+    LaunchDims dims;
+    dims.grid[0] = blocks;
+    Prediction p;
+    compiled.Evaluate(ArgView::FromKernelParams(layout, params), dims, &p);
+    EXPECT_EQ(p.failed_regions(), 0u);
+    std::vector<uint64_t> out;
+    for (const PredictedRegion& r : p.regions()) out.push_back(r.range.begin);
+    return out;
+  };
+  EXPECT_EQ(bases(2), (std::vector<uint64_t>{0x100000, 0x200000})) << "the last block works on slot 1";
+  EXPECT_EQ(bases(1), (std::vector<uint64_t>{0x100000}));
+  EXPECT_EQ(bases(3), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000})) << "a byte past the slots: all apply";
+  EXPECT_EQ(bases(5), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000})) << "past the struct: all apply";
+  EXPECT_EQ(bases(0), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000}));
+}
+
 TEST(TemplateEvalTest, BaseOffsetWrapIsRejected) {
   const ParamLayout layout = {{0, 8}};
   Region r;
@@ -170,9 +208,20 @@ std::optional<uint64_t> ReferenceExpr(const LinearExpr& e, const ArgView& args, 
   return static_cast<uint64_t>(acc);
 }
 
+// Whether a list slot's region applies: the byte of its array at the last
+// block (grid.x - 1), when that lies in its parameter, is at least its slot.
+bool ReferenceSlotInUse(const Region& r, const ArgView& args, const LaunchDims& dims) {
+  if (!r.list || dims.grid[0] == 0) return true;
+  const ArgRef& a = r.list->slot_of_block;
+  const uint8_t* bytes = args.ParamBytes(a.param);
+  if (bytes == nullptr || uint64_t{a.offset} + dims.grid[0] - 1 >= (*args.layout())[a.param].size) return true;
+  return r.list->slot <= bytes[a.offset + dims.grid[0] - 1];
+}
+
 void ReferenceTemplate(const KernelTemplate& t, const ArgView& args, const LaunchDims& dims, Prediction* out) {
   constexpr __int128 kTop = UINT64_MAX;
   for (const Region& r : t.regions) {
+    if (!ReferenceSlotInUse(r, args, dims)) continue;
     const std::optional<uint64_t> ptr = args.Read(r.base);
     if (ptr && r.kind == Region::Kind::kRest) {
       out->Add({*ptr, *ptr + std::min(kMaxRegionBytes, UINT64_MAX - *ptr)}, r.mode);
@@ -282,6 +331,7 @@ KernelTemplate RandomTemplate(std::mt19937_64& rng) {
       r.stride = rng() % 2 ? LinearExpr::Constant(pick({100, 4096, 65536, 1 << 20})) : expr();
     }
     r.mode = static_cast<AccessMode>(1 + rng() % 3);
+    if (rng() % 3 == 0) r.list = ListSlot{static_cast<uint16_t>(rng() % 8), word()};
     t.regions.push_back(std::move(r));
   }
   return t;
@@ -306,6 +356,7 @@ std::string CompareOnRandomArguments(const KernelTemplate& t, int trials, std::m
                                           : ArgView::FromKernelParams(t.layout, params.data());
     LaunchDims dims;
     for (uint32_t& d : dims.grid) d = static_cast<uint32_t>(RandomValue(rng));
+    if (trial % 2 == 1) dims.grid[0] = static_cast<uint32_t>(rng() % 48);  // within a list's array
     for (uint32_t& d : dims.block) d = static_cast<uint32_t>(RandomValue(rng));
     want.Clear();
     got.Clear();

@@ -22,7 +22,7 @@ constexpr const char* kGood = R"({
        {"base": "p0", "offset": 128, "kind": "fixed", "mode": "readwrite", "extent": 65536},
        {"base": "p0+8", "kind": "strided", "mode": "read",
         "count": {"factors": ["p1"]}, "stride": {"coef": 2, "factors": ["grid.x", "block.x"], "add": 64},
-        "extent": {"add": 4096}}]}
+        "extent": {"add": 4096}, "list": {"slot": 1, "slot_of_block": "p0+16"}}]}
   ],
   "unpredictable": [{"name": "gather", "reason": "base read from memory"}]
 })";
@@ -51,6 +51,8 @@ TEST(TemplateJsonTest, ParsesAllThreeKinds) {
   EXPECT_EQ(kv.regions[1].extent, LinearExpr::Constant(4096));
   EXPECT_EQ(kv.regions[1].stride.factors[0].kind, Factor::Kind::kGridX);
   EXPECT_EQ(kv.regions[1].stride.add, 64);
+  EXPECT_FALSE(kv.regions[0].list.has_value());
+  EXPECT_EQ(kv.regions[1].list, (ListSlot{1, {0, 16, 8}}));
   ASSERT_EQ(r.templates.unpredictable.size(), 1u);
   EXPECT_EQ(r.templates.unpredictable[0].reason, "base read from memory");
 }
@@ -154,6 +156,18 @@ INSTANTIATE_TEST_SUITE_P(
             "FixedWithFactors",
             R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"fixed","extent":{"factors":["p0"]}}]})",
             "regions[0].extent"},
+        BrokenCase{
+            "ListSlotPastAByte",
+            R"({"name":"bad","params":[[0,24]],"regions":[{"base":"p0","kind":"fixed","extent":1,"list":{"slot":256,"slot_of_block":"p0+16"}}]})",
+            "regions[0].list.slot"},
+        BrokenCase{
+            "ListArrayOutsideTheLayout",
+            R"({"name":"bad","params":[[0,24]],"regions":[{"base":"p0","kind":"fixed","extent":1,"list":{"slot":1,"slot_of_block":"p0+24"}}]})",
+            "regions[0].list.slot_of_block"},
+        BrokenCase{
+            "ListWithoutArray",
+            R"({"name":"bad","params":[[0,24]],"regions":[{"base":"p0","kind":"fixed","extent":1,"list":{"slot":1}}]})",
+            "regions[0].list.slot_of_block"},
         BrokenCase{"UnknownEntryVersion", R"({"name":"bad","version":7,"params":[[0,8]],"regions":[]})", "version"},
         BrokenCase{"NoParams", R"({"name":"bad","regions":[]})", "params"}),
     [](const ::testing::TestParamInfo<BrokenCase>& p) { return std::string(p.param.name); });

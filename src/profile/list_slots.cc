@@ -98,7 +98,8 @@ std::vector<Candidate> Candidates(const std::vector<const Observation*>& obs, ui
 
 // The members under the array at `array`: the candidates before it, on
 // 8-byte steps from the lowest.
-std::vector<Member> Members(const std::vector<Candidate>& candidates, uint32_t array, const std::vector<uint8_t>& last) {
+std::vector<Member> Members(const std::vector<Candidate>& candidates, uint32_t array,
+                            const std::vector<uint8_t>& last) {
   std::vector<Member> members;
   for (const Candidate& c : candidates) {
     if (c.offset + 8 > array) break;
@@ -122,10 +123,10 @@ std::vector<Member> Members(const std::vector<Candidate>& candidates, uint32_t a
 
 // The best guard found so far for one parameter.
 struct Choice {
-  uint64_t untouched_skipped = 0;  // (region, launch) pairs skipped that show nothing touched
-  uint64_t blurred_skipped = 0;    // and those whose evidence is blurred
-  uint32_t array = 0;              // the byte array's offset in the parameter
-  uint32_t slots = 0;              // slots per pointer array
+  uint64_t untouched_skipped = 0;                   // (region, launch) pairs skipped that show nothing touched
+  uint64_t blurred_skipped = 0;                     // and those whose evidence is blurred
+  uint32_t array = 0;                               // the byte array's offset in the parameter
+  uint32_t slots = 0;                               // slots per pointer array
   std::vector<std::pair<size_t, uint16_t>> guards;  // region, slot
 
   // Skips the most regions that nothing touched, the fewest that something

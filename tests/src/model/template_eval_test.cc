@@ -140,7 +140,7 @@ TEST(TemplateEvalTest, AListSlotPastTheLastBlocksIsSkipped) {
   struct Meta {
     uint64_t slot[3];
     uint8_t slot_of_block[4];
-  } meta{{0x100000, 0x200000, 0x300000}, {0, 1, 7, 7}};
+  } meta{{0x100000, 0x200000, 0x300000}, {0, 1, 7, 7}};  // 32 bytes: 4 of padding after the map
   const ParamLayout layout = {{0, sizeof(Meta)}};
   KernelTemplate t{"list", layout, {}, {}, 0};
   for (uint16_t slot = 0; slot < 3; ++slot) {
@@ -166,7 +166,7 @@ TEST(TemplateEvalTest, AListSlotPastTheLastBlocksIsSkipped) {
   EXPECT_EQ(bases(2), (std::vector<uint64_t>{0x100000, 0x200000})) << "the last block works on slot 1";
   EXPECT_EQ(bases(1), (std::vector<uint64_t>{0x100000}));
   EXPECT_EQ(bases(3), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000})) << "a byte past the slots: all apply";
-  EXPECT_EQ(bases(5), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000})) << "past the struct: all apply";
+  EXPECT_EQ(bases(9), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000})) << "past the struct: all apply";
   EXPECT_EQ(bases(0), (std::vector<uint64_t>{0x100000, 0x200000, 0x300000}));
 }
 

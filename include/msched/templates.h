@@ -43,7 +43,7 @@ struct Factor {
 
   bool operator==(const Factor&) const = default;
 };
-inline constexpr size_t kMaxFactors = 3;
+inline constexpr size_t kMaxFactors = 4;  // a convolution's filter: K * C * R * S
 
 // value = coef * (product of factors) / div + add, in checked 64-bit integer
 // arithmetic. With no factors the product is 1, so {coef 0, add S} and

@@ -18,6 +18,10 @@ constexpr size_t kMaxFitLaunches = 256;
 // dimensions): all of them for one word.
 constexpr size_t kPairCandidates = 40;
 constexpr size_t kTripleCandidates = 20;
+// Products of four words (a convolution's filter, K * C * R * S) are
+// searched only for a base nothing simpler explains, over fewer candidates:
+// four words fit noise too readily to compete with fewer.
+constexpr size_t kQuadCandidates = 16;
 constexpr int64_t kMaxDivisor = 1024;
 // A rule may leave one launch in this many unexplained: the driver sometimes
 // migrates a neighbouring tensor's pages with the region's (no argument
@@ -253,6 +257,16 @@ KernelFit FitRoundedKernel(const std::vector<const Observation*>& all, uint64_t 
       }
     }
     search.TryConstant();
+    if (search.best().empty()) {
+      const size_t quads = std::min(distinct.size(), kQuadCandidates);
+      for (size_t i = 0; i < quads; ++i) {
+        for (size_t j = i; j < quads; ++j) {
+          for (size_t k = j; k < quads; ++k) {
+            for (size_t l = k; l < quads; ++l) search.TryProduct(product({i, j, k, l}), rows);
+          }
+        }
+      }
+    }
     Region region;
     region.base = base;
     region.mode = static_cast<AccessMode>(mode ? mode : 1);

@@ -8,10 +8,12 @@
 // byte beyond what migrated). Among the rules that do, the one closest to the
 // migrated pages wins, then a rule over argument words before a constant (a
 // size word that held one value in the profile still extrapolates to other
-// sizes), then fewer factors, then a whole-number coefficient. A base whose
-// extent no rule explains (a product of four sizes, a data-dependent
-// length) gets a region to the end of its allocation, the fallback's rule,
-// so that its kernel's other regions are still predicted exactly.
+// sizes), then fewer factors, then a whole-number coefficient. Products of
+// four words (a convolution's filter) are tried only for a base that
+// nothing simpler explains. A base whose extent no rule explains (a
+// data-dependent length) gets a region to the end of its allocation, the
+// fallback's rule, so that its kernel's other regions are still predicted
+// exactly.
 // Pure functions; thread-safe. Used by template_fitter.cc.
 #pragma once
 

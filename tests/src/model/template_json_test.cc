@@ -145,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
             "regions[0].extent.div"},
         BrokenCase{
             "TooManyFactors",
-            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p0","p0","p0","p0"]}}]})",
+            R"({"name":"bad","params":[[0,8]],"regions":[{"base":"p0","kind":"linear","extent":{"factors":["p0","p0","p0","p0","p0"]}}]})",
             "regions[0].extent.factors"},
         BrokenCase{"ParamTooLarge", R"({"name":"bad","params":[[0,99999]],"regions":[]})", "params[0].size"},
         // structure

@@ -120,6 +120,30 @@ TEST(RoundedFitTest, AnExtentNoRuleExplainsRunsToTheEndOfItsAllocation) {
   EXPECT_EQ(out.regions()[1].range, (ByteRange{kB + 4096, kB + kSize}));
 }
 
+// A convolution's filter holds K * C * R * S floats: no product of three
+// of its arguments explains it, four do.
+TEST(RoundedFitTest, AConvolutionsFilterIsAProductOfFourSizes) {
+  struct Conv {
+    uint64_t filter;
+    uint32_t k, c, r, s;
+  };
+  TraceBuilder b(kPage);
+  b.Alloc(kB, kSize);
+  const std::array<std::array<uint32_t, 4>, 6> shapes = {
+      {{512, 256, 3, 3}, {1024, 512, 1, 1}, {768, 384, 3, 3}, {256, 1024, 5, 5}, {2048, 512, 1, 1}, {640, 640, 3, 3}}};
+  for (const auto& [k, c, r, s] : shapes) {
+    const Conv conv{kB, k, c, r, s};
+    b.LaunchBytes("conv", {Bytes(conv)}, {Read(kB, PageUp(kB + 4ull * k * c * r * s))});
+  }
+  const KernelFit fit = FitAll(b.trace());
+  ASSERT_TRUE(fit.predictable) << fit.reason;
+  ASSERT_EQ(fit.tmpl.regions.size(), 1u);
+  EXPECT_EQ(fit.tmpl.regions[0].kind, Region::Kind::kLinear) << "not to the end of its allocation";
+  EXPECT_EQ(fit.tmpl.regions[0].extent.factors.size(), 4u);
+  const Conv larger{kB, 4096, 2048, 3, 3};
+  EXPECT_EQ(Predicted(fit.tmpl, {Bytes(larger)}), 4ull * 4096 * 2048 * 3 * 3);
+}
+
 TEST(RoundedFitTest, OneLaunchInEightMayBringANeighboursPagesAlong) {
   TraceBuilder b(kPage);
   b.Alloc(kA, kSize);

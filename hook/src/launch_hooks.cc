@@ -126,7 +126,10 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     case PredictionSource::kWholeAllocations: c.launches_whole_allocation->Add(); break;
     case PredictionSource::kNone: c.launches_unknown->Add(); break;
   }
-  uint32_t failed = 0;  // regions that failed in the job's memory; rare, hence a lock of their own
+  // Regions that failed in the job's memory. Failures are not the common
+  // path (a template's garbage slots are list slots, skipped), so they take a
+  // lock of their own rather than lengthen the common path's.
+  uint32_t failed = 0;
   if (pred.failed_regions() > 0) {
     MutexLock lock(&rt.mu());
     failed = FailuresInJobMemory(pred, rt.allocs());

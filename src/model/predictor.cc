@@ -3,6 +3,18 @@
 #include <algorithm>
 
 namespace msched {
+namespace {
+
+// The managed allocation holding `ptr`, or null. `span` is allocs.span():
+// a word outside it (a size, a stride, stack garbage) is turned away
+// without a lookup.
+const Allocation* ManagedAt(const AllocationMap& allocs, const ByteRange& span, uint64_t ptr) {
+  if (!span.Contains(ptr)) return nullptr;
+  const Allocation* a = allocs.Find(ptr);
+  return a != nullptr && IsManaged(a->kind) ? a : nullptr;
+}
+
+}  // namespace
 
 void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const ExtentMemo* learned,
                          PointerExtent extent, Prediction* out) {
@@ -14,9 +26,8 @@ void PredictFromPointers(const ArgView& args, const AllocationMap& allocs, const
     const uint32_t size = (*layout)[p].size;
     for (uint32_t off = 0; off + 8 <= size && off <= UINT16_MAX; off += 8) {
       std::optional<uint64_t> v = args.Read({static_cast<uint16_t>(p), static_cast<uint16_t>(off), 8});
-      if (!v || !span.Contains(*v)) continue;
-      const Allocation* a = allocs.Find(*v);
-      if (a == nullptr || !IsManaged(a->kind)) continue;
+      const Allocation* a = v ? ManagedAt(allocs, span, *v) : nullptr;
+      if (a == nullptr) continue;
       ByteRange r = extent == PointerExtent::kWholeAllocation ? a->range() : ByteRange{*v, a->range().end};
       if (extent == PointerExtent::kToAllocationEnd && learned != nullptr) {
         if (const std::optional<uint64_t> end = learned->Find(*v, a->id)) r.end = std::min(r.end, *end);
@@ -54,11 +65,7 @@ uint32_t FailuresInJobMemory(const Prediction& pred, const AllocationMap& allocs
   uint32_t failed = pred.failed_regions() - static_cast<uint32_t>(bases.size());  // no base: nothing to tell by
   if (bases.empty() || allocs.count() == 0) return failed;
   const ByteRange span = allocs.span();
-  for (const uint64_t base : bases) {
-    if (!span.Contains(base)) continue;  // garbage words mostly lie far outside: no lookup
-    const Allocation* a = allocs.Find(base);
-    if (a != nullptr && IsManaged(a->kind)) ++failed;
-  }
+  for (const uint64_t base : bases) failed += ManagedAt(allocs, span, base) != nullptr;
   return failed;
 }
 

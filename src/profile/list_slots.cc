@@ -46,18 +46,6 @@ struct Member {
   uint32_t least_touching = std::numeric_limits<uint32_t>::max();
 };
 
-// The bytes of parameter `param` that hold a region's base: a block-to-slot
-// array lies elsewhere. (Not the words its rules read: a rule fitted to a
-// stale slot's garbage can read anything, the array included.)
-std::vector<bool> BaseBytes(const KernelTemplate& t, uint16_t param) {
-  std::vector<bool> used(t.layout[param].size, false);
-  for (const Region& r : t.regions) {
-    if (r.base.param != param) continue;
-    for (uint32_t b = r.base.offset; b < r.base.offset + r.base.width && b < used.size(); ++b) used[b] = true;
-  }
-  return used;
-}
-
 // Each launch's last-block byte of the array at `array`, or false when in
 // some launch its first grid.x bytes are no block-to-slot map: the first
 // block's slot is 0 and no later block's is lower.
@@ -129,9 +117,13 @@ struct Choice {
   uint32_t slots = 0;                               // slots per pointer array
   std::vector<std::pair<size_t, uint16_t>> guards;  // region, slot
 
-  // Skips the most regions that nothing touched, the fewest that something
-  // may have, then reads the slots per array as large as it can.
-  auto Key() const { return std::make_tuple(untouched_skipped, -static_cast<int64_t>(blurred_skipped), slots); }
+  // The guard that agrees best with the trace: each (region, launch) pair
+  // it skips counts for it if nothing was touched through the region, and
+  // against it if something was (under 2 MiB: more is excluded outright).
+  // Ties go to the earlier array (tried first), then the most slots per
+  // array.
+  int64_t Score() const { return static_cast<int64_t>(untouched_skipped) - static_cast<int64_t>(blurred_skipped); }
+  auto Key() const { return std::make_tuple(Score(), slots); }
 };
 
 }  // namespace
@@ -144,18 +136,18 @@ void GuardListSlots(const std::vector<const Observation*>& obs, uint64_t precisi
     const uint32_t size = tmpl->layout[param].size;
     const std::vector<Candidate> candidates = Candidates(obs, precision, *tmpl, param);
     if (candidates.size() < kMinSlots) continue;
-    const std::vector<bool> in_use = BaseBytes(*tmpl, param);
     Choice best;
-    std::set<std::pair<uint32_t, std::vector<uint8_t>>> tried;  // members and last bytes decide alike
+    // Last bytes seen at an earlier array: a later array with the same ones
+    // is a copy (a struct an earlier launch left on the stack), which the
+    // next launch need not rewrite.
+    std::set<std::vector<uint8_t>> tried;
     std::vector<uint8_t> last;
     for (uint32_t array = kArrayAlignment; array + most_blocks <= size; array += kArrayAlignment) {
-      if (std::find(in_use.begin() + array, in_use.begin() + array + most_blocks, true) !=
-          in_use.begin() + array + most_blocks) {
-        continue;
-      }
-      if (!LastBlockBytes(obs, param, array, size, &last)) continue;
+      if (!LastBlockBytes(obs, param, array, size, &last) || !tried.insert(last).second) continue;
+      // A map that names slot 0 alone in every launch says nothing: zeros do.
+      if (*std::max_element(last.begin(), last.end()) == 0) continue;
       const std::vector<Member> members = Members(candidates, array, last);
-      if (members.size() < kMinSlots || !tried.emplace(members.size(), last).second) continue;
+      if (members.size() < kMinSlots) continue;
       const uint32_t words = members.back().word + 1;
       for (uint32_t slots = 1; slots <= words; ++slots) {
         Choice c{0, 0, array, slots, {}};
@@ -169,7 +161,7 @@ void GuardListSlots(const std::vector<const Observation*>& obs, uint64_t precisi
           c.untouched_skipped += m.none_below[slot];
           c.blurred_skipped += m.blurred_below[slot];
         }
-        if (!consistent || c.untouched_skipped == 0 || c.Key() <= best.Key()) continue;
+        if (!consistent || c.untouched_skipped == 0 || (!best.guards.empty() && c.Key() <= best.Key())) continue;
         for (const Member& m : members) c.guards.emplace_back(m.candidate->region, m.word % slots);
         best = std::move(c);
       }

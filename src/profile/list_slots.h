@@ -19,10 +19,11 @@ namespace msched {
 
 // Sets `list` on the regions of `tmpl` that are slots of a list its launches
 // walk, when the observations show one:
-//   - a byte array in a struct parameter, on an 8-byte boundary and clear
-//     of every region's base word, is a
+//   - a byte array in a struct parameter, on an 8-byte boundary, is a
 //     block-to-slot map over its first grid.x bytes in every launch (0 for
-//     the first block, never decreasing);
+//     the first block, never decreasing), names a slot other than 0 in some
+//     launch, and is the first array with its last-block bytes (a later
+//     one with the same is a copy an earlier launch left on the stack);
 //   - the regions based before it in the struct, at least 8 of them on
 //     8-byte steps from the lowest, are its slots: slot = ((offset - lowest
 //     offset) / 8) mod the slots per pointer array (a struct of several
@@ -33,9 +34,9 @@ namespace msched {
 //     whole pages and prefetches within 2 MiB blocks, so a stale slot's
 //     pointer near a tensor in use collects bytes the kernel never read;
 //   - of the arrays and slot counts that qualify, the one that would skip
-//     the most (region, launch) pairs showing nothing touched, then the
-//     fewest showing less than a rounding unit, then with the most slots
-//     per array (none skipped: nothing is set).
+//     the fewest (region, launch) pairs showing something touched (under
+//     2 MiB), then the most showing nothing, then with the fewest slots per
+//     array (none skipped: nothing is set).
 void GuardListSlots(const std::vector<const Observation*>& obs, uint64_t precision, KernelTemplate* tmpl);
 
 }  // namespace msched

@@ -195,17 +195,19 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
 std::string FormatCheck(const TemplateCheck& c, const Trace& trace, const std::string& templates_name,
                         const std::string& trace_name) {
   std::string out = "# Templates checked on a run\n\n";
-  out += "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
-         std::to_string(trace.launches.size()) +
-         " launches): what msched prefetches at run time for every "
-         "call, the kernel's template or else the fallback (from each pointer argument as far as templates "
-         "predicted the data there to reach, else to the end of its allocation), beside predicting whole "
-         "allocations. " +
-         std::to_string(c.template_launches) + " of " + std::to_string(c.launches) +
-         " launches predicted by a template. Failed: calls whose template had a region that did not evaluate "
-         "(they fall back to each pointer's allocation end). FN: touched but not predicted (each "
-         "costs faults); FP: predicted but not touched (link bandwidth and HBM wasted). Blocks: the 2 MiB blocks "
-         "each side covers, summed over launches.\n\n";
+  out +=
+      "Templates " + templates_name + " on trace " + trace_name + " (" + trace.source + ", " +
+      std::to_string(trace.launches.size()) +
+      " launches): what msched prefetches at run time for every "
+      "call, the kernel's template or else the fallback (from each pointer argument as far as templates "
+      "predicted the data there to reach, else to the end of its allocation), beside predicting whole "
+      "allocations. " +
+      std::to_string(c.template_launches) + " of " + std::to_string(c.launches) +
+      " launches predicted by a template. Failed: calls whose template had a region that did not evaluate in the job's "
+      "memory "
+      "(they fall back to each pointer's allocation end). FN: touched but not predicted (each "
+      "costs faults); FP: predicted but not touched (link bandwidth and HBM wasted). Blocks: the 2 MiB blocks "
+      "each side covers, summed over launches.\n\n";
   out +=
       "| kernel | template | calls | failed | FN % blocks | FP % blocks | FN % bytes | FN % pages | FP % bytes | "
       "FP % pages | FN MB | FP MB | whole-alloc FN % | whole-alloc FP % |\n"

@@ -46,7 +46,7 @@ struct KernelReport {
   std::string reason;  // unpredictable: why; otherwise notes (seen once, held-out fit failed)
   uint64_t calls = 0;
   uint64_t heldout_calls = 0;
-  uint64_t failed_calls = 0;  // check: calls whose template had a region that did not evaluate
+  uint64_t failed_calls = 0;  // check: calls with a region that failed in the job's memory (FailuresInJobMemory)
   Accuracy tmpl;              // template, held-out calls
   Accuracy naive;             // whole allocations, held-out calls
 };

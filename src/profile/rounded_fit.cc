@@ -22,6 +22,11 @@ constexpr size_t kTripleCandidates = 20;
 // searched only for a base nothing simpler explains, over fewer candidates:
 // four words fit noise too readily to compete with fewer.
 constexpr size_t kQuadCandidates = 16;
+// And only from this many launches of distinct extents: from fewer, some
+// product of four among thousands lands in the last block by chance, and a
+// rule fitted by chance would miss data at other sizes where the end of the
+// allocation does not.
+constexpr size_t kQuadMinExtents = 4;
 constexpr int64_t kMaxDivisor = 1024;
 // A rule may leave one launch in this many unexplained: the driver sometimes
 // migrates a neighbouring tensor's pages with the region's (no argument
@@ -135,6 +140,12 @@ class RuleSearch {
   std::vector<LinearExpr> ties_;
   Rank best_rank_{};
 };
+
+size_t DistinctExtents(const std::vector<Evidence>& evidence) {
+  std::set<uint64_t> extents;
+  for (const Evidence& e : evidence) extents.insert(e.end - e.pointer);
+  return extents.size();
+}
 
 // Evenly spaced launches, at most kMaxFitLaunches.
 std::vector<const Observation*> Sample(const std::vector<const Observation*>& obs) {
@@ -257,7 +268,7 @@ KernelFit FitRoundedKernel(const std::vector<const Observation*>& all, uint64_t 
       }
     }
     search.TryConstant();
-    if (search.best().empty()) {
+    if (search.best().empty() && DistinctExtents(evidence) >= kQuadMinExtents) {
       const size_t quads = std::min(distinct.size(), kQuadCandidates);
       for (size_t i = 0; i < quads; ++i) {
         for (size_t j = i; j < quads; ++j) {

@@ -24,6 +24,7 @@ struct Meta {
   uint64_t pointer[kSlots];
   int64_t count[kSlots];
   uint8_t slot_of_block[32];
+  uint8_t residue[32];  // an earlier launch's map, left on the stack
 };
 static_assert(offsetof(Meta, slot_of_block) == kMapOffset);
 
@@ -48,6 +49,7 @@ struct ListTrace {
       touched.push_back(Write(Tensor(first + s), Tensor(first + s) + kTensorBytes));
     }
     if (map != nullptr) std::memcpy(meta.slot_of_block, map, sizeof meta.slot_of_block);
+    std::memcpy(meta.residue, meta.slot_of_block, sizeof meta.residue);
     b.LaunchBytes("foreach", {tracetest::Bytes(meta)}, std::move(touched), used);
   }
 };
@@ -81,6 +83,28 @@ TEST(GuardListSlotsTest, TheSlotsPastTheLastBlocksAreFoundAndSkipped) {
   l.Launch(16, 0);
   l.Launch(3, 20);
   EXPECT_EQ(PredictedBases(fit.tmpl, l.meta, 3), (std::vector<uint64_t>{Tensor(20), Tensor(21), Tensor(22)}));
+}
+
+// A copy of the map later in the struct reads the same in every profiled
+// launch, but only the first is the launch's own: the guard reads it, even
+// when a region's base word (garbage that passed for a pointer) lies in it.
+TEST(GuardListSlotsTest, TheFirstArrayOfItsBytesIsTheMapNotALaterCopy) {
+  ListTrace l;
+  for (const auto& [used, first] : {std::pair{16u, 0u}, {9u, 4u}, {12u, 2u}, {8u, 7u}, {14u, 1u}, {10u, 5u}}) {
+    l.Launch(used, first);
+  }
+  const std::vector<Observation> observations = Observe(l.b.trace());
+  std::vector<const Observation*> obs;
+  for (const Observation& o : observations) obs.push_back(&o);
+  KernelFit fit = FitKernel(obs, kPage);
+  ASSERT_TRUE(fit.predictable) << fit.reason;
+  Region garbage = fit.tmpl.regions[0];
+  garbage.base.offset = kMapOffset + 8;  // inside the map when more than 8 blocks run
+  fit.tmpl.regions.push_back(garbage);
+  for (Region& r : fit.tmpl.regions) r.list.reset();
+  GuardListSlots(obs, kPage, &fit.tmpl);
+  ASSERT_TRUE(fit.tmpl.regions[0].list.has_value());
+  EXPECT_EQ(fit.tmpl.regions[0].list->slot_of_block, (ArgRef{0, kMapOffset, 8}));
 }
 
 TEST(GuardListSlotsTest, BytesThatAreNoBlockMapGuardNothing) {

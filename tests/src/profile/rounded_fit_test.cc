@@ -130,7 +130,7 @@ TEST(RoundedFitTest, AConvolutionsFilterIsAProductOfFourSizes) {
   TraceBuilder b(kPage);
   b.Alloc(kB, kSize);
   const std::array<std::array<uint32_t, 4>, 6> shapes = {
-      {{512, 256, 3, 3}, {1024, 512, 1, 1}, {768, 384, 3, 3}, {256, 1024, 5, 5}, {2048, 512, 1, 1}, {640, 640, 3, 3}}};
+      {{512, 256, 3, 1}, {1024, 512, 1, 3}, {768, 384, 3, 3}, {256, 1024, 5, 3}, {2048, 512, 1, 1}, {640, 640, 3, 5}}};
   for (const auto& [k, c, r, s] : shapes) {
     const Conv conv{kB, k, c, r, s};
     b.LaunchBytes("conv", {Bytes(conv)}, {Read(kB, PageUp(kB + 4ull * k * c * r * s))});
@@ -140,8 +140,27 @@ TEST(RoundedFitTest, AConvolutionsFilterIsAProductOfFourSizes) {
   ASSERT_EQ(fit.tmpl.regions.size(), 1u);
   EXPECT_EQ(fit.tmpl.regions[0].kind, Region::Kind::kLinear) << "not to the end of its allocation";
   EXPECT_EQ(fit.tmpl.regions[0].extent.factors.size(), 4u);
-  const Conv larger{kB, 4096, 2048, 3, 3};
-  EXPECT_EQ(Predicted(fit.tmpl, {Bytes(larger)}), 4ull * 4096 * 2048 * 3 * 3);
+  const Conv larger{kB, 4096, 2048, 3, 5};
+  EXPECT_EQ(Predicted(fit.tmpl, {Bytes(larger)}), 4ull * 4096 * 2048 * 3 * 5);
+}
+
+// From three launches a product of four is not tried: one of thousands would
+// fit by chance.
+TEST(RoundedFitTest, AProductOfFourNeedsFourLaunchesOfDistinctExtents) {
+  struct Conv {
+    uint64_t filter;
+    uint32_t k, c, r, s;
+  };
+  TraceBuilder b(kPage);
+  b.Alloc(kB, kSize);
+  for (const auto& [k, c, r, s] :
+       std::array<std::array<uint32_t, 4>, 3>{{{512, 256, 3, 1}, {1024, 512, 1, 3}, {768, 384, 3, 3}}}) {
+    const Conv conv{kB, k, c, r, s};
+    b.LaunchBytes("conv", {Bytes(conv)}, {Read(kB, PageUp(kB + 4ull * k * c * r * s))});
+  }
+  const KernelFit fit = FitAll(b.trace());
+  ASSERT_TRUE(fit.predictable) << fit.reason;
+  EXPECT_EQ(fit.tmpl.regions[0].kind, Region::Kind::kRest);
 }
 
 TEST(RoundedFitTest, OneLaunchInEightMayBringANeighboursPagesAlong) {

@@ -120,22 +120,27 @@ TEST(RoundedFitTest, AnExtentNoRuleExplainsRunsToTheEndOfItsAllocation) {
   EXPECT_EQ(out.regions()[1].range, (ByteRange{kB + 4096, kB + kSize}));
 }
 
-// A convolution's filter holds K * C * R * S floats: no product of three
-// of its arguments explains it, four do.
-TEST(RoundedFitTest, AConvolutionsFilterIsAProductOfFourSizes) {
-  struct Conv {
-    uint64_t filter;
-    uint32_t k, c, r, s;
-  };
+// A convolution's filter holds K * C * R * S floats.
+struct Conv {
+  uint64_t filter;
+  uint32_t k, c, r, s;
+};
+
+// The fit of launches reading a filter of each of `shapes` (K, C, R, S).
+KernelFit FitConvolutions(const std::vector<std::array<uint32_t, 4>>& shapes) {
   TraceBuilder b(kPage);
   b.Alloc(kB, kSize);
-  const std::array<std::array<uint32_t, 4>, 6> shapes = {
-      {{512, 256, 3, 1}, {1024, 512, 1, 3}, {768, 384, 3, 3}, {256, 1024, 5, 3}, {2048, 512, 1, 1}, {640, 640, 3, 5}}};
   for (const auto& [k, c, r, s] : shapes) {
     const Conv conv{kB, k, c, r, s};
     b.LaunchBytes("conv", {Bytes(conv)}, {Read(kB, PageUp(kB + 4ull * k * c * r * s))});
   }
-  const KernelFit fit = FitAll(b.trace());
+  return FitAll(b.trace());
+}
+
+// No product of three of its arguments explains a filter; four do.
+TEST(RoundedFitTest, AConvolutionsFilterIsAProductOfFourSizes) {
+  const KernelFit fit = FitConvolutions(
+      {{512, 256, 3, 1}, {1024, 512, 1, 3}, {768, 384, 3, 3}, {256, 1024, 5, 3}, {2048, 512, 1, 1}, {640, 640, 3, 5}});
   ASSERT_TRUE(fit.predictable) << fit.reason;
   ASSERT_EQ(fit.tmpl.regions.size(), 1u);
   EXPECT_EQ(fit.tmpl.regions[0].kind, Region::Kind::kLinear) << "not to the end of its allocation";
@@ -147,18 +152,7 @@ TEST(RoundedFitTest, AConvolutionsFilterIsAProductOfFourSizes) {
 // From three launches a product of four is not tried: one of thousands would
 // fit by chance.
 TEST(RoundedFitTest, AProductOfFourNeedsFourLaunchesOfDistinctExtents) {
-  struct Conv {
-    uint64_t filter;
-    uint32_t k, c, r, s;
-  };
-  TraceBuilder b(kPage);
-  b.Alloc(kB, kSize);
-  for (const auto& [k, c, r, s] :
-       std::array<std::array<uint32_t, 4>, 3>{{{512, 256, 3, 1}, {1024, 512, 1, 3}, {768, 384, 3, 3}}}) {
-    const Conv conv{kB, k, c, r, s};
-    b.LaunchBytes("conv", {Bytes(conv)}, {Read(kB, PageUp(kB + 4ull * k * c * r * s))});
-  }
-  const KernelFit fit = FitAll(b.trace());
+  const KernelFit fit = FitConvolutions({{512, 256, 3, 1}, {1024, 512, 1, 3}, {768, 384, 3, 3}});
   ASSERT_TRUE(fit.predictable) << fit.reason;
   EXPECT_EQ(fit.tmpl.regions[0].kind, Region::Kind::kRest);
 }

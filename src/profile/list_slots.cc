@@ -84,17 +84,26 @@ std::vector<Candidate> Candidates(const std::vector<const Observation*>& obs, ui
   return out;
 }
 
-// The members under the array at `array`: the candidates before it, on
-// 8-byte steps from the lowest.
+// Calls fn(candidate, word) for the slots of the array at `array`: the
+// candidates before it, on 8-byte steps from the lowest (`candidates` is
+// sorted by offset), with their place in 8-byte words from it.
+template <typename Fn>
+void ForEachSlot(const std::vector<Candidate>& candidates, uint32_t array, Fn&& fn) {
+  for (const Candidate& c : candidates) {
+    if (c.offset + 8 > array) break;
+    if ((c.offset - candidates[0].offset) % 8 == 0) fn(c, (c.offset - candidates[0].offset) / 8);
+  }
+}
+
+// The members under the array at `array`, with the evidence of each launch
+// whose last-block byte is `last[launch]`.
 std::vector<Member> Members(const std::vector<Candidate>& candidates, uint32_t array,
                             const std::vector<uint8_t>& last) {
   std::vector<Member> members;
-  for (const Candidate& c : candidates) {
-    if (c.offset + 8 > array) break;
-    if ((c.offset - candidates[0].offset) % 8 != 0) continue;
+  ForEachSlot(candidates, array, [&](const Candidate& c, uint32_t word) {
     Member m;
     m.candidate = &c;
-    m.word = (c.offset - candidates[0].offset) / 8;
+    m.word = word;
     for (size_t o = 0; o < last.size(); ++o) {
       if (c.evidence[o] == Evidence::kNone) ++m.none_below[last[o] + 1u];
       if (c.evidence[o] == Evidence::kBlurred) ++m.blurred_below[last[o] + 1u];
@@ -105,17 +114,17 @@ std::vector<Member> Members(const std::vector<Candidate>& candidates, uint32_t a
       m.blurred_below[t] += m.blurred_below[t - 1];
     }
     members.push_back(m);
-  }
+  });
   return members;
 }
 
-// The best guard found so far for one parameter.
+// A guard for one parameter: the array, and the slots per pointer array
+// (0: none chosen), with what it would skip.
 struct Choice {
-  uint64_t untouched_skipped = 0;                   // (region, launch) pairs skipped that show nothing touched
-  uint64_t blurred_skipped = 0;                     // and those whose evidence is blurred
-  uint32_t array = 0;                               // the byte array's offset in the parameter
-  uint32_t slots = 0;                               // slots per pointer array
-  std::vector<std::pair<size_t, uint16_t>> guards;  // region, slot
+  uint64_t untouched_skipped = 0;  // (region, launch) pairs skipped that show nothing touched
+  uint64_t blurred_skipped = 0;    // and those whose evidence is blurred
+  uint32_t array = 0;              // the byte array's offset in the parameter
+  uint32_t slots = 0;              // slots per pointer array
 
   // The guard that agrees best with the trace: each (region, launch) pair
   // it skips counts for it if nothing was touched through the region, and
@@ -150,7 +159,7 @@ void GuardListSlots(const std::vector<const Observation*>& obs, uint64_t precisi
       if (members.size() < kMinSlots) continue;
       const uint32_t words = members.back().word + 1;
       for (uint32_t slots = 1; slots <= words; ++slots) {
-        Choice c{0, 0, array, slots, {}};
+        Choice c{0, 0, array, slots};
         bool consistent = true;
         for (const Member& m : members) {
           const uint32_t slot = m.word % slots;
@@ -161,14 +170,14 @@ void GuardListSlots(const std::vector<const Observation*>& obs, uint64_t precisi
           c.untouched_skipped += m.none_below[slot];
           c.blurred_skipped += m.blurred_below[slot];
         }
-        if (!consistent || c.untouched_skipped == 0 || (!best.guards.empty() && c.Key() <= best.Key())) continue;
-        for (const Member& m : members) c.guards.emplace_back(m.candidate->region, m.word % slots);
-        best = std::move(c);
+        if (consistent && c.untouched_skipped > 0 && (best.slots == 0 || c.Key() > best.Key())) best = c;
       }
     }
-    for (const auto& [region, slot] : best.guards) {
-      tmpl->regions[region].list = ListSlot{slot, ArgRef{param, static_cast<uint16_t>(best.array), 8}};
-    }
+    if (best.slots == 0) continue;
+    ForEachSlot(candidates, best.array, [&](const Candidate& c, uint32_t word) {
+      tmpl->regions[c.region].list =
+          ListSlot{static_cast<uint16_t>(word % best.slots), ArgRef{param, static_cast<uint16_t>(best.array), 8}};
+    });
   }
 }
 

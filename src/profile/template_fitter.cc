@@ -384,33 +384,11 @@ std::vector<Observation> Observe(const Trace& trace) {
   return out;
 }
 
-KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precision) {
-  precision = std::max<uint64_t>(precision, 1);
-  KernelFit fit;
-  if (obs.empty()) {
-    fit.reason = "no launches";
-    return fit;
-  }
-  const TraceLaunch& first = *obs[0]->launch;
-  fit.tmpl.name = first.kernel;
-  fit.tmpl.layout = first.layout;
-  fit.tmpl.calls_seen = obs.size();
-  uint64_t latency = 0;
-  for (const Observation* o : obs) latency += o->launch->latency_ns;
-  if (latency > 0) fit.tmpl.latency_us = static_cast<double>(latency) / obs.size() / 1000.0;
-  for (const Observation* o : obs) {
-    if (!o->unexplained.empty()) {
-      fit.reason = o->unexplained;
-      return fit;
-    }
-  }
-  // Exact ranges (the simulator) from here on; CUPTI's rounded ones are
-  // fitted by rounded_fit.h.
-  if (precision > 1) {
-    fit = FitRoundedKernel(obs, precision, std::move(fit));
-    if (fit.predictable) GuardListSlots(obs, precision, &fit.tmpl);
-    return fit;
-  }
+namespace {
+
+// Fits every base of `obs` (one kernel's observations) from exact ranges
+// (the simulator's); `fit` arrives with name, layout, calls and latency set.
+KernelFit FitExactKernel(const std::vector<const Observation*>& obs, KernelFit fit) {
   std::vector<FactorValues> fixed_sizes;
   const std::vector<FactorValues> candidates = CandidateFactors(obs, &fixed_sizes, /*keep_constant=*/false);
   std::set<ArgRef> bases;
@@ -490,7 +468,35 @@ KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precisi
     fit.tmpl.regions.push_back(std::move(region));
   }
   fit.predictable = true;
-  GuardListSlots(obs, precision, &fit.tmpl);
+  return fit;
+}
+
+}  // namespace
+
+KernelFit FitKernel(const std::vector<const Observation*>& obs, uint64_t precision) {
+  precision = std::max<uint64_t>(precision, 1);
+  KernelFit fit;
+  if (obs.empty()) {
+    fit.reason = "no launches";
+    return fit;
+  }
+  const TraceLaunch& first = *obs[0]->launch;
+  fit.tmpl.name = first.kernel;
+  fit.tmpl.layout = first.layout;
+  fit.tmpl.calls_seen = obs.size();
+  uint64_t latency = 0;
+  for (const Observation* o : obs) latency += o->launch->latency_ns;
+  if (latency > 0) fit.tmpl.latency_us = static_cast<double>(latency) / obs.size() / 1000.0;
+  for (const Observation* o : obs) {
+    if (!o->unexplained.empty()) {
+      fit.reason = o->unexplained;
+      return fit;
+    }
+  }
+  // CUPTI's rounded ranges are fitted by rounded_fit.h, exact ones here;
+  // either way the lists the kernel walks are found after.
+  fit = precision > 1 ? FitRoundedKernel(obs, precision, std::move(fit)) : FitExactKernel(obs, std::move(fit));
+  if (fit.predictable) GuardListSlots(obs, precision, &fit.tmpl);
   return fit;
 }
 

@@ -22,8 +22,11 @@
 // With --between BYTES, each thread writes BYTES of its own memory before
 // each launch, as a program's own work between launches does, and each
 // launch is timed alone (the writes are not timed): what the hook costs
-// when its state is no longer in the caches. The runs' best is then chosen
-// by wall time with the writes, and launches/s counts them too.
+// when its state is no longer in the caches. ns/launch is then the median
+// of every launch timed in the five runs (a cold launch's time varies by
+// microseconds with what the machine does meanwhile, so a mean would carry
+// the outliers), and launches/s, of the run fastest by wall time, counts the
+// writes too.
 //   hook_overhead_bench [--launches N] [--threads T[,T...]] [--between BYTES]
 #include <cuda.h>
 #include <unistd.h>
@@ -100,6 +103,8 @@ int Child(const char* kernel, long n, int threads, size_t between) {
   // waits at `done`; the main thread times from `start` to `done`.
   std::barrier start(threads + 1), done(threads + 1);
   std::vector<double> thread_ns(static_cast<size_t>(threads));
+  // With `between`: every launch's own time after the warm-up, per thread.
+  std::vector<std::vector<double>> cold_ns(static_cast<size_t>(threads));
   std::vector<std::thread> pool;
   std::atomic<bool> failed{false};
   for (int t = 0; t < threads; ++t) {
@@ -124,7 +129,9 @@ int Child(const char* kernel, long n, int threads, size_t between) {
           asm volatile("" : : "r"(own.data()) : "memory");  // the writes must happen: nothing reads them
           const auto t0 = std::chrono::steady_clock::now();
           launch();
-          spent += std::chrono::steady_clock::now() - t0;
+          const auto one = std::chrono::steady_clock::now() - t0;
+          spent += one;
+          if (rep > 0) cold_ns[static_cast<size_t>(t)].push_back(std::chrono::duration<double, std::nano>(one).count());
         }
         thread_ns[static_cast<size_t>(t)] = std::chrono::duration<double, std::nano>(spent).count();
         if (!ok) failed.store(true);
@@ -148,6 +155,14 @@ int Child(const char* kernel, long n, int threads, size_t between) {
     best.launches_per_s = static_cast<double>(per_thread) * threads / (wall * 1e-9);
   }
   for (std::thread& t : pool) t.join();
+  if (between > 0) {
+    std::vector<double> all;
+    for (const std::vector<double>& v : cold_ns) all.insert(all.end(), v.begin(), v.end());
+    if (!all.empty()) {
+      std::nth_element(all.begin(), all.begin() + static_cast<ptrdiff_t>(all.size() / 2), all.end());
+      best.ns_per_launch = all[all.size() / 2];
+    }
+  }
   if (failed) {
     std::fprintf(stderr, "hook_overhead_bench: cuCtxSetCurrent failed on a launching thread\n");
     return 1;
@@ -243,11 +258,12 @@ int main(int argc, char** argv) {
   for (const int threads : thread_counts) {
     const Sample base = Measure(self, "tiny", n, threads, between, {});
     if (base.ns_per_launch < 0) status = 1;
-    std::printf(
-        "launch overhead of libmsched on the simulated driver (%ld launches, %d launching thread%s, best of 5, "
-        "wall time%s)\n",
-        n, threads, threads == 1 ? "" : "s",
-        between > 0 ? (", each launch timed alone after " + std::to_string(between) + " bytes written").c_str() : "");
+    std::printf("launch overhead of libmsched on the simulated driver (%ld launches, %d launching thread%s, %s)\n", n,
+                threads, threads == 1 ? "" : "s",
+                between > 0 ? ("the median of 5 runs' launches, each timed alone after " + std::to_string(between) +
+                               " bytes written")
+                                  .c_str()
+                            : "best of 5 runs, wall time");
     std::printf("%-34s %18s %14s %16s\n", "setting", "ns/launch/thread", "added ns", "launches/s");
     std::printf("%-34s %18.1f %14s %16.0f\n", "no hook (simulated driver alone)", base.ns_per_launch, "-",
                 base.launches_per_s);

@@ -5,7 +5,9 @@
 // training step's weight and optimizer tensors); BM_PlanAccessResidentCold:
 // the same after the program's own work has pushed the manager's state out
 // of the caches (64 MiB written between calls, outside the timing), as a
-// launch of a real program finds it. BM_PlanAccessStreaming: a
+// launch of a real program finds it, with the launch's 4 allocations alone
+// in the map or among 256 others (a PyTorch program's caching allocator
+// holds hundreds of segments). BM_PlanAccessStreaming: a
 // loop over N layers (weights read, activations written; 8 MiB each) through
 // a budget that holds two thirds of them, so that every launch evicts and
 // loads: the full plan (prediction, victim order, OPT over the known future,
@@ -66,6 +68,11 @@ void PlanAccessResidentLarge(benchmark::State& state, bool cold) {
   const uint64_t bytes = static_cast<uint64_t>(state.range(0)) * kMiB;
   std::vector<uint64_t> other_work(cold ? 64 * kMiB / sizeof(uint64_t) : 0);
   MemoryManager mm(1024 * kMiB);
+  // Other allocations, below the launch's (2 MiB each, never used).
+  const int64_t others = state.range(1);
+  for (int64_t i = 0; i < others; ++i) {
+    (void)mm.AddAllocation(0x40000000ull + static_cast<uint64_t>(i) * 2 * kMiB, 2 * kMiB);
+  }
   std::vector<PredictedRegion> launch;
   for (uint64_t r = 0; r < 4; ++r) {
     const uint64_t base = 0x100000000ull + r * 0x10000000ull;  // 256 MiB apart
@@ -88,10 +95,10 @@ void PlanAccessResidentLarge(benchmark::State& state, bool cold) {
 }
 void BM_PlanAccessResidentLarge(benchmark::State& state) { PlanAccessResidentLarge(state, false); }
 void BM_PlanAccessResidentCold(benchmark::State& state) { PlanAccessResidentLarge(state, true); }
-BENCHMARK(BM_PlanAccessResidentLarge)->Arg(8)->Arg(32)->Arg(128)->UseManualTime();
+BENCHMARK(BM_PlanAccessResidentLarge)->ArgsProduct({{8, 32, 128}, {0}})->UseManualTime();
 // Each iteration writes 64 MiB outside the timing (each call timed by hand):
 // a fixed count keeps the run short.
-BENCHMARK(BM_PlanAccessResidentCold)->Arg(8)->Arg(32)->Arg(128)->Iterations(300)->UseManualTime();
+BENCHMARK(BM_PlanAccessResidentCold)->ArgsProduct({{8, 32, 128}, {0, 256}})->Iterations(300)->UseManualTime();
 
 void BM_PlanAccessStreaming(benchmark::State& state) {
   const uint64_t layers = static_cast<uint64_t>(state.range(0));

@@ -127,13 +127,13 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
   dims.shared_mem = p.sharedMemBytes;
   Prediction pred;
   const PredictionSource source =
-      ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
+      ChoosePrediction(rt.mode(), rt.unknown(), k->tmpl != nullptr, args.layout() != nullptr);
   if (source == PredictionSource::kNone) return false;
   if (source == PredictionSource::kTemplate) k->tmpl->Evaluate(args, dims, &pred);
   {
     MutexLock lock(&rt.mu());
     const uint32_t failed = FailuresInJobMemory(pred, rt.allocs());
-    const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, failed);
+    const std::optional<PointerExtent> rule = PointerRuleFor(source, rt.unknown(), failed);
     if (!rule && failed > 0) return false;
     CompletePrediction(args, rt.allocs(), source, rule, &rt.extents(), &pred);
   }
@@ -190,7 +190,7 @@ std::shared_ptr<GraphRecord> Walk(Runtime& rt, CUgraph graph) {
 
 // After a successful instantiation of `graph` as `exec`: plans it.
 void Plan(Runtime& rt, CUgraphExec exec, CUgraph graph) {
-  if (!rt.predicting() || rt.config().mode == Mode::kProfile || rt.AnyCapturing()) {
+  if (!rt.predicting() || rt.mode() == Mode::kProfile || rt.AnyCapturing()) {
     return;
   }
   if (std::shared_ptr<GraphRecord> record = Walk(rt, graph)) {

@@ -116,7 +116,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
   pred.Clear();
   const ArgView args = Arguments(*k, s);
   const PredictionSource source =
-      ChoosePrediction(rt.config().mode, rt.config().unknown, k->tmpl != nullptr, args.layout() != nullptr);
+      ChoosePrediction(rt.mode(), rt.unknown(), k->tmpl != nullptr, args.layout() != nullptr);
   switch (source) {
     case PredictionSource::kTemplate:
       if (k->tmpl != nullptr) k->tmpl->Evaluate(args, s.dims, &pred);
@@ -135,7 +135,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     failed = FailuresInJobMemory(pred, rt.allocs());
     c.eval_failures->Add(failed);
   }
-  std::optional<PointerExtent> rule = PointerRuleFor(source, rt.config().unknown, failed);
+  std::optional<PointerExtent> rule = PointerRuleFor(source, rt.unknown(), failed);
   // Unpredicted, its data faults in; what its pointers reach is still the
   // job's to account for, keep within its budget and take back at a stop.
   const bool faulting = source == PredictionSource::kNone && args.layout() != nullptr;
@@ -159,7 +159,7 @@ CUresult Launch(Runtime& rt, const char* where, const LaunchSite& s, Real&& real
   HookScope scope;
   const GatePass pass = PassGate(rt);
   Safely(rt, where, [&] { BeforeLaunch(rt, s); });
-  if (rt.config().mode != Mode::kProfile) return real();
+  if (rt.mode() != Mode::kProfile) return real();
   ProfileRecorder* recorder = nullptr;
   const KernelInfo* k = nullptr;
   Safely(rt, where, [&] {

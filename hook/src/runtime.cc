@@ -55,6 +55,8 @@ Runtime& Runtime::Get() {
 const Config& Runtime::config() const { return HookConfig(); }
 
 Runtime::Runtime() : job_(HookConfig().eviction) {
+  hot_.mode = HookConfig().mode;
+  hot_.unknown = HookConfig().unknown;
   for (size_t i = 0; i < kEntryCount; ++i) {
     c_.calls[i] = stats_.GetCounter(std::string("calls.") + Info(static_cast<Entry>(i)).symbol);
   }
@@ -155,7 +157,7 @@ void Runtime::LoadTemplates() {
 
 void Runtime::Fail(const std::string& where, const std::string& why) {
   c_.internal_failures->Add();
-  passthrough_.store(true, std::memory_order_relaxed);
+  hot_.passthrough.store(true, std::memory_order_relaxed);
   LogOnce("fail:" + where, spdlog::level::err,
           "internal failure in " + where + ": " + why + "; msched passes every call through from now on");
 }
@@ -169,12 +171,12 @@ void Runtime::LearnDeviceMemory() {
 
 void Runtime::CaptureBegan(CUstream stream) {
   capturing_streams_.insert(stream);
-  capturing_.store(static_cast<int>(capturing_streams_.size()));
+  hot_.capturing.store(static_cast<int>(capturing_streams_.size()));
 }
 
 void Runtime::CaptureEnded(CUstream stream) {
   capturing_streams_.erase(stream);
-  capturing_.store(static_cast<int>(capturing_streams_.size()));
+  hot_.capturing.store(static_cast<int>(capturing_streams_.size()));
 }
 
 void Runtime::AddPinned(int64_t delta) {

@@ -87,13 +87,15 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const Config& config() const;
+  // config().mode and config().unknown, read from the launch path's own
+  // cache line.
+  Mode mode() const { return hot_.mode; }
+  UnknownPolicy unknown() const { return hot_.unknown; }
   // Allocations become managed (um, alloc, msched, profile).
-  bool converting() const { return !passthrough() && config().mode != Mode::kOff; }
+  bool converting() const { return !passthrough() && mode() != Mode::kOff; }
   // Launches are predicted and prefetched (alloc, msched).
-  bool predicting() const {
-    return !passthrough() && (config().mode == Mode::kAlloc || config().mode == Mode::kMsched);
-  }
-  bool passthrough() const { return passthrough_.load(std::memory_order_relaxed); }
+  bool predicting() const { return !passthrough() && (mode() == Mode::kAlloc || mode() == Mode::kMsched); }
+  bool passthrough() const { return hot_.passthrough.load(std::memory_order_relaxed); }
   // An internal failure: logs once and turns the hook into a pass-through.
   void Fail(const std::string& where, const std::string& why);
 
@@ -103,15 +105,15 @@ class Runtime {
 
   // Whether any stream is capturing a graph (inject nothing then): one
   // atomic load, for the launch path.
-  bool AnyCapturing() const { return capturing_.load(std::memory_order_relaxed) > 0; }
+  bool AnyCapturing() const { return hot_.capturing.load(std::memory_order_relaxed) > 0; }
   bool Capturing(CUstream stream) const MSCHED_REQUIRES(mu_) { return capturing_streams_.count(stream) > 0; }
   void CaptureBegan(CUstream stream) MSCHED_REQUIRES(mu_);
   void CaptureEnded(CUstream stream) MSCHED_REQUIRES(mu_);
   // Whether a launch msched could not predict has taken all read-mostly
   // advice back (ForgoReadMostly in residency.h): read lock-free on
   // launches. TakeReadMostlyBack is true for the first caller only.
-  bool read_mostly_forgone() const { return read_mostly_forgone_.load(std::memory_order_relaxed); }
-  bool TakeReadMostlyBack() { return !read_mostly_forgone_.exchange(true); }
+  bool read_mostly_forgone() const { return hot_.read_mostly_forgone.load(std::memory_order_relaxed); }
+  bool TakeReadMostlyBack() { return !hot_.read_mostly_forgone.exchange(true); }
 
   // Loaded by the constructor and never changed: read without the lock (the
   // launch path resolves kernels against it outside mu()).
@@ -162,7 +164,17 @@ class Runtime {
   Runtime();
   void LoadTemplates();
 
-  std::atomic<bool> passthrough_{false};
+  // What every hooked call reads, in one cache line: a launch in a real
+  // program finds msched's state out of the caches (the program's own work
+  // ran in between), and each line it reads then costs a memory access
+  // (docs/design.md, "The launch path").
+  struct alignas(64) Hot {
+    std::atomic<bool> passthrough{false};
+    std::atomic<bool> read_mostly_forgone{false};
+    Mode mode = Mode::kOff;  // config().mode and .unknown, set by the constructor
+    UnknownPolicy unknown = UnknownPolicy::kPointers;
+    std::atomic<int> capturing{0};  // capturing_streams_.size(), for lock-free reads
+  } hot_;
   StatsRegistry stats_;
   HookCounters c_{};
   TemplateStore templates_;  // immutable after the constructor
@@ -177,8 +189,6 @@ class Runtime {
   std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);
   std::map<CUmemGenericAllocationHandle, size_t> physical_sizes_ MSCHED_GUARDED_BY(mu_);
   std::set<CUstream> capturing_streams_ MSCHED_GUARDED_BY(mu_);
-  std::atomic<int> capturing_{0};  // capturing_streams_.size(), for lock-free reads
-  std::atomic<bool> read_mostly_forgone_{false};
 };
 
 // Marks the calling thread as inside a span of msched's own, for as long as

@@ -1,5 +1,6 @@
 #include "model/alloc_map.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -40,7 +41,7 @@ Result<uint64_t> AllocationMap::Insert(uint64_t base, uint64_t size, AllocKind k
     e.size = size;
     e.kind = kind;
     e.id = id;
-    extents_.emplace(base, std::move(e));
+    index_.Insert(&extents_.emplace(base, std::move(e)).first->second);
   }
   ++next_id_;
   if (kind != AllocKind::kPoolChunk) {
@@ -60,6 +61,7 @@ Result<Allocation> AllocationMap::Erase(uint64_t base) {
     }
   } else if (e != nullptr && e->base == base) {
     a = static_cast<const Allocation&>(*e);
+    index_.Erase(base);
     extents_.erase(base);
   }
   if (!a) return Status::NotFound("no allocation starts at " + std::to_string(base));
@@ -77,6 +79,7 @@ Status AllocationMap::ErasePoolChunk(uint64_t base) {
     --count_;
     total_bytes_ -= block.size;
   }
+  index_.Erase(base);
   extents_.erase(it);
   return Status::Ok();
 }
@@ -85,6 +88,23 @@ const Allocation* AllocationMap::Find(uint64_t ptr) const {
   const Extent* e = FindExtent(ptr);
   if (e == nullptr || e->kind != AllocKind::kPoolChunk) return e;
   return Containing(e->blocks, ptr);
+}
+
+void AllocationMap::Index::Insert(Extent* e) {
+  const size_t i = Upper(e->base);
+  bases_.insert(bases_.begin() + static_cast<ptrdiff_t>(i), e->base);
+  extents_.insert(extents_.begin() + static_cast<ptrdiff_t>(i), e);
+}
+
+void AllocationMap::Index::Erase(uint64_t base) {
+  const size_t i = Upper(base);
+  if (i == 0 || bases_[i - 1] != base) return;
+  bases_.erase(bases_.begin() + static_cast<ptrdiff_t>(i - 1));
+  extents_.erase(extents_.begin() + static_cast<ptrdiff_t>(i - 1));
+}
+
+size_t AllocationMap::Index::Upper(uint64_t ptr) const {
+  return static_cast<size_t>(std::upper_bound(bases_.begin(), bases_.end(), ptr) - bases_.begin());
 }
 
 ByteRange AllocationMap::span() const {

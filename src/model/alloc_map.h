@@ -93,8 +93,8 @@ class AllocationMap {
   }
 
   // The extent containing `ptr`, or nullptr; the extent at `base`, or nullptr.
-  Extent* FindExtent(uint64_t ptr) { return Containing(extents_, ptr); }
-  const Extent* FindExtent(uint64_t ptr) const { return Containing(extents_, ptr); }
+  Extent* FindExtent(uint64_t ptr) { return index_.Containing(ptr); }
+  const Extent* FindExtent(uint64_t ptr) const { return index_.Containing(ptr); }
   Extent* ExtentAt(uint64_t base) { return At(extents_, base); }
   const Extent* ExtentAt(uint64_t base) const { return At(extents_, base); }
   // Calls fn(Extent&) for every extent overlapping `r`, in address order. fn
@@ -102,11 +102,11 @@ class AllocationMap {
   // touched).
   template <typename Fn>
   void ForEachExtent(const ByteRange& r, Fn&& fn) {
-    ForEachIn(extents_, r, fn);
+    index_.ForEachOverlapping(r, fn);
   }
   template <typename Fn>
   void ForEachExtent(const ByteRange& r, Fn&& fn) const {
-    ForEachIn(extents_, r, fn);
+    index_.ForEachOverlapping(r, [&](const Extent& e) { fn(e); });
   }
 
   // The program's allocations: how many, and their bytes.
@@ -132,7 +132,42 @@ class AllocationMap {
   template <typename Map, typename Fn>
   static void ForEachIn(Map& m, const ByteRange& r, Fn&& fn);
 
-  std::map<uint64_t, Extent> extents_;  // by base
+  // The extents' bases in address order, each beside its extent: what every
+  // launch searches (a handful of times per region) and walks. A tree's
+  // nodes lie wherever the heap put them, and a launch in a real program
+  // finds them out of the caches, one memory access per level; the bases
+  // here are contiguous, so a search reads a few adjacent lines. Changed
+  // only when the program allocates or frees.
+  class Index {
+   public:
+    void Insert(Extent* e);
+    void Erase(uint64_t base);
+    Extent* Containing(uint64_t ptr) const {
+      const size_t i = Upper(ptr);
+      if (i == 0) return nullptr;
+      Extent* e = extents_[i - 1];
+      return e->range().Contains(ptr) ? e : nullptr;
+    }
+    template <typename Fn>
+    void ForEachOverlapping(const ByteRange& r, Fn&& fn) const {
+      if (r.empty()) return;
+      size_t i = Upper(r.begin);
+      if (i != 0) --i;
+      for (; i < bases_.size() && bases_[i] < r.end; ++i) {
+        if (extents_[i]->range().Overlaps(r)) fn(*extents_[i]);
+      }
+    }
+
+   private:
+    // The position of the first base above `ptr`.
+    size_t Upper(uint64_t ptr) const;
+
+    std::vector<uint64_t> bases_;   // increasing
+    std::vector<Extent*> extents_;  // extents_[i] starts at bases_[i]
+  };
+
+  std::map<uint64_t, Extent> extents_;  // by base; owns them (their addresses never change)
+  Index index_;                         // of extents_
   size_t count_ = 0;
   uint64_t total_bytes_ = 0;
   uint64_t next_id_ = 1;
@@ -158,7 +193,7 @@ void AllocationMap::ForEachIn(Map& m, const ByteRange& r, Fn&& fn) {
 
 template <typename Fn>
 void AllocationMap::ForEachOverlapping(const ByteRange& r, Fn&& fn) const {
-  ForEachIn(extents_, r, [&](const Extent& e) {
+  ForEachExtent(r, [&](const Extent& e) {
     if (e.kind == AllocKind::kPoolChunk) {
       ForEachIn(e.blocks, r, fn);
     } else {

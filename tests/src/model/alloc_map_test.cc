@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 namespace msched {
@@ -83,6 +84,51 @@ TEST(AllocationMapTest, AgreesWithLinearScanOnRandomLayouts) {
       EXPECT_EQ(found->base, expect->first);
     }
   }
+}
+
+// Lookups go through an index kept beside the allocations: it must follow
+// every insert, refused insert and erase.
+TEST(AllocationMapTest, AgreesWithLinearScanThroughInsertsAndErases) {
+  std::mt19937_64 rng(11);
+  AllocationMap m;
+  std::map<uint64_t, uint64_t> live;  // base -> size
+  const uint64_t lo = 0x100000, hi = 0x200000;
+  const auto containing = [&](uint64_t p) -> const std::pair<const uint64_t, uint64_t>* {
+    for (const auto& a : live) {
+      if (p >= a.first && p < a.first + a.second) return &a;
+    }
+    return nullptr;
+  };
+  for (int round = 0; round < 300; ++round) {
+    const uint64_t base = lo + rng() % (hi - lo), size = 1 + rng() % 0x4000;
+    bool clear = true;
+    for (const auto& a : live) clear = clear && (base + size <= a.first || a.first + a.second <= base);
+    EXPECT_EQ(m.Insert(base, size, AllocKind::kManaged).ok(), clear) << "at " << base;
+    if (clear) live[base] = size;
+    if (!live.empty() && rng() % 3 == 0) {  // erase one, at random
+      auto victim = live.begin();
+      std::advance(victim, static_cast<long>(rng() % live.size()));
+      ASSERT_TRUE(m.Erase(victim->first).ok());
+      live.erase(victim);
+    }
+    for (int probe = 0; probe < 20; ++probe) {
+      const uint64_t p = lo + rng() % (hi - lo + 0x4000);
+      const Allocation* found = m.FindExtent(p);
+      const auto* expect = containing(p);
+      ASSERT_EQ(found == nullptr, expect == nullptr) << "at " << p;
+      if (found != nullptr) {
+        EXPECT_EQ(found->base, expect->first);
+      }
+    }
+    const uint64_t begin = lo + rng() % (hi - lo), end = begin + 1 + rng() % 0x10000;
+    std::vector<uint64_t> seen, expect;
+    m.ForEachExtent({begin, end}, [&](const Extent& e) { seen.push_back(e.base); });
+    for (const auto& a : live) {
+      if (a.first < end && begin < a.first + a.second) expect.push_back(a.first);
+    }
+    EXPECT_EQ(seen, expect) << "over [" << begin << ", " << end << ")";
+  }
+  EXPECT_EQ(m.count(), live.size());
 }
 
 TEST(AllocationMapTest, APoolChunkHoldsItsBlocksWhichAreTheProgramsAllocations) {

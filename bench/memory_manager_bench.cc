@@ -7,7 +7,9 @@
 // of the caches (64 MiB written between calls, outside the timing), as a
 // launch of a real program finds it, with the launch's 4 allocations alone
 // in the map or among 256 others (a PyTorch program's caching allocator
-// holds hundreds of segments). BM_PlanAccessStreaming: a
+// holds hundreds of segments); BM_FindAllocationCold: the allocation map's
+// lookup alone, cold. The cold rows also give the median of their calls
+// (median_ns). BM_PlanAccessStreaming: a
 // loop over N layers (weights read, activations written; 8 MiB each) through
 // a budget that holds two thirds of them, so that every launch evicts and
 // loads: the full plan (prediction, victim order, OPT over the known future,
@@ -18,6 +20,7 @@
 // insides can be measured against the code before it.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -64,12 +67,34 @@ void BM_PlanAccessResident(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanAccessResident)->Arg(1)->Arg(4)->Arg(16);
 
-void PlanAccessResidentLarge(benchmark::State& state, bool cold) {
-  const uint64_t bytes = static_cast<uint64_t>(state.range(0)) * kMiB;
-  std::vector<uint64_t> other_work(cold ? 64 * kMiB / sizeof(uint64_t) : 0);
-  MemoryManager mm(1024 * kMiB);
-  // Other allocations, below the launch's (2 MiB each, never used).
-  const int64_t others = state.range(1);
+// Times fn alone in each iteration, after 64 MiB of other writes outside
+// the timing (its state pushed out of the caches, as a real program's launch
+// finds it). Reports the median (median_ns) beside the mean: a cold call's
+// time moves by microseconds with what the machine does meanwhile.
+template <typename Fn>
+void TimeCold(benchmark::State& state, Fn&& fn) {
+  std::vector<uint64_t> other_work(64 * kMiB / sizeof(uint64_t));
+  std::vector<double> ns;
+  uint64_t pass = 0;
+  for (auto _ : state) {
+    ++pass;
+    for (uint64_t& w : other_work) w += pass;
+    benchmark::DoNotOptimize(other_work.data());
+    benchmark::ClobberMemory();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(s);
+    ns.push_back(s * 1e9);
+  }
+  std::nth_element(ns.begin(), ns.begin() + static_cast<ptrdiff_t>(ns.size() / 2), ns.end());
+  if (!ns.empty()) state.counters["median_ns"] = ns[ns.size() / 2];
+}
+
+// A manager holding `others` allocations of 2 MiB (never used) below four
+// of `bytes` each, and the launch that reads the first three and writes the
+// fourth.
+std::vector<PredictedRegion> AddLaunchAmongOthers(MemoryManager& mm, uint64_t bytes, int64_t others) {
   for (int64_t i = 0; i < others; ++i) {
     (void)mm.AddAllocation(0x40000000ull + static_cast<uint64_t>(i) * 2 * kMiB, 2 * kMiB);
   }
@@ -79,26 +104,43 @@ void PlanAccessResidentLarge(benchmark::State& state, bool cold) {
     (void)mm.AddAllocation(base, bytes);
     launch.push_back({{base, base + bytes}, r == 3 ? AccessMode::kWrite : AccessMode::kRead});
   }
+  return launch;
+}
+
+void PlanAccessResidentLarge(benchmark::State& state, bool cold) {
+  MemoryManager mm(1024 * kMiB);
+  const std::vector<PredictedRegion> launch =
+      AddLaunchAmongOthers(mm, static_cast<uint64_t>(state.range(0)) * kMiB, state.range(1));
   uint64_t seq = 0;
-  MemoryActions warm;
-  mm.PlanAccess(launch, ++seq, &warm);
-  for (auto _ : state) {
-    for (uint64_t& w : other_work) w += seq;
-    benchmark::DoNotOptimize(other_work.data());
-    benchmark::ClobberMemory();
-    const auto t0 = std::chrono::steady_clock::now();
+  const auto plan = [&] {
     MemoryActions act;
     mm.PlanAccess(launch, ++seq, &act);
     benchmark::DoNotOptimize(act);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
+  plan();  // everything resident from here on
+  if (cold) {
+    TimeCold(state, plan);
+    return;
   }
+  for (auto _ : state) plan();
 }
 void BM_PlanAccessResidentLarge(benchmark::State& state) { PlanAccessResidentLarge(state, false); }
 void BM_PlanAccessResidentCold(benchmark::State& state) { PlanAccessResidentLarge(state, true); }
-BENCHMARK(BM_PlanAccessResidentLarge)->ArgsProduct({{8, 32, 128}, {0}})->UseManualTime();
+BENCHMARK(BM_PlanAccessResidentLarge)->ArgsProduct({{8, 32, 128}, {0}});
 // Each iteration writes 64 MiB outside the timing (each call timed by hand):
 // a fixed count keeps the run short.
 BENCHMARK(BM_PlanAccessResidentCold)->ArgsProduct({{8, 32, 128}, {0, 256}})->Iterations(300)->UseManualTime();
+
+// The allocation map's lookup alone (which allocation holds a pointer), cold,
+// among 0, 64 and 256 other allocations: what every region of a launch asks
+// a few times.
+void BM_FindAllocationCold(benchmark::State& state) {
+  MemoryManager mm(1024 * kMiB);
+  const std::vector<PredictedRegion> launch = AddLaunchAmongOthers(mm, 8 * kMiB, state.range(0));
+  const uint64_t ptr = launch[2].range.begin + 4096;
+  TimeCold(state, [&] { benchmark::DoNotOptimize(mm.allocations().FindExtent(ptr)); });
+}
+BENCHMARK(BM_FindAllocationCold)->Arg(0)->Arg(64)->Arg(256)->Iterations(300)->UseManualTime();
 
 void BM_PlanAccessStreaming(benchmark::State& state) {
   const uint64_t layers = static_cast<uint64_t>(state.range(0));

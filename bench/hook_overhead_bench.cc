@@ -72,7 +72,8 @@ const char* kTemplates = R"({"format":"msched-templates","version":1,"kernels":[
 constexpr uint64_t kWideElems = 16ull << 20;  // 64 MiB of floats per region
 
 // One setting's result: ns per launch as each thread sees it (the mean over
-// threads) and launches per second of all threads together.
+// threads; with `between`, the median of every launch timed) and launches
+// per second of all threads together.
 struct Sample {
   double ns_per_launch = -1;
   double launches_per_s = -1;
@@ -80,7 +81,8 @@ struct Sample {
 
 // The child: `threads` threads make the current context theirs and launch
 // `n / threads` kernels each, `reps` times, each thread writing `between`
-// bytes of its own before each launch; prints the best run's Sample.
+// bytes of its own before each launch; prints the best run's Sample (with
+// `between`, its ns per launch the median over all runs).
 int Child(const char* kernel, long n, int threads, size_t between) {
   CUdevice dev;
   CUcontext ctx;
@@ -114,6 +116,7 @@ int Child(const char* kernel, long n, int threads, size_t between) {
       void* wide_params[] = {&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &elems};
       void** params = wide ? wide_params : tiny_params;
       std::vector<uint64_t> own(between / sizeof(uint64_t));
+      if (between > 0) cold_ns[static_cast<size_t>(t)].reserve(static_cast<size_t>(per_thread) * kReps);
       const bool ok = cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
       const auto launch = [&] { cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr); };
       for (int rep = 0; rep < kReps; ++rep) {

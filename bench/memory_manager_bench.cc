@@ -8,8 +8,8 @@
 // launch of a real program finds it, with the launch's 4 allocations alone
 // in the map or among 256 others (a PyTorch program's caching allocator
 // holds hundreds of segments); BM_FindAllocationCold: the allocation map's
-// lookup alone, cold. The cold rows also give the median of their calls
-// (median_ns). BM_PlanAccessStreaming: a
+// lookup alone, cold; BM_ColdFloor: the timing around nothing, cold. The
+// cold rows also give the median of their calls (median_ns). BM_PlanAccessStreaming: a
 // loop over N layers (weights read, activations written; 8 MiB each) through
 // a budget that holds two thirds of them, so that every launch evicts and
 // loads: the full plan (prediction, victim order, OPT over the known future,
@@ -87,8 +87,9 @@ void TimeCold(benchmark::State& state, Fn&& fn) {
     state.SetIterationTime(s);
     ns.push_back(s * 1e9);
   }
+  if (ns.empty()) return;
   std::nth_element(ns.begin(), ns.begin() + static_cast<ptrdiff_t>(ns.size() / 2), ns.end());
-  if (!ns.empty()) state.counters["median_ns"] = ns[ns.size() / 2];
+  state.counters["median_ns"] = ns[ns.size() / 2];
 }
 
 // A manager holding `others` allocations of 2 MiB (never used) below four
@@ -141,6 +142,13 @@ void BM_FindAllocationCold(benchmark::State& state) {
   TimeCold(state, [&] { benchmark::DoNotOptimize(mm.allocations().FindExtent(ptr)); });
 }
 BENCHMARK(BM_FindAllocationCold)->Arg(0)->Arg(64)->Arg(256)->Iterations(300)->UseManualTime();
+
+// The cold rows' floor: TimeCold around nothing (the clock's own cost once
+// its state is out of the caches), to subtract from a row of a few lines.
+void BM_ColdFloor(benchmark::State& state) {
+  TimeCold(state, [] {});
+}
+BENCHMARK(BM_ColdFloor)->Iterations(300)->UseManualTime();
 
 void BM_PlanAccessStreaming(benchmark::State& state) {
   const uint64_t layers = static_cast<uint64_t>(state.range(0));

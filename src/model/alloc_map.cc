@@ -36,6 +36,7 @@ Result<uint64_t> AllocationMap::Insert(uint64_t base, uint64_t size, AllocKind k
     chunk->blocks.emplace(base, Allocation{base, size, kind, id});
   } else {
     MSCHED_RETURN_IF_ERROR(CheckClear(extents_, base, size));
+    index_.Reserve();
     Extent e;
     e.base = base;
     e.size = size;
@@ -88,6 +89,11 @@ const Allocation* AllocationMap::Find(uint64_t ptr) const {
   const Extent* e = FindExtent(ptr);
   if (e == nullptr || e->kind != AllocKind::kPoolChunk) return e;
   return Containing(e->blocks, ptr);
+}
+
+void AllocationMap::Index::Reserve() {
+  bases_.reserve(bases_.size() + 1);
+  extents_.reserve(extents_.size() + 1);
 }
 
 void AllocationMap::Index::Insert(Extent* e) {

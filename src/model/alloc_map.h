@@ -137,10 +137,14 @@ class AllocationMap {
   // nodes lie wherever the heap put them, and a launch in a real program
   // finds them out of the caches, one memory access per level; the bases
   // here are contiguous, so a search reads a few adjacent lines. Changed
-  // only when the program allocates or frees.
+  // only when the program allocates or frees (each change moves the entries
+  // above it: a few hundred in a PyTorch program).
   class Index {
    public:
-    void Insert(Extent* e);
+    // Room for one more entry, so that the Insert after it cannot fail
+    // halfway: call before adding the extent to the map.
+    void Reserve();
+    void Insert(Extent* e);  // after Reserve
     void Erase(uint64_t base);
     Extent* Containing(uint64_t ptr) const {
       const size_t i = Upper(ptr);

@@ -78,7 +78,7 @@ bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::s
                   Number(doc, "prefetch_call_us", false, 0, 1e6, &p.prefetch_call_us, error) &&
                   Number(doc, "kernel_launch_us", false, 0, 1e6, &p.kernel_launch_us, error) &&
                   Number(doc, "launch_api_us", false, 0, 1e6, &p.launch_api_us, error) &&
-                  Number(doc, "api_call_us", false, 0, 1e6, &p.api_call_us, error) &&
+                  Number(doc, "api_call_us", true, 0.001, 1e6, &p.api_call_us, error) &&
                   Number(doc, "cc_major", false, 1, 99, &ccmaj, error) &&
                   Number(doc, "cc_minor", false, 0, 9, &ccmin, error) &&
                   Number(doc, "sm_count", false, 1, 10000, &sms, error);

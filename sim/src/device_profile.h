@@ -23,7 +23,10 @@ struct DeviceProfile {
   double prefetch_call_us = 0;       // device-side setup of one prefetch call
   double kernel_launch_us = 0;       // fixed device-side cost of a kernel
   double launch_api_us = 0;          // host cost of a launch call
-  double api_call_us = 0;            // host cost of other driver calls
+  // Host cost of other driver calls. At least 1 ns: a process that polls
+  // the driver must move its clock, or peers waiting their turn behind it
+  // (SharedDevice::WaitForTurn) would wait for ever.
+  double api_call_us = 0;
   int cc_major = 0;
   int cc_minor = 0;
   int sm_count = 0;

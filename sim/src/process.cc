@@ -174,7 +174,8 @@ CUcontext& CurrentContext() {
 
 void Process::PublishClock() {
   ProcSlot& slot = dev->proc(dev->slot());
-  __atomic_store_n(&slot.host_time, now(), __ATOMIC_RELEASE);
+  // A clock moved outside a call (msimAdvanceTo) may end a peer's wait.
+  if (__atomic_exchange_n(&slot.host_time, now(), __ATOMIC_RELEASE) != now()) dev->NotifyTurn();
   dev->device_now() = std::max(dev->device_now(), now());
   counters.peak_used = std::max(counters.peak_used, dev->used());
 }

@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <time.h>
@@ -21,7 +23,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 6;              // 6: ProcSlot::wakeups_seen
+inline constexpr uint32_t kLayoutVersion = 7;              // 7: turn_seq, turn_waiters
 
 struct DeviceHeader {
   uint64_t magic;
@@ -44,6 +46,14 @@ struct DeviceHeader {
   uint32_t rel_count;
   uint32_t lock_count;
   uint32_t barrier_arrived;
+  // Lockstep hand-offs (WaitForTurn): a process bumps turn_seq, a futex
+  // word, whenever it publishes a change that could end a peer's wait, and
+  // wakes the waiters (counted in turn_waiters) if there are any. A waiter
+  // killed while counted leaves the count high for good: the others then
+  // make a futex call with each change, which wakes no one and costs a
+  // system call.
+  uint32_t turn_seq;
+  uint32_t turn_waiters;
   uint64_t pending_bytes;
   ReleaseEntry releases[kMaxReleases];
   ProcSlot procs[kMaxProcs];
@@ -98,6 +108,21 @@ std::string StatField(pid_t pid, int n) {
   }
   return "";
 }
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The futex is shared between processes (no FUTEX_PRIVATE_FLAG): the word
+// lives in the device's shared mapping.
+void FutexWait(uint32_t* word, uint32_t expected, uint64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1000000000), static_cast<long>(timeout_ns % 1000000000)};
+  syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void FutexWakeAll(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0); }
 
 }  // namespace
 
@@ -173,7 +198,10 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
   for (int i = 0; i < kMaxProcs; ++i) {
     ProcSlot& p = d->h_->procs[i];
     if (!p.in_use) {
-      p = ProcSlot{getpid(), 1, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0, 0};
+      // Peers read slots without the lock: the slot is filled in before it is
+      // marked in use, so none sees a claimed slot with a half-written pid or clock.
+      p = ProcSlot{getpid(), 0, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0, 0};
+      __atomic_store_n(&p.in_use, 1u, __ATOMIC_RELEASE);
       d->slot_ = i;
       break;
     }
@@ -336,7 +364,9 @@ void SharedDevice::ReleaseSlot(int slot) {
   ProcSlot& p = h_->procs[slot];
   h_->used -= std::min(p.device_bytes, h_->used);
   h_->device_now = std::max(h_->device_now, p.host_time);
+  __atomic_store_n(&p.in_use, 0u, __ATOMIC_RELEASE);  // first: lockless readers skip it from here
   p = ProcSlot{};
+  NotifyTurn();
 }
 
 bool SharedDevice::Gone(const ProcSlot& p) {
@@ -397,22 +427,22 @@ void SharedDevice::Repair() {
 }  // namespace msim
 
 namespace msim {
-namespace {
 
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+void SharedDevice::NotifyTurn() {
+  // Sequentially consistent, as is the waiter's count-then-read in
+  // WaitForTurn: either this sees the waiter counted and wakes it, or the
+  // waiter reads the new sequence number and, with it, the change.
+  __atomic_add_fetch(&h_->turn_seq, 1u, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&h_->turn_waiters, __ATOMIC_SEQ_CST) != 0) FutexWakeAll(&h_->turn_seq);
 }
-
-}  // namespace
 
 void SharedDevice::EnterCall(uint64_t t) {
   if (slot_ < 0) return;
   ProcSlot& me = h_->procs[slot_];
   __atomic_add_fetch(&me.in_call, 1, __ATOMIC_RELAXED);
-  __atomic_store_n(&me.host_time, t, __ATOMIC_RELEASE);
+  const uint64_t before = __atomic_exchange_n(&me.host_time, t, __ATOMIC_RELEASE);
   __atomic_store_n(&me.last_active_ns, MonotonicNs(), __ATOMIC_RELAXED);
+  if (t != before) NotifyTurn();  // the clock jumped since the last call (a host phase)
 }
 
 void SharedDevice::LeaveCall(uint64_t t) {
@@ -421,6 +451,7 @@ void SharedDevice::LeaveCall(uint64_t t) {
   __atomic_store_n(&me.host_time, t, __ATOMIC_RELEASE);
   __atomic_store_n(&me.last_active_ns, MonotonicNs(), __ATOMIC_RELAXED);
   __atomic_sub_fetch(&me.in_call, 1, __ATOMIC_RELAXED);
+  NotifyTurn();
 }
 
 void SharedDevice::SetBlocked(bool blocked, uint64_t wakeups_seen) {
@@ -428,6 +459,7 @@ void SharedDevice::SetBlocked(bool blocked, uint64_t wakeups_seen) {
   // The count first: a peer that sees the flag sees the count it goes with.
   __atomic_store_n(&h_->procs[slot_].wakeups_seen, wakeups_seen, __ATOMIC_RELEASE);
   __atomic_store_n(&h_->procs[slot_].blocked, blocked ? 1u : 0u, __ATOMIC_RELEASE);
+  NotifyTurn();
 }
 
 bool SharedDevice::PeerBlocked(int32_t pid, uint64_t* wakeups_seen) const {
@@ -444,8 +476,18 @@ bool SharedDevice::PeerBlocked(int32_t pid, uint64_t* wakeups_seen) const {
 void SharedDevice::WaitForTurn(uint64_t t) {
   if (slot_ < 0) return;
   const uint64_t start = MonotonicNs();
-  const ProcSlot& me = h_->procs[slot_];
-  for (int spins = 0;; ++spins) {
+  ProcSlot& me = h_->procs[slot_];
+  // For each peer that has held us back: its activity stamp when first seen
+  // and the moment that stamp last changed. Only a peer whose stamp stands
+  // still is given up on; one that is making calls, or waiting its own turn,
+  // is waited for however long it takes in real time.
+  static_assert(kMaxProcs <= 64, "one bit of `watched` per slot");
+  uint64_t watched = 0;
+  std::array<uint64_t, kMaxProcs> stamp;
+  std::array<uint64_t, kMaxProcs> still_since;
+  bool counted = false;  // in turn_waiters
+  for (;;) {
+    const uint32_t seq = __atomic_load_n(&h_->turn_seq, __ATOMIC_SEQ_CST);
     const uint64_t now = MonotonicNs();
     bool behind = false;
     for (int i = 0; i < kMaxProcs && !behind; ++i) {
@@ -457,26 +499,62 @@ void SharedDevice::WaitForTurn(uint64_t t) {
           stuck_[i].host_time.load(std::memory_order_relaxed) == q_time) {
         continue;
       }
-      const bool idle = IdleAt(now, __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED),
-                               __atomic_load_n(&q.in_call, __ATOMIC_RELAXED));
+      const uint64_t active = __atomic_load_n(&q.last_active_ns, __ATOMIC_RELAXED);
+      const bool idle = IdleAt(now, active, __atomic_load_n(&q.in_call, __ATOMIC_RELAXED));
       const bool first = q_time < t || (q_time == t && (q.rank < me.rank || (q.rank == me.rank && i < slot_)));
       behind = !idle && first;
+      if (!behind) continue;
+      if (!(watched >> i & 1) || stamp[i] != active) {
+        watched |= uint64_t{1} << i;
+        stamp[i] = active;
+        still_since[i] = now;
+      }
       // One that holds us back for long may have died or been stopped (a
       // debugger, SIGSTOP) inside a call: no one to wait for. A dead one's
       // slot is reclaimed later, under the lock.
-      if (behind && now - start > kIdleMs * 1000000 && (Gone(q) || ProcessStopped(q.pid))) {
+      if (now - start > kIdleMs * 1000000 && (Gone(q) || ProcessStopped(q.pid))) {
         behind = false;
         stuck_[i].pid.store(q.pid, std::memory_order_relaxed);
         stuck_[i].host_time.store(q_time, std::memory_order_relaxed);
+      } else if (now - still_since[i] > kMaxStillMs * 1000000) {
+        behind = false;  // inside one call for that long: blocked on something outside the device
       }
     }
-    if (!behind || now - start > kMaxWaitMs * 1000000) return;
-    if (spins < 64) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (!behind) break;
+    // Waiting is activity: peers behind us in turn see a stamp that moves and
+    // keep waiting for us rather than taking us for stuck.
+    __atomic_store_n(&me.last_active_ns, now, __ATOMIC_RELAXED);
+    if (!counted) {
+      // Counted before the state is read again, so a change made from here
+      // on either shows in that reading or wakes the futex.
+      __atomic_add_fetch(&h_->turn_waiters, 1u, __ATOMIC_SEQ_CST);
+      counted = true;
+      continue;
     }
+    AwaitChange(seq, now);
   }
+  if (counted) __atomic_sub_fetch(&h_->turn_waiters, 1u, __ATOMIC_SEQ_CST);
+}
+
+void SharedDevice::AwaitChange(uint32_t seq, uint64_t now) {
+  // Yields first, for kTurnYieldNs: on an idle host the peer's change
+  // usually comes within microseconds, sooner than a futex wake-up, and a
+  // yield gives it the core. On a host with more runnable threads than
+  // cores, one yield can hand the core to another program for a whole slice
+  // (milliseconds, at each of thousands of hand-offs: a four-process run
+  // under CPU load took minutes), so a yield that long stops the yielding
+  // for kBusyHostNs. Then it sleeps on the futex until a peer publishes a
+  // change, or for kTurnRecheckNs: idleness and death are judged by the
+  // clock, and no peer announces them.
+  uint64_t at = now;
+  while (at - now < kTurnYieldNs && at >= busy_host_until_.load(std::memory_order_relaxed)) {
+    std::this_thread::yield();
+    const uint64_t after = MonotonicNs();
+    if (after - at > kSlowYieldNs) busy_host_until_.store(after + kBusyHostNs, std::memory_order_relaxed);
+    at = after;
+    if (__atomic_load_n(&h_->turn_seq, __ATOMIC_ACQUIRE) != seq) return;
+  }
+  FutexWait(&h_->turn_seq, seq, kTurnRecheckNs);
 }
 
 }  // namespace msim

@@ -145,11 +145,23 @@ class SharedDevice {
   // order: MSIM_RANK when set (launchers number their processes), else the
   // pid.
   // Blocked processes and ones idle for kIdleMs of real time do not hold
-  // others back; a wait never exceeds kMaxWaitMs. kIdleMs is long enough
-  // that a process the OS has merely descheduled on a loaded machine is not
-  // mistaken for an idle one (which would let the others run ahead of it).
+  // others back, nor does one that has stayed inside a single call, making
+  // no other call, for kMaxStillMs (blocked outside the device without
+  // saying so). A peer that is making calls, however slowly, is waited for:
+  // giving up on it by the clock let a loaded host reorder the processes'
+  // calls. kIdleMs is long enough that a process the OS has merely
+  // descheduled on a loaded machine is not mistaken for an idle one.
   static constexpr uint64_t kIdleMs = 1000;
-  static constexpr uint64_t kMaxWaitMs = 5000;
+  static constexpr uint64_t kMaxStillMs = 5000;
+  // A waiting process yields for kTurnYieldNs, then sleeps on a futex that
+  // peers wake when they publish a change (NotifyTurn), for at most
+  // kTurnRecheckNs before it looks at its peers again. After one yield that
+  // took over kSlowYieldNs (the core went to another program for a slice),
+  // it skips the yields for kBusyHostNs (AwaitChange).
+  static constexpr uint64_t kTurnRecheckNs = 1000000;
+  static constexpr uint64_t kTurnYieldNs = 50000;
+  static constexpr uint64_t kSlowYieldNs = 500000;
+  static constexpr uint64_t kBusyHostNs = 100000000;
   // A peer outside any call whose last activity was over kIdleMs before
   // `now_ns` (CLOCK_MONOTONIC). A peer may stamp its activity after `now_ns`
   // was read: such a stamp is recent, not 2^64 ns old (an unsigned
@@ -160,6 +172,9 @@ class SharedDevice {
     return in_call == 0 && now_ns > last_active_ns && now_ns - last_active_ns > kIdleMs * 1000000;
   }
   void WaitForTurn(uint64_t t);
+  // Wakes the processes waiting in WaitForTurn: called after this process
+  // published a change to its clock, its calls, its blocked flag or its slot.
+  void NotifyTurn();
   // Waits for this process's turn at `t` as a driver call's entry and exit
   // would, without a call: no time passes and the idle alarm's count goes on.
   void WaitForTurnOutsideCall(uint64_t t) {
@@ -181,6 +196,10 @@ class SharedDevice {
 
  private:
   SharedDevice() = default;
+  // WaitForTurn's pause: returns once the turn sequence number is no longer
+  // `seq` (a peer published a change), or after a while. `now` is when the
+  // waiter last read its peers.
+  void AwaitChange(uint32_t seq, uint64_t now);
   void LruUnlink(uint32_t idx);
   void LruAppend(uint32_t idx);
   // Rebuilds derived state (LRU list, totals) after a holder of the lock died.
@@ -197,6 +216,8 @@ class SharedDevice {
     std::atomic<uint64_t> host_time{0};
   };
   std::array<StuckPeer, kMaxProcs> stuck_;
+  // CLOCK_MONOTONIC until which WaitForTurn sleeps without yielding first.
+  std::atomic<uint64_t> busy_host_until_{0};
 };
 
 // RAII holder of the device lock.

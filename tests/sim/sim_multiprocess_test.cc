@@ -279,6 +279,44 @@ TEST_F(SimMultiProcessTest, AProcessStoppedInsideADriverCallHoldsTheOthersBackOn
   victim.Wait();
 }
 
+TEST_F(SimMultiProcessTest, APeerThatIsSlowButStillMakingCallsIsWaitedForHoweverLong) {
+  // The slow one makes a cheap call every 50 ms of real time for 7 s: its
+  // clock stays microseconds behind the fast one's, which has jumped 1 ms
+  // ahead. The fast one's next call must wait for all of them, well past
+  // the 5 s after which a peer stuck inside one call is given up on
+  // (kMaxStillMs), and after which any wait used to end. Giving up on a
+  // peer by the clock let a loaded host reorder calls.
+  const auto kSlowFor = std::chrono::milliseconds(7000);
+  Child slow(device_, [&](Child& self) {
+    alarm(30);
+    if (!Attach()) return 1;
+    self.Tell('s');
+    CUdevice d;
+    const auto end = std::chrono::steady_clock::now() + kSlowFor;
+    while (std::chrono::steady_clock::now() < end) {
+      if (cuCtxGetDevice(&d) != CUDA_SUCCESS) return 2;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return 0;
+  });
+  ASSERT_EQ(slow.Listen(), 's');
+  Child fast(device_, [&](Child& self) {
+    alarm(30);
+    if (!Attach()) return 1;
+    uint64_t now = 0;
+    if (msimGetTime(&now) != CUDA_SUCCESS || msimAdvanceTo(now + 1000000) != CUDA_SUCCESS) return 2;
+    const auto start = std::chrono::steady_clock::now();
+    CUdevice d;
+    if (cuCtxGetDevice(&d) != CUDA_SUCCESS) return 3;
+    const auto waited = std::chrono::steady_clock::now() - start;
+    self.Tell(waited > (msim::SharedDevice::kMaxStillMs + 1000) * std::chrono::milliseconds(1) ? 'w' : 'p');
+    return 0;
+  });
+  EXPECT_EQ(fast.Listen(), 'w') << "passed the slow peer while it was still making calls";
+  EXPECT_EQ(fast.Wait(), 0);
+  EXPECT_EQ(slow.Wait(), 0);
+}
+
 // A node of two GPUs (MSIM_GPUS=2): each is a device of its own, chosen by
 // CUDA_VISIBLE_DEVICES as on a real node, with its own HBM and bus id.
 TEST_F(SimMultiProcessTest, GpusOfOneNodeAreSeparateDevicesChosenByCudaVisibleDevices) {

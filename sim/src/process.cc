@@ -173,9 +173,7 @@ CUcontext& CurrentContext() {
 }
 
 void Process::PublishClock() {
-  ProcSlot& slot = dev->proc(dev->slot());
-  // A clock moved outside a call (msimAdvanceTo) may end a peer's wait.
-  if (__atomic_exchange_n(&slot.host_time, now(), __ATOMIC_RELEASE) != now()) dev->NotifyTurn();
+  dev->PublishHostTime(now());  // a moved clock may end a peer's wait (msimAdvanceTo's, outside any call)
   dev->device_now() = std::max(dev->device_now(), now());
   counters.peak_used = std::max(counters.peak_used, dev->used());
 }

@@ -436,13 +436,17 @@ void SharedDevice::NotifyTurn() {
   if (__atomic_load_n(&h_->turn_waiters, __ATOMIC_SEQ_CST) != 0) FutexWakeAll(&h_->turn_seq);
 }
 
+void SharedDevice::PublishHostTime(uint64_t t) {
+  if (slot_ < 0) return;
+  if (__atomic_exchange_n(&h_->procs[slot_].host_time, t, __ATOMIC_RELEASE) != t) NotifyTurn();
+}
+
 void SharedDevice::EnterCall(uint64_t t) {
   if (slot_ < 0) return;
   ProcSlot& me = h_->procs[slot_];
   __atomic_add_fetch(&me.in_call, 1, __ATOMIC_RELAXED);
-  const uint64_t before = __atomic_exchange_n(&me.host_time, t, __ATOMIC_RELEASE);
   __atomic_store_n(&me.last_active_ns, MonotonicNs(), __ATOMIC_RELAXED);
-  if (t != before) NotifyTurn();  // the clock jumped since the last call (a host phase)
+  PublishHostTime(t);  // moved only if a host phase moved the clock since the last call
 }
 
 void SharedDevice::LeaveCall(uint64_t t) {

@@ -182,6 +182,8 @@ class SharedDevice {
     WaitForTurn(t);
     LeaveCall(t);
   }
+  // Publishes this process's clock; wakes the waiters when it moved.
+  void PublishHostTime(uint64_t t);
   void EnterCall(uint64_t t);
   void LeaveCall(uint64_t t);
   void SetBlocked(bool blocked, uint64_t wakeups_seen);

@@ -15,7 +15,7 @@
 // CoordinatorSocket); without --gpu or --socket, MSCHED_SOCKET, else GPU 0's.
 // --idle-yield (default 50ms): a job that holds its turn while others wait
 // and launches nothing for that long gives the turn up (docs/coordinator.md);
-// a service after --serving-idle-yield (default 10ms).
+// a service after --serving-idle-yield (default 2ms).
 // --metrics serves GET /metrics in the Prometheus text format at a numeric
 // IPv4 address and port (off by default; docs/operate.md, "Metrics"): jobs
 // by id and uid, and by name too only with --metrics-names, since anyone
@@ -62,7 +62,7 @@ constexpr char kUsage[] =
     "rotation at its next launch. Default 50ms; 0 or off never takes a turn away for idleness.\n"
     "--serving-idle-yield: the same for a service (a job that has given its turn up for want of work\n"
     "more than once) back from a pause at least --idle-yield long: its pauses are the gaps between\n"
-    "requests, and each millisecond of the yield is one every waiting request loses. Default 10ms (at\n"
+    "requests, and each millisecond of the yield is one every waiting request loses. Default 2ms (at\n"
     "most --idle-yield).\n"
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
     "(default 64) and priorities up to --max-guest-priority (default 0).\n"
@@ -179,7 +179,7 @@ int Main(int argc, char** argv) {
       }
     } else if (a == "--serving-idle-yield") {
       if (!duration(&o.policy.serving_idle_yield_ns) || o.policy.serving_idle_yield_ns == 0) {
-        return bad("a duration such as 10ms");
+        return bad("a duration such as 2ms");
       }
     } else if (a == "--idle-exit") {
       if (!duration(&ns)) return bad("a duration such as 60s");

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 
 constexpr char kUsage[] =
     "usage: msched bench [SCENARIO...] [--device PROFILE] [--quick] [--policies P,...] [--out DIR] [--trace DIR]\n"
-    "       msched bench --list\n"
+    "                    [--scenarios DIR]\n"
+    "       msched bench --list [--scenarios DIR]\n"
     "Runs the benchmark suite on the simulated GPU: every scenario (or those named) at each footprint\n"
     "under each policy, side by side, with the ideal the device allows. Prints the tables and writes\n"
     "report.md, results.csv and PNG plots (a Gantt plot of each scenario among them) into DIR\n"
@@ -36,13 +37,16 @@ constexpr char kUsage[] =
     "  --policies P,...  run only these of each scenario's policies (such as msched,exclusive); a scenario\n"
     "                    with none of them is left out\n"
     "  --trace DIR       write every run's timeline into DIR as SCENARIO-PERCENT-POLICY.json (open it at\n"
-    "                    ui.perfetto.dev or chrome://tracing; docs/tracing.md)\n";
+    "                    ui.perfetto.dev or chrome://tracing; docs/tracing.md)\n"
+    "  --scenarios DIR   read the scenarios from DIR instead of the suite's own (bench/scenarios); their\n"
+    "                    workloads still come from the suite's bench/workloads\n";
 
 struct Options {
   std::vector<std::string> scenarios;
   std::string device = "rtx5080-pcie5";
   std::string out = "msched-bench";
   std::string trace;
+  std::string scenarios_dir;          // empty: the suite's own
   std::vector<std::string> policies;  // empty: each scenario's own
   bool quick = false, list = false, help = false;
 };
@@ -60,8 +64,8 @@ bool Parse(int argc, char** argv, Options* o) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');) o->policies.push_back(name);
       if (o->policies.empty()) return false;
-    } else if ((a == "--device" || a == "--out" || a == "--trace") && i + 1 < argc) {
-      (a == "--device" ? o->device : a == "--out" ? o->out : o->trace) = argv[++i];
+    } else if ((a == "--device" || a == "--out" || a == "--trace" || a == "--scenarios") && i + 1 < argc) {
+      (a == "--device" ? o->device : a == "--out" ? o->out : a == "--trace" ? o->trace : o->scenarios_dir) = argv[++i];
     } else if (!a.empty() && a[0] != '-') {
       o->scenarios.push_back(a);
     } else {
@@ -141,7 +145,7 @@ int BenchMain(int argc, char** argv) {
     std::cerr << "msched bench: " << paths.status().message() << "\n";
     return 1;
   }
-  Result<std::vector<Scenario>> all = LoadScenarios(paths->scenarios_dir);
+  Result<std::vector<Scenario>> all = LoadScenarios(o.scenarios_dir.empty() ? paths->scenarios_dir : o.scenarios_dir);
   if (!all.ok()) {
     std::cerr << "msched bench: " << all.status().message() << "\n";
     return 1;

@@ -59,6 +59,14 @@ struct Job {
   // The last time it gave its turn up: from when it went idle (its idle
   // yield ran out) to when it had work again.
   uint64_t last_pause_ns = 0;
+  uint64_t back_ns = 0;  // when it last had work again after giving its turn up (0: never)
+
+  // Where it stands in the rotation: from when its last turn began, or, back
+  // from giving its turn up since, from when it had work again. A service's
+  // requests are then answered in the order they came, not in the order the
+  // services last held the GPU. A job on the GPU is not queued (UINT64_MAX):
+  // its turn began after the others' work came, or they would hold it.
+  uint64_t QueuedSince() const { return active ? UINT64_MAX : std::max(last_ran_ns, back_ns); }
 
   // Paused, and the stop that gives its memory back not answered yet.
   bool Pausing() const { return state == JobState::kPaused && stops_owed > 0; }
@@ -100,9 +108,14 @@ struct SchedulerOptions {
   // of the yield is one that every request waiting for it loses. A job back
   // sooner than the idle yield (a trainer that evaluates now and then,
   // whose short pauses between steps the shorter yield would take for
-  // idleness) gets the idle yield until it pauses long again.
+  // idleness) gets the idle yield until it pauses long again. 2 ms is
+  // longer than a decoding service's host work between one step's
+  // synchronise and the next step's first launch (sampling, a stop check:
+  // well under a millisecond), and short enough that a request that comes
+  // just after the last was answered is seen as a new one, which then
+  // waits behind requests that came first (docs/coordinator.md, "Idle yield").
   uint64_t idle_yield_ns = 50'000'000;
-  uint64_t serving_idle_yield_ns = 10'000'000;
+  uint64_t serving_idle_yield_ns = 2'000'000;
   // The serving idle yield in force: never longer than the idle yield, and
   // none when the idle yield is off.
   uint64_t ServingIdleYield() const {

@@ -198,7 +198,10 @@ Commands Scheduler::Busy(uint64_t id, uint64_t now) {
   // the others' work came first. It runs on while the rest of its group
   // does, and the turn ends when they are done, not at its own slice end.
   if (j->active && j->idle_in_turn && slice_end_ != proto::kNever) j->ceded_turn = true;
-  if (j->idle) j->last_pause_ns = now_ - std::min(now_, j->idle_since);
+  if (j->idle) {
+    j->last_pause_ns = now_ - std::min(now_, j->idle_since);
+    j->back_ns = now_;
+  }
   j->idle = false;
   j->idle_in_turn = false;
   Reschedule(TurnOver(), &out);

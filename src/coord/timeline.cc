@@ -1,6 +1,7 @@
 #include "coord/timeline.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -88,16 +89,16 @@ uint64_t BatchTurnLength(const Group& running, const Group& next, const std::map
 size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs) {
   int top = groups.empty() ? 0 : groups[0].priority;
   for (const Group& g : groups) top = std::max(top, g.priority);
-  size_t best = 0;
-  uint64_t best_wait = UINT64_MAX;  // the smallest last_ran_ns: served least recently
+  std::optional<size_t> best;
+  uint64_t best_since = UINT64_MAX;  // the earliest Job::QueuedSince: waited longest
   for (size_t i = 0; i < groups.size(); ++i) {
     if (groups[i].priority != top) continue;
     for (uint64_t id : groups[i].jobs) {
-      const uint64_t ran = jobs.at(id).last_ran_ns;
-      if (ran < best_wait) best_wait = ran, best = i;
+      const uint64_t since = jobs.at(id).QueuedSince();
+      if (!best || since < best_since) best_since = since, best = i;
     }
   }
-  return best;
+  return best.value_or(0);
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next, const std::map<uint64_t, Job>& jobs,

@@ -5,8 +5,10 @@
 //     the room left). Otherwise groups are packed first-fit, higher priority
 //     first, and take turns.
 //   - Only the groups of the highest priority take turns (a higher-priority
-//     job preempts); among them the one holding the job served least
-//     recently goes next, so turns rotate.
+//     job preempts); among them the one holding the job queued longest
+//     goes next (since its last turn began, or since it had work again
+//     after giving its turn up), so turns rotate and services' requests are
+//     answered in the order they came.
 //   - A turn lasts long enough that swapping its working set in costs at
 //     most `swap_fraction` of it (clamped to [min, max]), or a fixed length.
 //   - A switch evicts only what the incoming group lacks room for, taking it
@@ -60,7 +62,8 @@ uint64_t SliceLength(const Group& g, const std::map<uint64_t, Job>& jobs, const 
 uint64_t BatchTurnLength(const Group& running, const Group& next, const std::map<uint64_t, Job>& jobs,
                          const SchedulerOptions& o, double link_bytes_per_ns);
 
-// The index of the group that runs next.
+// The index of the group that runs next: of the highest priority, the one
+// with the job queued longest (Job::QueuedSince).
 size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs);
 
 // (job, bytes to evict) pairs that make room for `next`, victims whose next

@@ -350,6 +350,27 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
   std::filesystem::remove_all(again);
 }
 
+// msched bench --scenarios DIR runs scenario files of one's own (the
+// suite's workloads still serve them); a directory it cannot read is an
+// error that names it.
+TEST(BenchSuiteTest, ScenariosComeFromADirectoryOfOnesOwn) {
+  const std::string dir = TempDir("own_scenarios");
+  std::ofstream(dir + "/mine.json") << R"({"format": "msched-scenario", "version": 1, "name": "mine",
+    "title": "my own scenario", "hbm": {"full": "profile", "quick": "64M"},
+    "points": {"full": [150], "quick": [150]}, "policies": ["um"],
+    "jobs": [{"label": "x", "workload": "micro_vadd.json", "share": 1.0, "work": "TASKS"}]})";
+  const ts::ProgramRun list = ts::RunProgram({MSCHED_CLI, "bench", "--list", "--scenarios", dir}, {});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_EQ(list.out, "mine\tmy own scenario\n") << "its own scenarios only";
+  const ts::ProgramRun missing = ts::RunProgram({MSCHED_CLI, "bench", "--list", "--scenarios", dir + "/none"}, {});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("cannot read " + dir + "/none"), std::string::npos) << missing.err;
+  const ts::ProgramRun unknown = ts::RunProgram({MSCHED_CLI, "bench", "micro", "--scenarios", dir}, {});
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("no scenario 'micro'"), std::string::npos) << unknown.err;
+  std::filesystem::remove_all(dir);
+}
+
 // Three LLM services that take turns (full form, msched only): a group
 // whose members have no request gives the GPU up, a turn's load of pages the
 // job held is not taken for the link's speed, services that gave turns up
@@ -376,7 +397,7 @@ TEST(BenchSuiteTest, FullFormServicesGiveIdleTurnsUpAndRepeat) {
   EXPECT_EQ(row.at("status"), "ok");
   EXPECT_EQ(row.at("requests"), "60");
   EXPECT_LT(std::stoull(row.at("latency_p99_ns")), 1'590'000'000ull);
-  EXPECT_LT(std::stoull(row.at("latency_p50_ns")), 470'000'000ull);
+  EXPECT_LT(std::stoull(row.at("latency_p50_ns")), 435'000'000ull) << "0.44 s with a 10 ms serving idle yield";
   EXPECT_LE(std::stoull(row.at("switches")), 40u);
   EXPECT_EQ(row.at("faults"), "0") << "a job joining the running group waits for room an idle one holds";
   for (const char* column : {"makespan_ns", "h2d_bytes", "switches", "latency_p50_ns", "latency_p99_ns"}) {

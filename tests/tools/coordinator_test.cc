@@ -548,6 +548,11 @@ TEST(CoordinatorTest, TimelineOfTwoTimeSlicedJobsShowsAlternatingSlicesWithASwap
       ASSERT_GT(e["args"].value("bytes", uint64_t{0}), 0u) << e.dump();
       swaps.push_back({ts, ts + e["dur"].get<double>()});
     }
+    // The link's track draws a swap-out that would overlap the one before
+    // it after that one; the job's own instant says when it was queued.
+    if (ph == "i" && e.value("cat", "") == tr::kSwapCategory && e["name"] == "swap-out queued") {
+      swaps.push_back({ts, ts});
+    }
     const bool by_job = ph == "C" || (ph != "M" && (e["tid"] == tr::kJobLaunchesTid || e["tid"] == tr::kJobMemoryTid));
     if (by_job && e["pid"] != tr::kGpuPid) job_side.insert(e["pid"].get<int64_t>());
   }
@@ -556,7 +561,8 @@ TEST(CoordinatorTest, TimelineOfTwoTimeSlicedJobsShowsAlternatingSlicesWithASwap
   // Until the jobs have allocated what they will, they fit together and run
   // at once; from then on they take turns (a job may get its turn back
   // while the other is not ready), and every handover from one job to the
-  // other has a swap between the two slices.
+  // other has a swap between the two slices (begun, or queued behind the
+  // one before it).
   std::sort(slices.begin(), slices.end(), [](const Slice& x, const Slice& y) { return x.from < y.from; });
   std::set<int64_t> pids;
   size_t handovers = 0;

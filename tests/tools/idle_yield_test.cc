@@ -212,14 +212,14 @@ TEST_F(IdleYieldTest, TheWaitingJobRunsInTheIdleJobsHostPhases) {
 }
 
 // After two host phases longer than the idle yield the loader counts as a
-// service, and its later turns carry the serving idle yield (10 ms by
+// service, and its later turns carry the serving idle yield (2 ms by
 // default): at each of its last two host phases the trainer gets the GPU
-// 40 ms sooner than when the serving idle yield is the idle yield's 50 ms.
+// 48 ms sooner than when the serving idle yield is the idle yield's 50 ms.
 TEST_F(IdleYieldTest, AServiceGivesItsTurnUpAfterTheServingIdleYield) {
   const Outcome serving = RunBoth("50ms");
   serving_idle_yield_ = "50ms";
   const Outcome same = RunBoth("50ms");
-  Print("serving 10ms", serving);
+  Print("serving 2ms", serving);
   Print("serving 50ms", same);
   EXPECT_EQ(serving.loader.checksums, Alone(kLoaderVars));
   EXPECT_EQ(serving.trainer.checksums, Alone(kTrainerVars));
@@ -308,7 +308,7 @@ TEST_F(IdleYieldTest, TheOptionTakesADurationOrOff) {
     daemon->Wait();
     ASSERT_TRUE(status.is_object()) << value;
     EXPECT_EQ(status["coordinator"]["idle_yield_ns"], ns) << value;
-    EXPECT_EQ(status["coordinator"]["serving_idle_yield_ns"], std::min<uint64_t>(ns, 10'000'000))
+    EXPECT_EQ(status["coordinator"]["serving_idle_yield_ns"], std::min<uint64_t>(ns, 2'000'000))
         << "the default, never more than the idle yield";
   }
   const ts::ProgramRun bad = ts::RunProgram({MSCHEDD, "--socket", base_ + "/bad.sock", "--idle-yield", "soon"}, {});
@@ -319,7 +319,7 @@ TEST_F(IdleYieldTest, TheOptionTakesADurationOrOff) {
   const ts::ProgramRun zero =
       ts::RunProgram({MSCHEDD, "--socket", base_ + "/bad.sock", "--serving-idle-yield", "0"}, {});
   EXPECT_EQ(zero.status, 2);
-  EXPECT_NE(zero.err.find("--serving-idle-yield '0' is not valid: expected a duration such as 10ms"), std::string::npos)
+  EXPECT_NE(zero.err.find("--serving-idle-yield '0' is not valid: expected a duration such as 2ms"), std::string::npos)
       << zero.err;
   const ts::ProgramRun help = ts::RunProgram({MSCHEDD, "--help"}, {});
   EXPECT_EQ(help.status, 0);

@@ -441,6 +441,30 @@ proto::Go IdleAndBack(Scheduler& s, uint64_t idle, uint64_t back) {
   return go != nullptr ? *go : proto::Go{};
 }
 
+// Jobs that gave their turns up for want of work and have work again take
+// the GPU in the order their work came (a service's requests, in the order
+// they arrived), not in the order they last held it.
+TEST(SchedulerTest, JobsBackFromIdleTakeTheirTurnsInTheOrderTheirWorkCame) {
+  Scheduler s = TwoTakingTurns();
+  s.Submit(NewJob(3, 10 * kGiB), 0, 200);
+  s.Idle(1, 500);
+  Commands c = s.Stopped(1, StoppedAt(510, 0, 10 * kGiB));
+  ASSERT_NE(Find<proto::Go>(c, 2), nullptr) << "job 2 came before job 3";
+  s.Idle(2, 1000);
+  c = s.Stopped(2, StoppedAt(1010, 0, 10 * kGiB));
+  ASSERT_NE(Find<proto::Go>(c, 3), nullptr);
+  ASSERT_EQ(s.slice_end_ns(), proto::kNever) << "jobs 1 and 2 are out of the rotation";
+  s.Busy(2, 2000);
+  s.Busy(1, 2100);
+  ASSERT_LT(s.Find(1)->last_ran_ns, s.Find(2)->last_ran_ns) << "job 1 held the GPU longer ago";
+  const uint64_t end = s.slice_end_ns();
+  ASSERT_NE(end, proto::kNever);
+  s.SliceEnded(3, end);
+  c = s.Stopped(3, StoppedAt(end + 10, 0, 10 * kGiB));
+  EXPECT_NE(Find<proto::Go>(c, 2), nullptr) << "job 2's work came at 2000, job 1's at 2100";
+  EXPECT_EQ(Find<proto::Go>(c, 1), nullptr);
+}
+
 // A service (a job that has given its turn up for want of work twice) whose
 // last pause was at least the idle yield gets the shorter serving idle yield
 // with its turns: its pauses are the gaps between requests. One back sooner

@@ -105,7 +105,7 @@ TEST(StatusReportTest, TheDocumentSaysWhoWaitsWhyAndForHowLong) {
   const nlohmann::json doc =
       nlohmann::json::parse(StatusReport(s, {"/run/msched/gpu0.sock", /*requester=*/kNobodysUid}));
   EXPECT_EQ(doc["coordinator"]["idle_yield_ns"], 50'000'000u);
-  EXPECT_EQ(doc["coordinator"]["serving_idle_yield_ns"], 10'000'000u);
+  EXPECT_EQ(doc["coordinator"]["serving_idle_yield_ns"], 2'000'000u);
   EXPECT_EQ(doc["coordinator"]["socket"], "/run/msched/gpu0.sock");
   const nlohmann::json one = JobIn(doc, 1), two = JobIn(doc, 2);
   ASSERT_TRUE(one.is_object() && two.is_object()) << doc.dump();

@@ -103,6 +103,22 @@ TEST(PickNextGroupTest, TheGroupServedLeastRecentlyAmongTheHighestPriority) {
   EXPECT_EQ(g2[PickNextGroup(g2, jobs)].jobs[0], 1u);
 }
 
+// Services that gave their turns up queue from when their requests came:
+// the one whose request came first is answered first, whichever of them
+// held the GPU last.
+TEST(PickNextGroupTest, AJobBackFromGivingItsTurnUpQueuesFromWhenItHadWorkAgain) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 10 * kGiB, 0, 100)}, {2, Running(2, 10 * kGiB, 0, 300)}};
+  jobs[1].back_ns = 5000;
+  jobs[2].back_ns = 4000;
+  const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[PickNextGroup(g, jobs)].jobs[0], 2u) << "its request came first, though job 1 ran less recently";
+  jobs[2].back_ns = 0;  // job 2 has not given a turn up since its last began
+  EXPECT_EQ(g[PickNextGroup(g, jobs)].jobs[0], 2u) << "queued since its turn began, at 300";
+  jobs[1].back_ns = 200;
+  EXPECT_EQ(g[PickNextGroup(g, jobs)].jobs[0], 1u) << "back at 200, before job 2's turn began";
+}
+
 TEST(PlanSwitchEvictionsTest, EvictsOnlyTheDeficitFromJobsNeededLast) {
   // 16 GiB usable: job 1 (ran at 300) holds 8, job 2 (ran at 200) holds 6;
   // job 3 needs 6 and holds nothing: 2 free, so 4 must go, from job 1.

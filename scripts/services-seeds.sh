@@ -51,7 +51,9 @@ wall=$(($(date +%s) - start))
 
 mkdir -p "$(dirname "$out")"
 commit=$(git -C "$repo" rev-parse --short HEAD)
-[ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ] && commit="$commit with uncommitted changes"
+# Benchmark outputs (bench/results) do not change what was run.
+[ -n "$(git -C "$repo" status --porcelain --untracked-files=no -- . ':!bench/results')" ] &&
+  commit="$commit with uncommitted changes"
 python3 - "$work/out/results.csv" "$out" "$wall" "$commit" <<'EOF'
 import csv, sys, datetime
 rows, out, wall, commit = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]

@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,540
-set output '/tmp/rep2/ablation-slice.png'
+set output '/work/main/bench/results/ablation-slice.png'
 set title "Ablation: adaptive vs fixed time-slice length, on the micro-benchmark (simulated)" noenhanced font ',10'
 set xlabel 'total footprint, % of HBM'
 set ylabel 'throughput, tasks per second (log)'
@@ -8,4 +8,4 @@ set grid
 set key outside right
 set datafile missing '?'
 set arrow from 100, graph 0 to 100, graph 1 nohead dashtype 2
-plot '/tmp/rep2/ablation-slice.dat' using 1:2 with linespoints lw 2 title 'msched', '/tmp/rep2/ablation-slice.dat' using 1:3 with linespoints lw 2 title 'msched-fixed-200ms', '/tmp/rep2/ablation-slice.dat' using 1:4 with linespoints lw 2 dashtype 3 title 'ideal'
+plot '/work/main/bench/results/ablation-slice.dat' using 1:2 with linespoints lw 2 title 'msched', '/work/main/bench/results/ablation-slice.dat' using 1:3 with linespoints lw 2 title 'msched-fixed-200ms', '/work/main/bench/results/ablation-slice.dat' using 1:4 with linespoints lw 2 dashtype 3 title 'ideal'

@@ -64,8 +64,9 @@ struct Job {
   // Where it stands in the rotation: from when its last turn began, or, back
   // from giving its turn up since, from when it had work again. A service's
   // requests are then answered in the order they came, not in the order the
-  // services last held the GPU. A job on the GPU is not queued (UINT64_MAX):
-  // its turn began after the others' work came, or they would hold it.
+  // services last held the GPU. A job on the GPU is not queued (UINT64_MAX),
+  // so its group comes after every group that waits, even one whose work
+  // came after its turn began.
   uint64_t QueuedSince() const { return active ? UINT64_MAX : std::max(last_ran_ns, back_ns); }
 
   // Paused, and the stop that gives its memory back not answered yet.

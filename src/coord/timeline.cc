@@ -114,7 +114,10 @@ std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next
     if (!members.count(id) && j.resident > 0 && !j.unresponsive) victims.push_back(&j);
   }
   // Jobs that are not running (paused, waiting) first; then the most
-  // recently served, whose next turn is furthest away in the rotation.
+  // recently served, whose next turn is mostly furthest away. Not the
+  // rotation's own order (Job::QueuedSince): that evicted services whose
+  // models the next requests needed (services scenario: median request
+  // 431 -> 455 ms).
   std::sort(victims.begin(), victims.end(), [](const Job* a, const Job* b) {
     const bool a_off = a->state != JobState::kRunning, b_off = b->state != JobState::kRunning;
     return std::make_tuple(!a_off, -static_cast<int64_t>(a->last_ran_ns), a->id) <

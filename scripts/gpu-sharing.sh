@@ -100,6 +100,9 @@ report ""
 report "Written by \`scripts/gpu-sharing.sh\` (commit $(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)). Device: $device, driver $driver, $(nvidia-smi --query-gpu=memory.total,memory.used --format=csv,noheader | head -1) (total, used at start); $(python3 -c 'import torch, transformers; print("PyTorch", torch.__version__, "transformers", transformers.__version__)' 2>/dev/null || echo 'no PyTorch or transformers'). The program: \`tests/gpu/llama.py 16 2048 $tokens\` (transformers LlamaForCausalLM, random fp16 weights, 2.2 GB, greedy decode of $tokens tokens at batch 1), with the shipped templates. Raw logs: $logs."
 
 echo "gpu-sharing: reference decodes" >&2
+# Python's first import of torch on a fresh machine reads from a cold disk
+# cache; it would be charged to the first reference run alone.
+timeout 120 python3 -c 'import torch, transformers' >/dev/null 2>&1
 t0=$(date +%s.%N)
 for r in 1 2; do
   timeout 120 "${decode[@]}" >"$logs/reference-$r.out" 2>&1

@@ -178,6 +178,18 @@ same=$(cmp -s "$work/logs/train-none.losses" "$work/logs/train-templates-budget.
 report "| msched, templates from msched-profile (3 steps at width 256), budget 512 MiB | $(cat "$work/logs/train-templates-budget.rc") | $same | $(sed -n 's/^median step \([0-9.]*\) ms.*/\1 ms/p' "$work/logs/train-templates-budget.out") | $(stats train-templates-budget launches. bytes. errors. | tr '\n' ' ') |"
 report ""
 report "msched-profile on train.py (width 256, 3 steps): exit $(cat "$work/logs/profile-train.rc"); $(sed -n 's/^msched-profile: wrote \(.*\) to .*/\1/p' "$work/logs/profile-train.out")."
+# The shipped templates on a trace at the width the runs above use (theirs
+# were fitted at 256 and 512): which kernels' regions fail to evaluate
+# there (the hook's errors.template_evaluation names none).
+run trace-train-2048 300 none "$build/tools/msched-profile" --trace "$work/logs/train-2048.trace" -- \
+  python3 "$repo/tests/gpu/train.py" 3 2048
+run check-train-2048 120 none "$build/tools/msched-profile" check "$repo/templates/pytorch-2.11-cu130-sm90.templates.json" "$work/logs/train-2048.trace" \
+  --report "$work/logs/train-2048-check.md"
+report ""
+report "The shipped templates checked on a CUPTI trace of train.py at width 2048 (3 steps; trace exit $(cat "$work/logs/trace-train-2048.rc"), check exit $(cat "$work/logs/check-train-2048.rc")): kernels with launches whose regions failed to evaluate (calls, failed):"
+report ""
+failing=$(awk -F'|' '/^\| [^-k]/ && $5+0 > 0 { printf "- %s: %d calls, %d failed\n", $2, $4, $5 }' "$work/logs/train-2048-check.md" 2>/dev/null)
+report "${failing:-(none, or no check: see $work/logs/check-train-2048.out)}"
 report ""
 report "$(grep '^median' "$work/logs/train-none.out")"
 for cfg in off um msched msched-expandable msched-async templates-budget; do

@@ -22,8 +22,9 @@
 # dominates), so five need more than one 10-minute call on a lent machine:
 # run the rest in a second call with --first-repeat (its repeats numbered
 # from K, the rotation going on), bring the first call's work folder along
-# and name it with --also, and the report covers both. Without a GPU it says
-# so and exits 0.
+# and name it with --also, and the report covers both (a lent machine that
+# returns only a few files a call needs the work folder as one archive).
+# Without a GPU it says so and exits 0.
 set -u -o pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/scripts/gpu-common.sh"

@@ -117,7 +117,7 @@ echo "gpu-sharing: pause and resume" >&2
 report ""
 report "## Pausing a decode"
 report ""
-report "One decode under GPU 0's mschedd (the whole card), \`msched pause\` once it has allocated its weights and decoded for 3 s, held paused 5 s, then \`msched resume\`. Resident bytes are the job's own count of its managed memory on the GPU, as \`msched status\` reports it; the card's used memory is nvidia-smi's, $idle_used MiB with no job."
+report "One decode under GPU 0's mschedd (the whole card), \`msched pause\` once it has allocated its weights and decoded for 3 s, held paused 5 s, then \`msched resume\`. Resident bytes are \`msched status\`'s figure: what the job reported at its last stop, raised to what its turn brings in (its declared 2400M in its first turn); the card's used memory is nvidia-smi's, $idle_used MiB with no job."
 report ""
 start_mschedd pause
 job decode 150

@@ -218,7 +218,7 @@ mkdir -p -m 0700 "$MSCHED_SOCKET_DIR"
 sock=$MSCHED_SOCKET_DIR/gpu0.sock
 "$build/tools/mschedd" --gpu 0 --gpu-memory 8GiB --log "$work/logs/mschedd.log" --trace "$work/logs/mschedd-trace.json" &
 dpid=$!
-for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+wait_for_socket "$sock"
 t0=$(date +%s.%N)
 pids=()
 for j in 1 2; do

@@ -62,10 +62,12 @@ sock=$MSCHED_SOCKET_DIR/gpu0.sock
 
 report() { echo "$*" >>"$out.tmp"; }
 tokens_of() { sed -n 's/.*"tokens_hash": "\([0-9a-f]*\)".*/\1/p' "$logs/$1.out" | head -1; }
+token_ms() { sed -n 's/.*"token_ms_median": \([0-9.]*\).*/\1/p' "$logs/$1.out" | head -1; }
 same_tokens() { local t; t=$(tokens_of "$1"); [ -n "$t" ] && [ "$t" = "$ref_tokens" ] && echo "same ($t)" || echo "DIFFER (${t:-none}; exit $(cat "$logs/$1.rc" 2>/dev/null))"; }
 used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
-# job_field NAME FIELD: FIELD of the job named NAME in msched status --json.
-job_field() {
+# job_fields NAME FIELD...: the FIELDs of the job named NAME, from one
+# msched status --json, on one line.
+job_fields() {
   "$msched" status --gpu 0 --json 2>/dev/null | python3 -c '
 import json, sys
 try:
@@ -74,15 +76,14 @@ except ValueError:
     sys.exit(0)
 for j in jobs:
     if j.get("name") == sys.argv[1]:
-        print(j.get(sys.argv[2], ""))
-        break' "$1" "$2"
+        print(*(j.get(f, "") for f in sys.argv[2:]))
+        break' "$@"
 }
 start_mschedd() {  # start_mschedd NAME ARGS...: GPU 0's coordinator, logged as NAME
   local name=$1; shift
   "$build/tools/mschedd" --gpu 0 "$@" --log "$logs/$name-mschedd.log" --trace "$logs/$name-trace.json" &
   dpid=$!
-  for _ in $(seq 50); do [ -S "$sock" ] && return 0; sleep 0.1; done
-  echo "gpu-sharing: mschedd did not open $sock" >&2
+  wait_for_socket "$sock" || echo "gpu-sharing: mschedd did not open $sock" >&2
 }
 stop_mschedd() { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; }
 # job NAME LIMIT: a decode under msched run on GPU 0, in the background (pid in $jpid).
@@ -123,23 +124,23 @@ start_mschedd pause
 job decode 150
 decode_pid=$jpid
 for _ in $(seq 240); do
-  a=$(job_field decode allocated_bytes)
+  a=$(job_fields decode allocated_bytes)
   [ -n "$a" ] && [ "$a" -ge 2000000000 ] && break
   sleep 0.25
 done
 sleep 3
-r_before=$(job_field decode resident_bytes); u_before=$(used_mib)
+r_before=$(job_fields decode resident_bytes); u_before=$(used_mib)
 p0=$(date +%s.%N)
 timeout 90 "$msched" pause --gpu 0 --timeout 60s decode >"$logs/pause.out" 2>&1; pause_rc=$?
 p1=$(date +%s.%N)
-r_paused=$(job_field decode resident_bytes); u_paused=$(used_mib); s_paused=$(job_field decode run_state)
+read -r r_paused s_paused < <(job_fields decode resident_bytes run_state); u_paused=$(used_mib)
 sleep 5
-r_held=$(job_field decode resident_bytes); u_held=$(used_mib); s_held=$(job_field decode run_state)
+read -r r_held s_held < <(job_fields decode resident_bytes run_state); u_held=$(used_mib)
 q0=$(date +%s.%N)
 timeout 90 "$msched" resume --gpu 0 --timeout 60s decode >"$logs/resume.out" 2>&1; resume_rc=$?
 q1=$(date +%s.%N)
 sleep 2
-r_after=$(job_field decode resident_bytes); u_after=$(used_mib)
+r_after=$(job_fields decode resident_bytes); u_after=$(used_mib)
 finish "$decode_pid" decode
 stop_mschedd
 report "| moment | job's resident bytes | card's used memory | job's state |"
@@ -178,7 +179,7 @@ report ""
 python3 "$repo/tests/gpu/summarize_swaps.py" "$logs/pair-trace.json" >>"$out.tmp"
 report ""
 for j in 1 2; do report "pair-$j counters: $(stats "pair-$j" allocations. bytes. coordinator.)"; report ""; done
-report "Median token, ms (each run's own figure): reference $(for r in 1 2; do sed -n 's/.*"token_ms_median": \([0-9.]*\).*/\1/p' "$logs/reference-$r.out"; done | tr '\n' ' ')| paused run $(sed -n 's/.*"token_ms_median": \([0-9.]*\).*/\1/p' "$logs/decode.out") | pair $(for j in 1 2; do sed -n 's/.*"token_ms_median": \([0-9.]*\).*/\1/p' "$logs/pair-$j.out"; done | tr '\n' ' ')"
+report "Median token, ms (each run's own figure): reference $(token_ms reference-1) $(token_ms reference-2) | paused run $(token_ms decode) | pair $(token_ms pair-1) $(token_ms pair-2)"
 for n in decode pair-1 pair-2; do
   if [ "$(cat "$logs/$n.rc")" != 0 ]; then report ""; report "$n output:"; report '```'; tail -8 "$logs/$n.out" >>"$out.tmp"; report '```'; fi
 done

@@ -36,8 +36,9 @@ constexpr char kUsage[] =
     "                    (minutes); without it, the profile's full HBM with time modelled only\n"
     "  --policies P,...  run only these of each scenario's policies (such as msched,exclusive); a scenario\n"
     "                    with none of them is left out\n"
-    "  --trace DIR       write every run's timeline into DIR as SCENARIO-PERCENT-POLICY.json (open it at\n"
-    "                    ui.perfetto.dev or chrome://tracing; docs/tracing.md)\n"
+    "  --trace DIR       write every run's timeline into DIR as SCENARIO-PERCENT-POLICY.json, the simulated\n"
+    "                    device's engines included (open it at ui.perfetto.dev or chrome://tracing;\n"
+    "                    docs/tracing.md; scripts/device-engines.py sums the engines' work)\n"
     "  --scenarios DIR   read the scenarios from DIR instead of the suite's own (bench/scenarios); their\n"
     "                    workloads still come from the suite's bench/workloads\n";
 

@@ -186,6 +186,11 @@ class Stage {
     if (LogsAccesses()) s.env["MSIM_ACCESS_LOG"] = File(i, "access");
     s.unset_env = {"MSCHED_GPU_MEMORY", "MSCHED_LOG", "MSCHED_LOG_LEVEL", "MSCHED_UNKNOWN"};
     if (o_.trace_path.empty()) s.unset_env.push_back("MSCHED_TRACE");
+    if (!o_.trace_path.empty() && o_.device_trace) {
+      s.env["MSIM_TRACE"] = JobTraceDir();
+    } else {
+      s.unset_env.push_back("MSIM_TRACE");
+    }
     if (s.env["MSCHED_TEMPLATES"].empty()) s.unset_env.push_back("MSCHED_TEMPLATES"), s.env.erase("MSCHED_TEMPLATES");
     s.stdout_path = File(i, "out");
     s.stderr_path = File(i, "err");

@@ -100,6 +100,10 @@ struct RunOptions {
   std::string templates;         // MSCHED_TEMPLATES for the jobs ("": none)
   std::string trace_path;        // where the run's timeline goes ("": none)
   bool belady = false;           // log msched's accesses and compute Belady's minimum
+  // The simulated device's own tracks join that timeline (MSIM_TRACE): one
+  // span per stretch of each engine's work, many in a long run, so only for
+  // timelines asked for (msched bench --trace).
+  bool device_trace = false;
 };
 
 struct JobOutcome {

@@ -416,6 +416,7 @@ ScenarioResult RunScenario(const Scenario& s, const DeviceFacts& device, const P
       if (!trace_dir.empty()) {
         std::filesystem::create_directories(trace_dir);
         ro.trace_path = trace_dir + "/" + s.name + "-" + std::to_string(percent) + "-" + v.name + ".json";
+        ro.device_trace = !o.trace_dir.empty();
       }
       const auto start = std::chrono::steady_clock::now();
       std::vector<JobSpec> jobs =

@@ -6,8 +6,9 @@
 // (tid); msched uses:
 //   - pid kGpuPid: the GPU, with one track per direction of the link;
 //   - pid = the job's process id: the coordinator's view of the job (track
-//     kJobStateTid), and the job's own (kJobLaunchesTid, kJobMemoryTid,
-//     and counters, which Perfetto draws per process).
+//     kJobStateTid), the job's own (kJobLaunchesTid, kJobMemoryTid, and
+//     counters, which Perfetto draws per process), and, on the simulator,
+//     what the device did for it (kSim*Tid).
 // Times are the device clock (docs/tracing.md). Constants only.
 #pragma once
 
@@ -22,6 +23,11 @@ inline constexpr int64_t kLinkToHostTid = 2;          // swap-outs
 inline constexpr int64_t kJobStateTid = 1;     // written by mschedd (or by msched bench for runs without one)
 inline constexpr int64_t kJobLaunchesTid = 2;  // written by the job
 inline constexpr int64_t kJobMemoryTid = 3;    // written by the job
+// The simulated device's own tracks for the job (MSIM_TRACE, docs/simulator.md).
+inline constexpr int64_t kSimComputeTid = 4;   // its kernels, device-side copies and memsets
+inline constexpr int64_t kSimToDeviceTid = 5;  // its transfers to the device
+inline constexpr int64_t kSimToHostTid = 6;    // its transfers to the host
+inline constexpr int64_t kSimFaultsTid = 7;    // the fault batches that stalled its kernels
 
 // The names of the state spans on kJobStateTid.
 inline constexpr const char* kRunning = "running";

@@ -84,7 +84,8 @@ CUresult Call(NeedCtx need, F&& body, const char* entry = __builtin_FUNCTION()) 
 // Schedules a device-side operation touching `ranges` on the compute engine:
 // waits for the stream, serves faults, then runs for compute_ns. False (and
 // nothing scheduled) when a range leaves the process's allocations.
-bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, uint64_t compute_ns);
+bool DeviceOp(Process& p, Stream* s, const std::string& name, const std::vector<TouchedRange>& ranges,
+              uint64_t compute_ns);
 // Runs a kernel on stream `s` (start, faults, compute, host implementation).
 CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* params, const msimLaunchInfo& dims);
 // Records the touched ranges of the calling thread's last device operation.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "api.h"
+#include "device_trace.h"
 
 using msim::AllocType;
 using msim::Call;
@@ -37,7 +38,9 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
   // write.
   if (dir == Dir::kDtoD) {
     const std::vector<TouchedRange> ranges = {{src, src + n, 1}, {dst, dst + n, 2}};
-    if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(2 * n, prof.hbm_gbps))) return CUDA_ERROR_INVALID_VALUE;
+    if (!msim::DeviceOp(p, s, "copy on the device", ranges, msim::TransferNs(2 * n, prof.hbm_gbps))) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     p.counters.memcpy_d2d_bytes += n;
   } else if (dir == Dir::kHtoH) {
     p.OpEnd(s, p.OpStart(s));
@@ -50,6 +53,10 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
     uint64_t& engine = dir == Dir::kHtoD ? p.dev->h2d_free() : p.dev->d2h_free();
     const uint64_t begin = std::max(start, engine);
     engine = begin + msim::TransferNs(n, dir == Dir::kHtoD ? prof.h2d_gbps : prof.d2h_gbps);
+    if (msim::DeviceTrace* trace = msim::DeviceTrace::Get()) {
+      using Track = msim::DeviceTrace::Track;
+      trace->Span(dir == Dir::kHtoD ? Track::kToDevice : Track::kToHost, "copy", begin, engine, n);
+    }
     p.OpEnd(s, engine);
     (dir == Dir::kHtoD ? p.counters.memcpy_h2d_bytes : p.counters.memcpy_d2h_bytes) += n;
     p.PublishClock();
@@ -94,7 +101,7 @@ CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz,
         if (bytes == 0) return CUDA_SUCCESS;
         if (p.FindAlloc(dst, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
         const std::vector<TouchedRange> ranges = {{dst, dst + bytes, 2}};
-        if (!msim::DeviceOp(p, s, ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
+        if (!msim::DeviceOp(p, s, "memset", ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
           return CUDA_ERROR_INVALID_VALUE;
         }
         T* out = reinterpret_cast<T*>(dst);  // after the model saw the op: see Copy

@@ -7,6 +7,7 @@
 
 #include "access_log.h"
 #include "api.h"
+#include "device_trace.h"
 
 using msim::Call;
 using msim::KernelDecl;
@@ -53,7 +54,8 @@ void SetLastAccesses(const std::vector<TouchedRange>& ranges) {
   for (const TouchedRange& r : ranges) last.push_back({r.begin, r.end, r.mode, 0});
 }
 
-bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, uint64_t compute_ns) {
+bool DeviceOp(Process& p, Stream* s, const std::string& name, const std::vector<TouchedRange>& ranges,
+              uint64_t compute_ns) {
   std::vector<ChunkTouch> touches;
   if (!p.Touches(ranges, &touches)) return false;
   SetLastAccesses(ranges);
@@ -69,6 +71,7 @@ bool DeviceOp(Process& p, Stream* s, const std::vector<TouchedRange>& ranges, ui
   const KernelMemory m = ServiceAccesses(*p.dev, touches, start, &p.counters);
   const uint64_t end = std::max(start + compute_ns, m.wait_until) + m.stall_ns + m.remote_ns;
   p.dev->compute_free() = end;
+  if (DeviceTrace* trace = DeviceTrace::Get()) trace->Span(DeviceTrace::Track::kCompute, name, start, end, 0);
   p.OpEnd(s, end);
   p.counters.kernel_ns += end - start;
   p.counters.compute_ns += compute_ns;
@@ -121,7 +124,7 @@ CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* para
   // A kernel touching memory outside the process's allocations faults on a
   // real GPU: the error surfaces at the next synchronisation, and the host
   // implementation (which would touch that memory) does not run.
-  if (!DeviceOp(p, s, ranges, compute)) {
+  if (!DeviceOp(p, s, k->name, ranges, compute)) {
     ++p.counters.illegal_accesses;
     p.sticky_error = CUDA_ERROR_ILLEGAL_ADDRESS;
     return CUDA_SUCCESS;

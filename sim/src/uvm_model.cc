@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "device_trace.h"
+
 namespace msim {
 namespace {
 
@@ -29,6 +31,8 @@ void EvictChunk(SharedDevice& d, uint32_t idx, uint64_t t, UvmCounters* c) {
   const uint64_t start = std::max(t, d.d2h_free());
   const uint64_t end = start + TransferNs(dirty, d.profile().d2h_gbps);
   d.d2h_free() = end;
+  if (DeviceTrace* trace = DeviceTrace::Get())
+    trace->Span(DeviceTrace::Track::kToHost, "eviction (driver)", start, end, dirty);
   d.DropResident(idx, resident, std::max<uint64_t>(end, 1));
   c->evict_d2h_bytes += dirty;
 }
@@ -169,6 +173,8 @@ class FaultBatcher {
     uint64_t move = TransferNs(copy, p_.h2d_gbps) + TransferNs(fill, p_.hbm_gbps);
     if (copy) move = std::max(move, UsToNs(p_.fault_min_transfer_us));
     const uint64_t done = ready + UsToNs(p_.fault_control_us) + move;
+    if (DeviceTrace* trace = DeviceTrace::Get())
+      trace->Span(DeviceTrace::Track::kFaults, "fault batch", now, done, copy);
     for (uint32_t idx : brought_) d_.chunk(idx).ready_at = std::max(d_.chunk(idx).ready_at, done);
     m_->stall_ns += done - now;
     c_->fault_h2d_bytes += copy;
@@ -252,6 +258,9 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
     const Populated pop = Populate(d, t.idx, bring, begin);
     const uint64_t copied = pop.copy_bytes ? begin + TransferNs(pop.copy_bytes, p.h2d_gbps) : begin;
     if (pop.copy_bytes) cursor = copied;
+    if (DeviceTrace* trace = DeviceTrace::Get()) {
+      trace->Span(DeviceTrace::Track::kToDevice, "prefetch", begin, copied, pop.copy_bytes);
+    }
     if (pop.fill_bytes) fill_cursor = std::max(fill_cursor, room) + TransferNs(pop.fill_bytes, p.hbm_gbps);
     const uint64_t end = std::max(copied, pop.fill_bytes ? fill_cursor : begin);
     ch.ready_at = std::max(ch.ready_at, end);
@@ -276,7 +285,11 @@ uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches,
       d.DropResident(t.idx, out, 0);
       continue;
     }
-    cursor = std::max(cursor, ch.ready_at) + TransferNs(dirty, p.d2h_gbps);
+    const uint64_t begin = std::max(cursor, ch.ready_at);
+    cursor = begin + TransferNs(dirty, p.d2h_gbps);
+    if (DeviceTrace* trace = DeviceTrace::Get()) {
+      trace->Span(DeviceTrace::Track::kToHost, "prefetch to host", begin, cursor, dirty);
+    }
     d.DropResident(t.idx, out, cursor);
     c->prefetch_d2h_bytes += dirty;
   }

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "msched/trace_layout.h"
 #include "run_program.h"
 #include "suite/runner.h"
 #include "suite/scenario.h"
@@ -353,12 +354,17 @@ TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepe
 // msched bench --scenarios DIR runs scenario files of one's own (the
 // suite's workloads still serve them); a directory it cannot read is an
 // error that names it.
-TEST(BenchSuiteTest, ScenariosComeFromADirectoryOfOnesOwn) {
-  const std::string dir = TempDir("own_scenarios");
+// A scenario of one's own in `dir`: "mine", one vector add at 150% of HBM under um.
+void WriteOwnScenario(const std::string& dir) {
   std::ofstream(dir + "/mine.json") << R"({"format": "msched-scenario", "version": 1, "name": "mine",
     "title": "my own scenario", "hbm": {"full": "profile", "quick": "64M"},
     "points": {"full": [150], "quick": [150]}, "policies": ["um"],
     "jobs": [{"label": "x", "workload": "micro_vadd.json", "share": 1.0, "work": "TASKS"}]})";
+}
+
+TEST(BenchSuiteTest, ScenariosComeFromADirectoryOfOnesOwn) {
+  const std::string dir = TempDir("own_scenarios");
+  WriteOwnScenario(dir);
   const ts::ProgramRun list = ts::RunProgram({MSCHED_CLI, "bench", "--list", "--scenarios", dir}, {});
   ASSERT_EQ(list.status, 0) << list.err;
   EXPECT_EQ(list.out, "mine\tmy own scenario\n") << "its own scenarios only";
@@ -368,6 +374,37 @@ TEST(BenchSuiteTest, ScenariosComeFromADirectoryOfOnesOwn) {
   const ts::ProgramRun unknown = ts::RunProgram({MSCHED_CLI, "bench", "micro", "--scenarios", dir}, {});
   EXPECT_EQ(unknown.status, 2);
   EXPECT_NE(unknown.err.find("no scenario 'micro'"), std::string::npos) << unknown.err;
+  std::filesystem::remove_all(dir);
+}
+
+// A timeline asked for (--trace) holds the simulated device's tracks for the
+// job, in step with its launches; the report's own traces (of the last
+// point, for the Gantt plot) leave them out, since long runs make them large.
+TEST(BenchSuiteTest, TimelinesAskedForCarryTheDevicesOwnTracks) {
+  const std::string dir = TempDir("device_tracks");
+  WriteOwnScenario(dir);
+  const ts::ProgramRun r = ts::RunProgram(
+      {MSCHED_CLI, "bench", "--quick", "--scenarios", dir, "--out", dir + "/out", "--trace", dir + "/traces"}, {});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto tracks = [](const std::string& path) {
+    std::map<int64_t, size_t> spans;  // msim spans per tid
+    std::ifstream in(path);
+    const nlohmann::json events = nlohmann::json::parse(in, nullptr, false);
+    if (!events.is_array()) return spans;
+    for (const nlohmann::json& e : events) {
+      if (e.value("cat", "") == "msim" && e.value("ph", "") == "X") ++spans[e.value("tid", int64_t{0})];
+    }
+    return spans;
+  };
+  const std::map<int64_t, size_t> asked = tracks(dir + "/traces/mine-150-um.json");
+  namespace layout = msched::trace;
+  EXPECT_GT(asked.count(layout::kSimComputeTid) ? asked.at(layout::kSimComputeTid) : 0, 0u) << "the kernels";
+  EXPECT_GT(asked.count(layout::kSimFaultsTid) ? asked.at(layout::kSimFaultsTid) : 0, 0u) << "demand paging's faults";
+  const ts::ProgramRun plain =
+      ts::RunProgram({MSCHED_CLI, "bench", "--quick", "--scenarios", dir, "--out", dir + "/plain"}, {});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_TRUE(std::filesystem::exists(dir + "/plain/work/traces/mine-150-um.json"));
+  EXPECT_TRUE(tracks(dir + "/plain/work/traces/mine-150-um.json").empty()) << "the report's traces leave them out";
   std::filesystem::remove_all(dir);
 }
 

@@ -50,14 +50,17 @@ struct CudaDeviceOps::PerContext {
   // eviction waits at the earliest one after its victims' last use, so the
   // link need not wait for the kernels queued after that use. A slot
   // recorded again loses its old point: cuStreamWaitEvent has taken the
-  // state it needed at its call.
+  // state it needed at its call. Under memory pressure every operation is
+  // marked (JobMemory::UnderPressure): 1024 marks reach back about as far
+  // as a launch queue holds operations, and an eviction whose victim's use
+  // is older than every mark waits for all the work queued.
   struct Mark {
     CUevent event = nullptr;  // made at the slot's first use
     bool valid = false;       // recorded at the point below
     CUstream stream = nullptr;
     uint64_t next = 0;
   };
-  std::array<Mark, 16> marks{};
+  std::array<Mark, 1024> marks{};
   size_t newest = 0;  // the slot marked last
 };
 

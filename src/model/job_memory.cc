@@ -38,6 +38,8 @@ MoveOutcome JobMemory::MakeResident(const std::vector<PredictedRegion>& regions,
     actions.load.clear();
     actions.load_bytes = 0;
   }
+  // A failed mark costs only overlap: a later eviction waits longer.
+  if (actions.empty() && UnderPressure()) (void)ops.MarkQueued(stream, seq);
   MoveOutcome out = Carry(actions, stream, ops, /*wait=*/false);
   out.unserved = actions.unserved_bytes;
   return out;
@@ -133,6 +135,7 @@ Status JobMemory::Execute(const MemoryActions& actions, StreamHandle stream, Dev
   // that a later plan's evictions can wait for exactly the kernels that
   // used their victims rather than for everything queued by then.
   if (actions.op != 0 && !(actions.load.empty() && actions.evict.empty())) note(ops.MarkQueued(stream, actions.op));
+  evicted_ |= !actions.evict.empty();
   // This plan's evictions and loads touch different chunks and may overlap;
   // earlier plans' evictions must not overtake its loads.
   if (!actions.load.empty()) note(ops.LoadsAfterEvictions());

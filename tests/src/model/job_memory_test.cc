@@ -59,6 +59,35 @@ TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
   EXPECT_TRUE(out.status.ok());
 }
 
+// Once the job has had to evict, a launch that needs no plan still marks its
+// place in the queue while memory is near the budget: a later eviction of
+// what it used then waits for it, not for the next plan that moved memory.
+// A job that fits never pays the mark.
+TEST(JobMemoryTest, UnderPressureEveryLaunchMarksItsPlaceAJobThatFitsNone) {
+  for (const uint64_t budget_mib : {8, 16}) {
+    SCOPED_TRACE(budget_mib);
+    JobMemory jm(EvictionPolicy::kOpt);
+    jm.SetConfigured(budget_mib * kMiB);
+    ASSERT_TRUE(jm.RecordAllocation(0, 12 * kMiB, AllocKind::kManaged).ok());
+    FakeDeviceOps ops;
+    uint64_t seq = 0;
+    for (const auto& [begin, end] : std::vector<std::pair<uint64_t, uint64_t>>{{0, 4}, {4, 8}}) {
+      (void)jm.MakeResident(Read(begin, end), ++seq, 7, ops);
+    }
+    ops.calls.clear();
+    (void)jm.MakeResident(Read(0, 4), ++seq, 7, ops);
+    EXPECT_TRUE(ops.calls.empty()) << "full, but nothing was ever evicted: launch " << seq;
+    (void)jm.MakeResident(Read(8, 12), ++seq, 7, ops);  // evicts when the budget is 8 MiB
+    ops.calls.clear();
+    (void)jm.MakeResident(Read(8, 12), ++seq, 7, ops);
+    if (budget_mib == 8) {
+      EXPECT_EQ(ops.calls, std::vector<std::string>{"mark 7 5"}) << "launch 5 needed no plan, but marks its place";
+    } else {
+      EXPECT_TRUE(ops.calls.empty()) << "a job that fits never marks";
+    }
+  }
+}
+
 TEST(JobMemoryTest, LeftToFaultsNothingIsLoadedButRoomIsMadeWithinTheBudget) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,384
 set output '/work/main/bench/results/E-gantt.png'
 set multiplot layout 2,1 title "Single task bigger than the GPU: an LLM decoder whose weights exceed HBM (paper section 7, single-task oversubscription): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:7233.43]
+set xrange [0:7233.42]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

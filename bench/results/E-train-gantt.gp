@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,384
 set output '/work/main/bench/results/E-train-gantt.png'
 set multiplot layout 2,1 title "Single task bigger than the GPU: DNN training whose weights, gradients and activations exceed HBM: who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:8126.24]
+set xrange [0:7814.67]
 set xlabel 'device time, ms'
 set grid xtics
 unset key

@@ -23,32 +23,24 @@ from collections import defaultdict
 COMPUTE, TO_DEVICE, TO_HOST, FAULTS = 4, 5, 6, 7
 
 
-def union_ns(spans, lo, hi):
-    """Length of the union of (begin, end) spans clipped to [lo, hi)."""
-    total, cur_b, cur_e = 0, None, None
-    for b, e in sorted((max(b, lo), min(e, hi)) for b, e in spans if e > lo and b < hi):
-        if cur_e is None or b > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_b
-            cur_b, cur_e = b, e
+def merged(spans):
+    """The (begin, end) spans as sorted, disjoint ones covering the same time."""
+    out = []
+    for b, e in sorted(spans):
+        if out and b <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
         else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_b
-    return total
+            out.append((b, e))
+    return out
+
+
+def length(spans, lo, hi):
+    """Time that disjoint spans cover within [lo, hi)."""
+    return sum(max(0, min(e, hi) - max(b, lo)) for b, e in spans)
 
 
 def intersect(a, b):
-    """Spans of the time both span lists cover (each list made disjoint first)."""
-    def disjoint(spans):
-        out = []
-        for s, e in sorted(spans):
-            if out and s <= out[-1][1]:
-                out[-1][1] = max(out[-1][1], e)
-            else:
-                out.append([s, e])
-        return out
-    a, b = disjoint(a), disjoint(b)
+    """The time two lists of disjoint, sorted spans both cover."""
     out, i, j = [], 0, 0
     while i < len(a) and j < len(b):
         s, e = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
@@ -62,14 +54,15 @@ def intersect(a, b):
 
 
 def complement(spans, lo, hi):
+    """The time within [lo, hi) that disjoint, sorted spans leave free."""
     out, t = [], lo
-    for s, e in sorted(spans):
-        if s > t:
-            out.append((t, min(s, hi)))
+    for b, e in spans:
+        if b > t:
+            out.append((t, min(b, hi)))
         t = max(t, e)
     if t < hi:
         out.append((t, hi))
-    return [(s, e) for s, e in out if e > s]
+    return [(b, e) for b, e in out if e > b]
 
 
 def main():
@@ -116,26 +109,21 @@ def main():
                 windows.append((start, compute[-1][1]))
         else:
             windows = [(compute[0][0], compute[-1][1])]
+        busy = {tid: merged((b, e) for b, e, _, _ in tracks[tid]) for tid in (COMPUTE, TO_DEVICE, TO_HOST, FAULTS)}
         for i, (lo, hi) in enumerate(windows):
-            def busy(tid):
-                spans = [(b, e) for b, e, _, _ in tracks[tid]]
-                moved = sum(n for b, e, n, _ in tracks[tid] if lo <= b < hi)
-                return union_ns(spans, lo, hi), moved
-            c, _ = busy(COMPUTE)
-            h, hb = busy(TO_DEVICE)
-            d, db = busy(TO_HOST)
-            f, fb = busy(FAULTS)
-            compute_spans = [(b, e) for b, e, _, _ in tracks[COMPUTE]]
-            load_spans = [(b, e) for b, e, _, _ in tracks[TO_DEVICE]]
-            compute_idle = complement(compute_spans, lo, hi)
-            idle_loading = union_ns(intersect(compute_idle, load_spans), lo, hi)
-            idle_both = union_ns(intersect(compute_idle, complement(load_spans, lo, hi)), lo, hi)
-            evict_spans = [(b, e) for b, e, _, _ in tracks[TO_HOST]]
-            evicting_only = union_ns(intersect(complement(load_spans, lo, hi), evict_spans), lo, hi)
+            def moved(tid):
+                return sum(n for b, _, n, _ in tracks[tid] if lo <= b < hi)
+            no_loads = complement(busy[TO_DEVICE], lo, hi)
+            compute_idle = complement(busy[COMPUTE], lo, hi)
+            idle_loading = length(intersect(compute_idle, busy[TO_DEVICE]), lo, hi)
+            idle_both = length(intersect(compute_idle, no_loads), lo, hi)
+            evicting_only = length(intersect(no_loads, busy[TO_HOST]), lo, hi)
             ms = lambda ns: f"{ns / 1e6:.1f}"
-            print(f"| {pid} | {i} | {ms(hi - lo)} | {ms(c)} | {ms(h)} ({hb / 1e9:.2f}) | {ms(d)} ({db / 1e9:.2f}) "
-                  f"| {ms(f)} ({fb / 1e9:.2f}) | {ms(idle_loading)} | {ms(idle_both)} | {ms(evicting_only)} |")
-
+            print(f"| {pid} | {i} | {ms(hi - lo)} | {ms(length(busy[COMPUTE], lo, hi))} "
+                  f"| {ms(length(busy[TO_DEVICE], lo, hi))} ({moved(TO_DEVICE) / 1e9:.2f}) "
+                  f"| {ms(length(busy[TO_HOST], lo, hi))} ({moved(TO_HOST) / 1e9:.2f}) "
+                  f"| {ms(length(busy[FAULTS], lo, hi))} ({moved(FAULTS) / 1e9:.2f}) "
+                  f"| {ms(idle_loading)} | {ms(idle_both)} | {ms(evicting_only)} |")
 
 if __name__ == "__main__":
     main()

@@ -51,7 +51,7 @@ using nlohmann::json;
 constexpr uint64_t kDefaultControlWait = 60'000'000'000;
 
 constexpr char kUsage[] =
-    "usage: msched run [--gpu N] [--mem SIZE] [--class short|long] [--priority N] [--name NAME] [--mode MODE]\n"
+    "usage: msched run [--gpu N] [--mem SIZE] [--class short|long|service] [--priority N] [--name NAME] [--mode MODE]\n"
     "                  [--gpu-memory SIZE] [--templates PATHS] [--coord auto|required|off] [--] CMD [ARGS...]\n"
     "       msched status [--json]\n"
     "       msched pause|resume [--no-wait] [--timeout DURATION] JOB | msched priority JOB N\n"

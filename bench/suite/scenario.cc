@@ -88,8 +88,12 @@ ScenarioJob Job(const json& j) {
   out.count = j.value("count", j.contains("hbm_share") || j.contains("trace") ? 0 : 1);
   out.user = j.value("user", std::string("user"));
   const std::string c = j.value("class", std::string());
-  out.job_class = c == "short" ? JobClass::kShort : c == "long" ? JobClass::kLong : JobClass::kUnset;
-  if (!c.empty() && out.job_class == JobClass::kUnset) throw Bad{"jobs." + out.label + ".class: short or long"};
+  out.job_class = c == "short"     ? JobClass::kShort
+                  : c == "long"    ? JobClass::kLong
+                  : c == "service" ? JobClass::kService
+                                   : JobClass::kUnset;
+  if (!c.empty() && out.job_class == JobClass::kUnset)
+    throw Bad{"jobs." + out.label + ".class: short, long or service"};
   out.priority = j.value("priority", 0);
   if (j.contains("arrivals")) {
     const json& a = j["arrivals"];

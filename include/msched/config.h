@@ -27,7 +27,10 @@ enum class Mode : uint8_t {
 enum class UnknownPolicy : uint8_t { kPointers, kFault, kAlloc };
 enum class EvictionPolicy : uint8_t { kOpt, kLru };
 enum class CoordMode : uint8_t { kAuto, kOff, kRequired };
-enum class JobClass : uint8_t { kUnset, kShort, kLong };
+// As a job declares itself (MSCHED_CLASS): short jobs pass long ones at
+// admission; a service answers requests that come at random, and is treated
+// as one from its first turn rather than once its idleness shows it.
+enum class JobClass : uint8_t { kUnset, kShort, kLong, kService };
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 const char* ModeName(Mode m);

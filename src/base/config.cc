@@ -59,7 +59,8 @@ constexpr std::pair<const char*, EvictionPolicy> kEviction[] = {{"opt", Eviction
                                                                 {"lru", EvictionPolicy::kLru}};
 constexpr std::pair<const char*, CoordMode> kCoord[] = {
     {"auto", CoordMode::kAuto}, {"off", CoordMode::kOff}, {"required", CoordMode::kRequired}};
-constexpr std::pair<const char*, JobClass> kClasses[] = {{"short", JobClass::kShort}, {"long", JobClass::kLong}};
+constexpr std::pair<const char*, JobClass> kClasses[] = {
+    {"short", JobClass::kShort}, {"long", JobClass::kLong}, {"service", JobClass::kService}};
 constexpr std::pair<const char*, LogLevel> kLevels[] = {{"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},
                                                         {"info", LogLevel::kInfo},   {"warn", LogLevel::kWarn},
                                                         {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
@@ -145,7 +146,9 @@ const VarSpec kVars[] = {
        c->job_memory = *b;
        return true;
      }},
-    {{"MSCHED_CLASS", "short|long", "(estimated)", "job length class: short jobs pass long ones"},
+    {{"MSCHED_CLASS", "short|long|service", "(estimated)",
+      "short jobs pass long ones; a service (a server answering requests) takes turns alone and gives each up "
+      "after mschedd's --serving-idle-yield without work"},
      [](std::string_view v, Config* c) { return PickEnum(v, kClasses, &c->job_class); }},
     {{"MSCHED_PRIORITY", "an integer from -100 to 100", "0", "higher runs first and may preempt"},
      [](std::string_view v, Config* c) {

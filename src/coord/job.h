@@ -71,12 +71,12 @@ struct Job {
 
   // Paused, and the stop that gives its memory back not answered yet.
   bool Pausing() const { return state == JobState::kPaused && stops_owed > 0; }
-  // A service between requests: it has given turns up for want of work more
-  // than once (a batch job can once, while the host sets it up or tears it
-  // down).
+  // A service: declared one (MSCHED_CLASS=service), or it has given turns
+  // up for want of work more than once (a batch job can once, while the host
+  // sets it up or tears it down).
   bool Serves() const {
     constexpr uint64_t kServingIdleYields = 2;
-    return idle_yields >= kServingIdleYields;
+    return job_class == JobClass::kService || idle_yields >= kServingIdleYields;
   }
   // The memory admission counts: what it declared, or what it allocated if more.
   uint64_t Footprint() const { return std::max(declared, allocated); }
@@ -122,9 +122,11 @@ struct SchedulerOptions {
   uint64_t ServingIdleYield() const {
     return serving_idle_yield_ns != 0 ? std::min(idle_yield_ns, serving_idle_yield_ns) : idle_yield_ns;
   }
-  // The idle yield in force for `j`'s turns.
+  // The idle yield in force for `j`'s turns. A declared service gets the
+  // serving one from its first turn: no pause of a server is a step's.
   uint64_t IdleYieldFor(const Job& j) const {
-    return j.Serves() && j.last_pause_ns >= idle_yield_ns ? ServingIdleYield() : idle_yield_ns;
+    const bool serving = j.job_class == JobClass::kService || (j.Serves() && j.last_pause_ns >= idle_yield_ns);
+    return serving ? ServingIdleYield() : idle_yield_ns;
   }
 };
 

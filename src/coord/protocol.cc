@@ -119,7 +119,7 @@ bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
 }  // namespace
 
 Status Hello::Validate() const {
-  if (job_class != JobClass::kUnset && job_class != JobClass::kShort && job_class != JobClass::kLong) {
+  if (static_cast<uint8_t>(job_class) > static_cast<uint8_t>(JobClass::kService)) {
     return Status::Corruption("hello: unknown job class");
   }
   if (priority < kMinPriority || priority > kMaxPriority) return Status::Corruption("hello: priority out of range");

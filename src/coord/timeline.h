@@ -12,8 +12,10 @@
 //   - A turn lasts long enough that swapping its working set in costs at
 //     most `swap_fraction` of it (clamped to [min, max]), or a fixed length.
 //   - A switch evicts only what the incoming group lacks room for, taking it
-//     from the jobs whose next turn is furthest away (OPT at job level;
-//     each job then picks its own victims by OPT over its chunks).
+//     from declared services without a request, least recently served
+//     first (their requests come at random), then from the jobs whose next
+//     turn is furthest away (OPT at job level; each job then picks its own
+//     victims by OPT over its chunks).
 // Pure functions; thread-safe. Used by the scheduler.
 #pragma once
 
@@ -37,7 +39,8 @@ uint64_t UsableHbm(const SchedulerOptions& o);
 
 // Partitions the runnable jobs (kRunning, neither unresponsive nor idle) into
 // groups: first fit, larger working sets first, within a priority. Two
-// services (Job::Serves) are never put in one group, though they fit:
+// services (Job::Serves: declared, or by their idleness) are never put in
+// one group, though they fit:
 // answering requests at once, each answers at half the GPU's speed, and a
 // request queued behind another of its own service waits for both; taking
 // turns, each request runs at the whole GPU's speed, and a switch between
@@ -66,8 +69,9 @@ uint64_t BatchTurnLength(const Group& running, const Group& next, const std::map
 // with the job queued longest (Job::QueuedSince).
 size_t PickNextGroup(const std::vector<Group>& groups, const std::map<uint64_t, Job>& jobs);
 
-// (job, bytes to evict) pairs that make room for `next`, victims whose next
-// turn is furthest away first.
+// (job, bytes to evict) pairs that make room for `next`: jobs off the GPU,
+// then idle declared services least recently served, then the rest whose
+// next turn is furthest away, first.
 std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next, const std::map<uint64_t, Job>& jobs,
                                                                uint64_t usable);
 

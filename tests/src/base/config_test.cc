@@ -102,6 +102,8 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c.socket_dir, "/srv/msched");
   EXPECT_EQ(c.job_memory, 20ull << 30);
   EXPECT_EQ(c.job_class, JobClass::kShort);
+  EXPECT_EQ(Parse({{"MSCHED_CLASS", "service"}}).config.job_class, JobClass::kService);
+  EXPECT_FALSE(Parse({{"MSCHED_CLASS", "server"}}).errors.empty());
   EXPECT_EQ(c.priority, -7);
   EXPECT_EQ(c.job_name, "train");
   EXPECT_EQ(c.profile_trace, "/tmp/t.jsonl");

@@ -125,8 +125,11 @@ TEST(ProtocolTest, MalformedPayloadsAreRejected) {
   h.priority = 1000;
   EXPECT_NE(Decode(Encode(h)).status().message().find("priority out of range"), std::string::npos);
   h.priority = 0;
-  h.job_class = static_cast<JobClass>(7);
-  EXPECT_FALSE(Decode(Encode(h)).ok());
+  h.job_class = JobClass::kService;
+  ASSERT_TRUE(Decode(Encode(h)).ok());
+  EXPECT_EQ(std::get<Hello>(*Decode(Encode(h))).job_class, JobClass::kService);
+  h.job_class = static_cast<JobClass>(static_cast<uint8_t>(JobClass::kService) + 1);
+  EXPECT_NE(Decode(Encode(h)).status().message().find("unknown job class"), std::string::npos);
 
   Go go;
   go.start_ns = 10, go.slice_end_ns = 5;

@@ -486,6 +486,20 @@ TEST(SchedulerTest, AServiceBackFromALongPauseGetsTheServingIdleYield) {
   EXPECT_EQ(go.idle_yield_ns, o.serving_idle_yield_ns) << "a long pause again";
 }
 
+// A declared service gets the serving idle yield from its first turn,
+// however short its pauses: none of a server's is a training step's.
+TEST(SchedulerTest, ADeclaredServiceGetsTheServingIdleYieldFromItsFirstTurn) {
+  const SchedulerOptions o = Options();
+  Scheduler s(o);
+  Commands c = s.Submit(NewJob(1, 10 * kGiB, 0, JobClass::kService), 0, 0);
+  ASSERT_NE(Find<proto::Go>(c, 1), nullptr);
+  EXPECT_EQ(Find<proto::Go>(c, 1)->idle_yield_ns, o.serving_idle_yield_ns) << "alone on the GPU";
+  s.Submit(NewJob(2, 10 * kGiB), 0, 100);
+  EXPECT_TRUE(s.Find(1)->Serves()) << "before it gave any turn up";
+  const proto::Go go = IdleAndBack(s, 1000, 1000 + o.serving_idle_yield_ns);
+  EXPECT_EQ(go.idle_yield_ns, o.serving_idle_yield_ns) << "back sooner than the idle yield";
+}
+
 TEST(SchedulerTest, WithNobodyWaitingAnIdleJobKeepsTheGpu) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);

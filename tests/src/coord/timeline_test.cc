@@ -55,6 +55,18 @@ TEST(FormGroupsTest, TwoServicesNeverShareAGroup) {
   EXPECT_EQ(g[1].jobs, (std::vector<uint64_t>{2}));
 }
 
+// A declared service (MSCHED_CLASS=service) is one from the start, before
+// it has given any turn up.
+TEST(FormGroupsTest, DeclaredServicesNeverShareAGroupFromTheStart) {
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 5 * kGiB)}, {2, Running(2, 4 * kGiB)}, {3, Running(3, 3 * kGiB)}};
+  jobs[1].job_class = JobClass::kService;
+  jobs[2].job_class = JobClass::kService;
+  const std::vector<Group> g = FormGroups(jobs, 16 * kGiB);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].jobs, (std::vector<uint64_t>{1, 3})) << "a service still shares with a batch job";
+  EXPECT_EQ(g[1].jobs, (std::vector<uint64_t>{2}));
+}
+
 TEST(FormGroupsTest, PausedAndWaitingJobsAreLeftOut) {
   std::map<uint64_t, Job> jobs = {{1, Running(1, 4 * kGiB)}, {2, Running(2, 4 * kGiB)}};
   jobs[2].state = JobState::kPaused;
@@ -134,6 +146,36 @@ TEST(PlanSwitchEvictionsTest, EvictsOnlyTheDeficitFromJobsNeededLast) {
   plan = PlanSwitchEvictions(next, jobs, 16 * kGiB);
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_EQ(plan[0], (std::pair<uint64_t, uint64_t>{2, 4 * kGiB}));
+}
+
+// Declared services without a request give way first, the one served least
+// recently first, as a model-swapping server unloads the model used least
+// lately; jobs with work, and services known only from their idleness, go
+// by the rotation (served most recently first).
+TEST(PlanSwitchEvictionsTest, IdleDeclaredServicesGoFirstTheOneServedLeastRecently) {
+  // 16 GiB usable, all held: jobs 1-3 hold 4 GiB each, job 4 holds 4 and
+  // needs 8: 4 must go.
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 4 * kGiB, 0, 400, 4 * kGiB)},
+                                  {2, Running(2, 4 * kGiB, 0, 300, 4 * kGiB)},
+                                  {3, Running(3, 4 * kGiB, 0, 200, 4 * kGiB)},
+                                  {4, Running(4, 8 * kGiB, 0, 100, 4 * kGiB)}};
+  const Group next{{4}, 0, 8 * kGiB};
+  const auto first_victim = [&] {
+    const auto plan = PlanSwitchEvictions(next, jobs, 16 * kGiB);
+    EXPECT_EQ(plan.size(), 1u);
+    return plan.empty() ? 0 : plan[0].first;
+  };
+  EXPECT_EQ(first_victim(), 1u) << "served most recently";
+  for (uint64_t id : {2, 3}) jobs[id].job_class = JobClass::kService;
+  EXPECT_EQ(first_victim(), 1u) << "services with a request wait in the rotation like any job";
+  for (uint64_t id : {2, 3}) jobs[id].idle = true;
+  EXPECT_EQ(first_victim(), 3u) << "idle services go first, the one served longest ago";
+  jobs[3].job_class = JobClass::kUnset;
+  jobs[3].idle_yields = 5;  // a service only by its idleness
+  EXPECT_EQ(first_victim(), 2u);
+  jobs[2].job_class = JobClass::kUnset;
+  jobs[2].idle_yields = 5;
+  EXPECT_EQ(first_victim(), 1u) << "neither declared: the rotation's order";
 }
 
 }  // namespace

@@ -32,8 +32,8 @@ inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // the job's counters; 4: the welcome carries the idle yield, and jobs report
 // going idle and having work again; 5: a usage report may ask for an answer
 // (a budget answering it) before the job launches again; 6: each Go carries
-// the turn's idle yield.
-inline constexpr uint16_t kVersion = 6;
+// the turn's idle yield; 7: a hello may declare the job a service.
+inline constexpr uint16_t kVersion = 7;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;

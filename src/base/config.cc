@@ -147,8 +147,8 @@ const VarSpec kVars[] = {
        return true;
      }},
     {{"MSCHED_CLASS", "short|long|service", "(estimated)",
-      "short jobs pass long ones; a service (a server answering requests) takes turns alone and gives each up "
-      "after mschedd's --serving-idle-yield without work"},
+      "short jobs pass long ones; a service (a server answering requests) never shares a turn with another "
+      "service, and gives its turn up to waiting jobs after mschedd's --serving-idle-yield without work"},
      [](std::string_view v, Config* c) { return PickEnum(v, kClasses, &c->job_class); }},
     {{"MSCHED_PRIORITY", "an integer from -100 to 100", "0", "higher runs first and may preempt"},
      [](std::string_view v, Config* c) {

@@ -19,8 +19,9 @@
 //     is dated then, and it stays out of the rotation until it has work
 //     again (Busy), when it waits for its turn like any other. What it
 //     holds is evicted, as far as needed, before a job joins the running
-//     group beside it. Each Go carries the turn's idle yield: a service
-//     back from a long pause gets the shorter one (IdleYieldFor).
+//     group beside it. Each Go carries the turn's idle yield: a declared
+//     service, and a service back from a long pause, get the shorter one
+//     (IdleYieldFor).
 //   - Pause stops a job, evicts all of its memory and releases its budget;
 //     resume puts it back in the rotation.
 // Time is the device clock the jobs report; the scheduler never reads a

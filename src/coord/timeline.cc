@@ -115,12 +115,10 @@ std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next
   }
   // Jobs that are not running (paused, waiting) first. Then declared
   // services without a request, the one served least recently first: their
-  // requests come at random, not in the rotation's order, and the one asked
-  // least lately is kept by a model-swapping server too (least recently
-  // used); evicting the one just served evicted the service whose next
-  // request came a millisecond later (services scenario: p99 1,359 ->
-  // 1,306 ms). Then the most recently served, whose next turn is mostly
-  // furthest away. Not the rotation's own order (Job::QueuedSince): that
+  // requests come at random, not in the rotation's order, and a
+  // model-swapping server too unloads the model asked for least lately; evicting the one just served evicted the
+  // service whose next request came a millisecond later (services scenario: p99 1,359 -> 1,306 ms). Then the most
+  // recently served, whose next turn is mostly furthest away. Not the rotation's own order (Job::QueuedSince): that
   // evicted services whose models the next requests needed (median request
   // 431 -> 455 ms). Services known only from their idleness keep that
   // order: served least recently first, they gave one of nine request

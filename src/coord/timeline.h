@@ -12,8 +12,8 @@
 //   - A turn lasts long enough that swapping its working set in costs at
 //     most `swap_fraction` of it (clamped to [min, max]), or a fixed length.
 //   - A switch evicts only what the incoming group lacks room for, taking it
-//     from declared services without a request, least recently served
-//     first (their requests come at random), then from the jobs whose next
+//     from jobs off the GPU, then from declared services without a request,
+//     least recently served first (their requests come at random), then from the jobs whose next
 //     turn is furthest away (OPT at job level; each job then picks its own
 //     victims by OPT over its chunks).
 // Pure functions; thread-safe. Used by the scheduler.

@@ -491,7 +491,7 @@ TEST(SchedulerTest, AServiceBackFromALongPauseGetsTheServingIdleYield) {
 TEST(SchedulerTest, ADeclaredServiceGetsTheServingIdleYieldFromItsFirstTurn) {
   const SchedulerOptions o = Options();
   Scheduler s(o);
-  Commands c = s.Submit(NewJob(1, 10 * kGiB, 0, JobClass::kService), 0, 0);
+  const Commands c = s.Submit(NewJob(1, 10 * kGiB, 0, JobClass::kService), 0, 0);
   ASSERT_NE(Find<proto::Go>(c, 1), nullptr);
   EXPECT_EQ(Find<proto::Go>(c, 1)->idle_yield_ns, o.serving_idle_yield_ns) << "alone on the GPU";
   s.Submit(NewJob(2, 10 * kGiB), 0, 100);

@@ -87,13 +87,11 @@ ScenarioJob Job(const json& j) {
   // Unset: as many as the footprint calls for, where a job's size is known.
   out.count = j.value("count", j.contains("hbm_share") || j.contains("trace") ? 0 : 1);
   out.user = j.value("user", std::string("user"));
-  const std::string c = j.value("class", std::string());
-  out.job_class = c == "short"     ? JobClass::kShort
-                  : c == "long"    ? JobClass::kLong
-                  : c == "service" ? JobClass::kService
-                                   : JobClass::kUnset;
-  if (!c.empty() && out.job_class == JobClass::kUnset)
-    throw Bad{"jobs." + out.label + ".class: short, long or service"};
+  if (const std::string c = j.value("class", std::string()); !c.empty()) {
+    const std::optional<JobClass> named = JobClassNamed(c);
+    if (!named) throw Bad{"jobs." + out.label + ".class: short, long or service"};
+    out.job_class = *named;
+  }
   out.priority = j.value("priority", 0);
   if (j.contains("arrivals")) {
     const json& a = j["arrivals"];

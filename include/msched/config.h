@@ -35,6 +35,8 @@ enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 const char* ModeName(Mode m);
 const char* JobClassName(JobClass c);
+// The class JobClassName calls `name` (exactly), if any.
+std::optional<JobClass> JobClassNamed(std::string_view name);
 
 inline constexpr int kMinPriority = -100;
 inline constexpr int kMaxPriority = 100;

@@ -190,6 +190,13 @@ const char* JobClassName(JobClass c) {
   return "unset";
 }
 
+std::optional<JobClass> JobClassNamed(std::string_view name) {
+  for (const auto& [n, value] : kClasses) {
+    if (name == n) return value;
+  }
+  return std::nullopt;
+}
+
 std::string ConfigError::ToString() const {
   return variable + "='" + value + "' is not valid: expected " + accepted + " (the default stays in force)";
 }

@@ -76,8 +76,9 @@ struct Job {
   // sets it up or tears it down).
   bool Serves() const {
     constexpr uint64_t kServingIdleYields = 2;
-    return job_class == JobClass::kService || idle_yields >= kServingIdleYields;
+    return DeclaredService() || idle_yields >= kServingIdleYields;
   }
+  bool DeclaredService() const { return job_class == JobClass::kService; }
   // The memory admission counts: what it declared, or what it allocated if more.
   uint64_t Footprint() const { return std::max(declared, allocated); }
   // The HBM it needs to run without faulting: its measured working set, or
@@ -131,7 +132,7 @@ struct SchedulerOptions {
   // first turn given up raised the services scenario's median from 436 to
   // 457 ms, and one request trace's p99 from 1,023 to 1,071 ms.
   uint64_t IdleYieldFor(const Job& j) const {
-    const bool serving = j.job_class == JobClass::kService || (j.Serves() && j.last_pause_ns >= idle_yield_ns);
+    const bool serving = j.DeclaredService() || (j.Serves() && j.last_pause_ns >= idle_yield_ns);
     return serving ? ServingIdleYield() : idle_yield_ns;
   }
 };

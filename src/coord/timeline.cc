@@ -116,16 +116,18 @@ std::vector<std::pair<uint64_t, uint64_t>> PlanSwitchEvictions(const Group& next
   // Jobs that are not running (paused, waiting) first. Then declared
   // services without a request, the one served least recently first: their
   // requests come at random, not in the rotation's order, and a
-  // model-swapping server too unloads the model asked for least lately; evicting the one just served evicted the
-  // service whose next request came a millisecond later (services scenario: p99 1,359 -> 1,306 ms). Then the most
-  // recently served, whose next turn is mostly furthest away. Not the rotation's own order (Job::QueuedSince): that
-  // evicted services whose models the next requests needed (median request
-  // 431 -> 455 ms). Services known only from their idleness keep that
-  // order: served least recently first, they gave one of nine request
-  // traces a better p99, one a worse, and a third a worse median.
+  // model-swapping server too unloads the model asked for least lately;
+  // evicting the one just served evicted the service whose next request
+  // came a millisecond later (services scenario: p99 1,359 -> 1,306 ms).
+  // Then the most recently served, whose next turn is mostly furthest away.
+  // Not the rotation's own order (Job::QueuedSince): that evicted services
+  // whose models the next requests needed (median request 431 -> 455 ms).
+  // Services known only from their idleness keep that order: served least
+  // recently first, they gave one of nine request traces a better p99, one
+  // a worse, and a third a worse median.
   const auto rank = [](const Job* j) {
     const bool off = j->state != JobState::kRunning;
-    const bool idle_service = j->idle && j->job_class == JobClass::kService;
+    const bool idle_service = j->idle && j->DeclaredService();
     const int64_t ran = static_cast<int64_t>(j->last_ran_ns);
     return std::make_tuple(!off, !idle_service, idle_service ? ran : -ran, j->id);
   };

@@ -13,9 +13,9 @@
 //     most `swap_fraction` of it (clamped to [min, max]), or a fixed length.
 //   - A switch evicts only what the incoming group lacks room for, taking it
 //     from jobs off the GPU, then from declared services without a request,
-//     least recently served first (their requests come at random), then from the jobs whose next
-//     turn is furthest away (OPT at job level; each job then picks its own
-//     victims by OPT over its chunks).
+//     least recently served first (their requests come at random), then
+//     from the jobs whose next turn is furthest away (OPT at job level;
+//     each job then picks its own victims by OPT over its chunks).
 // Pure functions; thread-safe. Used by the scheduler.
 #pragma once
 

@@ -416,8 +416,8 @@ TEST(BenchSuiteTest, TimelinesAskedForCarryTheDevicesOwnTracks) {
 // services back from a pause give their turns up after the serving idle
 // yield, the services declare themselves so from their first turn, a switch
 // evicts the idle service served least recently, and the runs repeat.
-// Before, a request for the third model waited
-// for a member's next request (p99 11.6 s), misread loads cut every turn to
+// Before, a request for the third model waited for a member's next request
+// (p99 11.6 s), misread loads cut every turn to
 // the 20 ms minimum (46-59 switches), a service joining the running group
 // loaded beside the memory idle ones held, which the driver then evicted (a
 // million faults), two services sharing a group left the p99 at 1.83 s, a

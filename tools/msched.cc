@@ -394,6 +394,7 @@ int Run(Target target, int argc, char** argv) {
   });
   if (!parse.errors.empty()) {
     for (const ConfigError& e : parse.errors) std::cerr << "msched: " << e.ToString() << "\n";
+    std::cerr << "msched: the job was not started\n";
     return 2;
   }
   Result<std::string> lib = FindLibmsched();

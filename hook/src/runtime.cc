@@ -104,7 +104,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
 
   const ConfigParse& parse = HookConfigParse();
-  for (const ConfigError& e : parse.errors) LogError("{}", e.ToString());
+  for (const ConfigError& e : parse.errors) LogError("{} (the default stays in force)", e.ToString());
   for (const std::string& name : parse.unknown_variables) {
     // Error level, so the default level shows it: a misspelt name silently
     // leaves the setting at its default.

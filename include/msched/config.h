@@ -69,7 +69,9 @@ struct ConfigError {
   std::string variable;
   std::string value;
   std::string accepted;
-  // "MSCHED_MODE='fast' is not valid: expected off|um|alloc|msched|profile (kept default msched)"
+  // "MSCHED_MODE='fast' is not valid: expected off|um|alloc|msched|profile";
+  // the caller says what follows (the library keeps the default, msched run
+  // refuses to start the job).
   std::string ToString() const;
 };
 

@@ -197,9 +197,7 @@ std::optional<JobClass> JobClassNamed(std::string_view name) {
   return std::nullopt;
 }
 
-std::string ConfigError::ToString() const {
-  return variable + "='" + value + "' is not valid: expected " + accepted + " (the default stays in force)";
-}
+std::string ConfigError::ToString() const { return variable + "='" + value + "' is not valid: expected " + accepted; }
 
 namespace {
 

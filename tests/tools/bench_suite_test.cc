@@ -220,7 +220,8 @@ TEST(BenchScenarioTest, AMalformedScenarioIsRefusedWithItsNameAndField) {
            {R"({"label": "x", "workload": "micro_vadd.json", "trace": "a.trace.xz"})",
             "a workload or a trace, not both"},
            {R"({"label": "x", "trace": "../a.trace.xz"})", "a NAME.trace.xz file under bench/traces"},
-           {R"({"label": "x", "trace": "a.trace.xz", "hbm_share": 0.5})", "takes share (0 to 1), not hbm_share"}}) {
+           {R"({"label": "x", "trace": "a.trace.xz", "hbm_share": 0.5})", "takes share (0 to 1), not hbm_share"},
+           {R"({"label": "x", "trace": "a.trace.xz", "class": "server"})", "jobs.x.class: short, long or service"}}) {
     std::ofstream(dir + "/bad.json") << R"({"format": "msched-scenario", "version": 1, "name": "bad", "title": "t",
       "hbm": {"full": "programs", "quick": "programs"}, "points": {"full": [150], "quick": [150]}, "policies": ["um"],
       "jobs": [)" + job + "]}";

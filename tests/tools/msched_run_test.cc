@@ -141,6 +141,9 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
       {{"run", "--bogus", "1", "--", "true"}, "unknown run option --bogus"},
       {{"run", "--mem", "lots", "--", "true"}, "MSCHED_MEM='lots' is not valid"},
       {{"run", "--priority=500", "true"}, "MSCHED_PRIORITY='500' is not valid"},
+      {{"run", "--class", "bogus", "--", "true"},
+       "MSCHED_CLASS='bogus' is not valid: expected short|long|service\n"
+       "msched: the job was not started"},
       {{"run", "--gpu", "first", "--", "true"}, "--gpu 'first' is not a GPU index"},
       {{"status", "--gpu", "-1"}, "--gpu '-1' is not a GPU index"},
       {{"status", "--json", "--gpu", "x"}, "--gpu 'x' is not a GPU index"},

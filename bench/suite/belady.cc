@@ -1,5 +1,6 @@
 #include "suite/belady.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -19,9 +20,10 @@ namespace al = msim::access_log;
 constexpr uint32_t kNever = std::numeric_limits<uint32_t>::max();
 
 // The log as a sequence of dense unit ids (a unit of memory freed and
-// allocated again is a new unit).
+// allocated again is a new unit), cut into its operations.
 struct Sequence {
   std::vector<uint32_t> accesses;
+  std::vector<uint32_t> operation_ends;  // each operation's accesses end here
   uint32_t units = 0;
 };
 
@@ -53,6 +55,9 @@ Result<Sequence> Read(const std::string& path) {
           s.accesses.push_back(it->second);
         }
       }
+      if (s.operation_ends.empty() || s.operation_ends.back() != s.accesses.size()) {
+        s.operation_ends.push_back(static_cast<uint32_t>(s.accesses.size()));
+      }
     } else if (type == al::kFree) {
       uint64_t range[2];
       if (!in.read(reinterpret_cast<char*>(range), sizeof range)) return fail();
@@ -73,9 +78,67 @@ Result<Sequence> Read(const std::string& path) {
   return s;
 }
 
+// OPT's capacity misses for `s` on `capacity` units. By unit: each access on
+// its own, and a unit needed furthest ahead may be the one just accessed
+// (Belady's minimum). By operation: an operation's units all come in before
+// any victim is chosen, and none of them is one unless the operation alone
+// exceeds the capacity.
+uint64_t OptMisses(const Sequence& s, const std::vector<uint32_t>& next, uint64_t capacity, bool by_operation) {
+  const std::vector<uint32_t>& seq = s.accesses;
+  // The next use of a resident unit (a next use is never index 0); 0: not
+  // resident.
+  std::vector<uint32_t> resident_until(s.units, 0);
+  std::vector<bool> seen(s.units, false);
+  // The operation a unit was last accessed in, plus one (by operation).
+  std::vector<uint32_t> operation_of(by_operation ? s.units : 0, 0);
+  // Resident units by next use, furthest on top; stale entries (a unit used
+  // again or evicted since) are skipped when they surface.
+  std::priority_queue<std::pair<uint32_t, uint32_t>> by_next_use;
+  std::vector<std::pair<uint32_t, uint32_t>> held;  // the operation's own units, popped while choosing victims
+  uint64_t resident = 0, misses = 0;
+  size_t op = 0;
+  for (size_t i = 0; i < seq.size();) {
+    const size_t end = by_operation ? s.operation_ends[op] : i + 1;
+    for (; i < end; ++i) {
+      const uint32_t unit = seq[i];
+      if (resident_until[unit] == 0) {
+        if (seen[unit]) ++misses;  // a unit's first access costs no transfer
+        seen[unit] = true;
+        ++resident;
+      }
+      resident_until[unit] = next[i];
+      by_next_use.emplace(next[i], unit);
+      if (by_operation) operation_of[unit] = static_cast<uint32_t>(op + 1);
+    }
+    while (resident > capacity && !by_next_use.empty()) {
+      const auto [when, victim] = by_next_use.top();
+      by_next_use.pop();
+      if (resident_until[victim] != when) continue;  // stale
+      if (by_operation && operation_of[victim] == op + 1) {
+        held.emplace_back(when, victim);
+        continue;
+      }
+      resident_until[victim] = 0;
+      --resident;
+    }
+    // An operation larger than the capacity cannot be resident whole (a
+    // kernel that large faults in any policy): its own units go too, needed
+    // furthest ahead first, as they would unit by unit.
+    std::sort(held.begin(), held.end());
+    for (; resident > capacity && !held.empty(); held.pop_back()) {
+      resident_until[held.back().second] = 0;
+      --resident;
+    }
+    for (const auto& h : held) by_next_use.push(h);
+    held.clear();
+    ++op;
+  }
+  return misses;
+}
+
 }  // namespace
 
-Result<BeladyBound> BeladyMinimum(const std::string& path, uint64_t capacity_bytes) {
+Result<BeladyBound> BeladyMinimum(const std::string& path, uint64_t capacity_bytes, uint64_t budget_bytes) {
   Result<Sequence> read = Read(path);
   if (!read.ok()) return read.status();
   const std::vector<uint32_t>& seq = read->accesses;
@@ -88,34 +151,14 @@ Result<BeladyBound> BeladyMinimum(const std::string& path, uint64_t capacity_byt
       later[seq[i]] = static_cast<uint32_t>(i);
     }
   }
-  const uint64_t capacity = capacity_bytes / al::kUnitBytes;
-  // The next use of a resident unit (a next use is never index 0); 0: not
-  // resident.
-  std::vector<uint32_t> resident_until(read->units, 0);
-  std::vector<bool> seen(read->units, false);
-  // Resident units by next use, furthest on top; stale entries (a unit used
-  // again or evicted since) are skipped when they surface.
-  std::priority_queue<std::pair<uint32_t, uint32_t>> by_next_use;
-  uint64_t resident = 0, misses = 0;
-  for (size_t i = 0; i < seq.size(); ++i) {
-    const uint32_t unit = seq[i];
-    const uint32_t until = next[i];
-    if (resident_until[unit] == 0) {
-      if (seen[unit]) ++misses;  // a unit's first access costs no transfer
-      seen[unit] = true;
-      ++resident;
-    }
-    resident_until[unit] = until;
-    by_next_use.emplace(until, unit);
-    while (resident > capacity && !by_next_use.empty()) {
-      const auto [when, victim] = by_next_use.top();
-      by_next_use.pop();
-      if (resident_until[victim] != when) continue;  // stale
-      resident_until[victim] = 0;
-      --resident;
-    }
-  }
-  return BeladyBound{misses * al::kUnitBytes, seq.size(), read->units};
+  const uint64_t capacity = capacity_bytes / al::kUnitBytes, budget = budget_bytes / al::kUnitBytes;
+  BeladyBound b;
+  b.h2d_bytes = OptMisses(*read, next, capacity, false) * al::kUnitBytes;
+  b.whole_operation_h2d_bytes = OptMisses(*read, next, capacity, true) * al::kUnitBytes;
+  b.whole_operation_budget_h2d_bytes = OptMisses(*read, next, budget, true) * al::kUnitBytes;
+  b.accesses = seq.size();
+  b.units = read->units;
+  return b;
 }
 
 }  // namespace msched::bench

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/subprocess.h"
+#include "coord/job.h"
 
 namespace msched::bench {
 namespace {
@@ -92,6 +93,23 @@ std::string BeladyRatio(const PolicyResult& p) {
   return p.paging_h2d_bytes == 0 ? "-" : "minimum 0";
 }
 
+// How far msched is from OPT at its own granularity: a kernel that runs
+// without faulting needs all it touches resident at once, which Belady's
+// minimum (unit by unit, all of HBM) does not ask. "" without the figures.
+std::string KernelGranularOpt(const PolicyResult& p, const PointResult& pr, const DeviceFacts& device) {
+  if (!p.HasBelady() || p.belady_h2d_bytes == 0 || p.opt_kernel_budget_h2d_bytes == 0) return "";
+  const double belady = static_cast<double>(p.belady_h2d_bytes);
+  const double link_ns = static_cast<double>(p.opt_kernel_budget_h2d_bytes) / device.h2d_gbps;
+  const double ideal_ns = std::max(static_cast<double>(pr.compute_ns), link_ns);
+  return " OPT holding each kernel's memory at once moves " +
+         Times(static_cast<double>(p.opt_kernel_h2d_bytes) / belady) + " Belady's bytes on all of HBM and " +
+         Times(static_cast<double>(p.opt_kernel_budget_h2d_bytes) / belady) + " on the " +
+         Num(100 * SchedulerOptions{}.usable_fraction, 0) +
+         "% a job alone may use (msched's paging: " + BeladyRatio(p) + "); with those bytes the ideal would be " +
+         Num(ideal_ns / 1e6, 1) + " ms, " + Num(100 * ideal_ns / static_cast<double>(p.run.makespan_ns), 1) +
+         "% of msched's time.";
+}
+
 std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
   const Scenario& s = *r.scenario;
   std::ostringstream out;
@@ -117,7 +135,7 @@ std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {
       if (is_msched && p.ok() && (ideal < 0.9 || short_of_paper)) {
         notes.push_back("msched at " + std::to_string(pr.point.percent) + "%: " + Num(100 * ideal, 1) + "% of ideal" +
                         (short_of_paper ? ", below the paper's " + Num(paper->second, 2) + "x" : "") + ". Of its " +
-                        Num(p.seconds * 1e3, 1) + " ms: " + Where(p, device) + ".");
+                        Num(p.seconds * 1e3, 1) + " ms: " + Where(p, device) + "." + KernelGranularOpt(p, pr, device));
       }
     }
     out << "| " << Footprint(pr.point) << " | **ideal** | " << Num(Ms(pr.ideal_ns), 1) << " | "
@@ -343,7 +361,7 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
   std::ostringstream out;
   out << "scenario,percent,footprint_bytes,hbm_bytes,policy,ok,makespan_ns,work_units,throughput_per_s,speedup_vs_um,"
          "speedup_vs_exclusive,fraction_of_ideal,ideal_ns,faults,h2d_bytes,d2h_bytes,prefetch_bytes,paging_h2d_bytes,"
-         "belady_h2d_bytes,compute_ns,fault_stall_ns,"
+         "belady_h2d_bytes,opt_kernel_h2d_bytes,opt_kernel_budget_h2d_bytes,compute_ns,fault_stall_ns,"
          "coordinator_wait_ns,switches,ooms,lost_ns,wait_mean_ns,wait_p95_ns,short_wait_mean_ns,busy,user_cv,urgent_ns,"
          "requests,latency_p50_ns,latency_p99_ns,slo_met,status\n";
   for (const ScenarioResult& r : results) {
@@ -355,11 +373,12 @@ std::string Csv(const std::vector<ScenarioResult>& results) {
             << Num(p.throughput, 4) << "," << Num(Speedup(p, pr), 4) << ","
             << Num(Speedup(p, pr, Policy::kExclusive), 4) << "," << Num(OfIdeal(p, pr), 4) << "," << pr.ideal_ns << ","
             << p.faults << "," << p.h2d_bytes << "," << p.d2h_bytes << "," << p.prefetch_bytes << ","
-            << p.paging_h2d_bytes << "," << p.belady_h2d_bytes << "," << p.compute_ns << "," << p.stall_ns << ","
-            << p.wait_ns << "," << p.run.switches << "," << p.ooms << "," << p.lost_ns << "," << p.wait_mean_ns << ","
-            << p.wait_p95_ns << "," << p.short_wait_mean_ns << "," << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << ","
-            << p.urgent_ns << "," << p.requests << "," << p.latency_p50_ns << "," << p.latency_p99_ns << ","
-            << Num(p.slo_met, 4) << ","
+            << p.paging_h2d_bytes << "," << p.belady_h2d_bytes << "," << p.opt_kernel_h2d_bytes << ","
+            << p.opt_kernel_budget_h2d_bytes << "," << p.compute_ns << "," << p.stall_ns << "," << p.wait_ns << ","
+            << p.run.switches << "," << p.ooms << "," << p.lost_ns << "," << p.wait_mean_ns << "," << p.wait_p95_ns
+            << "," << p.short_wait_mean_ns << "," << Num(p.busy, 4) << "," << Num(p.user_cv, 4) << "," << p.urgent_ns
+            << "," << p.requests << "," << p.latency_p50_ns << "," << p.latency_p99_ns << "," << Num(p.slo_met, 4)
+            << ","
             << (p.ok()            ? "ok"
                 : p.cannot_run    ? "cannot_run"
                 : p.out_of_memory ? "out_of_memory"

@@ -18,6 +18,7 @@
 #include "base/libmsched_path.h"
 #include "base/subprocess.h"
 #include "coord/coord_server.h"
+#include "coord/timeline.h"
 #include "msched/json_checked.h"
 #include "msched/trace_layout.h"
 #include "suite/belady.h"
@@ -222,9 +223,14 @@ class Stage {
     out->h2d_copy_bytes = JsonU64(sim, {"bytes", "h2d", "memcpy"});
     out->d2h_bytes = JsonU64(sim, {"bytes", "d2h", "eviction"}) + JsonU64(sim, {"bytes", "d2h", "prefetch"});
     if (LogsAccesses() && status == 0) {
-      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), JsonU64(sim, {"device", "hbm_bytes"}));
+      // A job alone gets the coordinator's whole working-set budget.
+      SchedulerOptions alone;
+      alone.hbm_bytes = JsonU64(sim, {"device", "hbm_bytes"});
+      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), alone.hbm_bytes, UsableHbm(alone));
       if (bound.ok()) {
         out->belady_h2d_bytes = bound->h2d_bytes;
+        out->opt_kernel_h2d_bytes = bound->whole_operation_h2d_bytes;
+        out->opt_kernel_budget_h2d_bytes = bound->whole_operation_budget_h2d_bytes;
       } else {
         out->belady_error = bound.status().message();
       }

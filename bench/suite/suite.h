@@ -47,7 +47,8 @@ struct PolicyResult {
   // program's copies) and Belady's minimum for the same accesses (msched
   // only; 0 otherwise).
   uint64_t paging_h2d_bytes = 0, belady_h2d_bytes = 0;
-  std::string belady_error;  // why a job's minimum is missing ("": none is)
+  uint64_t opt_kernel_h2d_bytes = 0, opt_kernel_budget_h2d_bytes = 0;  // JobOutcome's, summed
+  std::string belady_error;                                            // why a job's minimum is missing ("": none is)
   bool HasBelady() const { return run.belady && belady_error.empty() && !run.jobs.empty(); }
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;
   std::string trace;  // the run's timeline ("": not traced)

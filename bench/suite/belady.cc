@@ -1,6 +1,5 @@
 #include "suite/belady.h"
 
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -55,7 +54,7 @@ Result<Sequence> Read(const std::string& path) {
           s.accesses.push_back(it->second);
         }
       }
-      if (s.operation_ends.empty() || s.operation_ends.back() != s.accesses.size()) {
+      if (s.accesses.size() > (s.operation_ends.empty() ? 0 : s.operation_ends.back())) {  // not empty
         s.operation_ends.push_back(static_cast<uint32_t>(s.accesses.size()));
       }
     } else if (type == al::kFree) {
@@ -81,8 +80,9 @@ Result<Sequence> Read(const std::string& path) {
 // OPT's capacity misses for `s` on `capacity` units. By unit: each access on
 // its own, and a unit needed furthest ahead may be the one just accessed
 // (Belady's minimum). By operation: an operation's units all come in before
-// any victim is chosen, and none of them is one unless the operation alone
-// exceeds the capacity.
+// any victim is chosen, and none of them is one, unless the operation alone
+// exceeds the capacity: such a kernel faults in any policy, and its units
+// then compete with the rest as after any access.
 uint64_t OptMisses(const Sequence& s, const std::vector<uint32_t>& next, uint64_t capacity, bool by_operation) {
   const std::vector<uint32_t>& seq = s.accesses;
   // The next use of a resident unit (a next use is never index 0); 0: not
@@ -97,8 +97,9 @@ uint64_t OptMisses(const Sequence& s, const std::vector<uint32_t>& next, uint64_
   std::vector<std::pair<uint32_t, uint32_t>> held;  // the operation's own units, popped while choosing victims
   uint64_t resident = 0, misses = 0;
   size_t op = 0;
-  for (size_t i = 0; i < seq.size();) {
+  for (size_t i = 0; i < seq.size(); ++op) {
     const size_t end = by_operation ? s.operation_ends[op] : i + 1;
+    uint64_t distinct = 0;  // the operation's units
     for (; i < end; ++i) {
       const uint32_t unit = seq[i];
       if (resident_until[unit] == 0) {
@@ -108,30 +109,25 @@ uint64_t OptMisses(const Sequence& s, const std::vector<uint32_t>& next, uint64_
       }
       resident_until[unit] = next[i];
       by_next_use.emplace(next[i], unit);
-      if (by_operation) operation_of[unit] = static_cast<uint32_t>(op + 1);
+      if (by_operation && operation_of[unit] != op + 1) {
+        operation_of[unit] = static_cast<uint32_t>(op + 1);
+        ++distinct;
+      }
     }
+    const bool pinned = by_operation && distinct <= capacity;
     while (resident > capacity && !by_next_use.empty()) {
       const auto [when, victim] = by_next_use.top();
       by_next_use.pop();
       if (resident_until[victim] != when) continue;  // stale
-      if (by_operation && operation_of[victim] == op + 1) {
+      if (pinned && operation_of[victim] == op + 1) {
         held.emplace_back(when, victim);
         continue;
       }
       resident_until[victim] = 0;
       --resident;
     }
-    // An operation larger than the capacity cannot be resident whole (a
-    // kernel that large faults in any policy): its own units go too, needed
-    // furthest ahead first, as they would unit by unit.
-    std::sort(held.begin(), held.end());
-    for (; resident > capacity && !held.empty(); held.pop_back()) {
-      resident_until[held.back().second] = 0;
-      --resident;
-    }
     for (const auto& h : held) by_next_use.push(h);
     held.clear();
-    ++op;
   }
   return misses;
 }

@@ -124,8 +124,9 @@ std::string Method(const DeviceFacts& d, bool quick) {
     << "eviction over 64 KiB units, a unit's first touch free as nothing is written before the jobs start); "
     << "without an msched run, the bytes beyond HBM once (per work unit in E and E-train): no policy on one GPU "
     << "can finish sooner. Paging H2D x Belady = msched's prefetched and faulted bytes over that minimum. "
-    << "Where msched is short of 90% of ideal, its note adds what OPT moves when each operation's units must be "
-    << "resident together, as a kernel that runs without faulting needs them, on all of HBM and on the "
+    << "An msched row short of 90% of ideal or of the paper has a note, which adds what OPT moves when each "
+    << "operation's units must be resident together, as a kernel that runs without faulting needs them (victims "
+    << "by furthest next use: OPT's choice at that granularity, not a bound), on all of HBM and on the "
     << "coordinator's working-set budget for a job alone, and the ideal with those bytes. "
     << "x um = um's time / the policy's time, same jobs, same run of the suite; x exclusive likewise with "
     << "exclusive's (above 1: faster than running the jobs one at a time).";

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "base/subprocess.h"
-#include "coord/job.h"
 
 namespace msched::bench {
 namespace {
@@ -95,19 +94,23 @@ std::string BeladyRatio(const PolicyResult& p) {
 
 // How far msched is from OPT at its own granularity: a kernel that runs
 // without faulting needs all it touches resident at once, which Belady's
-// minimum (unit by unit, all of HBM) does not ask. "" without the figures.
+// minimum (unit by unit, all of HBM) does not ask. Each job's figure is its
+// own, as alone on the GPU, like Belady's. "" without the figures.
 std::string KernelGranularOpt(const PolicyResult& p, const PointResult& pr, const DeviceFacts& device) {
-  if (!p.HasBelady() || p.belady_h2d_bytes == 0 || p.opt_kernel_budget_h2d_bytes == 0) return "";
+  if (!p.HasBelady() || p.belady_h2d_bytes == 0 || p.opt_kernel_budget_h2d_bytes == 0 || pr.point.hbm_bytes == 0) {
+    return "";
+  }
   const double belady = static_cast<double>(p.belady_h2d_bytes);
   const double link_ns = static_cast<double>(p.opt_kernel_budget_h2d_bytes) / device.h2d_gbps;
   const double ideal_ns = std::max(static_cast<double>(pr.compute_ns), link_ns);
-  return " OPT holding each kernel's memory at once moves " +
-         Times(static_cast<double>(p.opt_kernel_h2d_bytes) / belady) + " Belady's bytes on all of HBM and " +
-         Times(static_cast<double>(p.opt_kernel_budget_h2d_bytes) / belady) + " on the " +
-         Num(100 * SchedulerOptions{}.usable_fraction, 0) +
-         "% a job alone may use (msched's paging: " + BeladyRatio(p) + "); with those bytes the ideal would be " +
-         Num(ideal_ns / 1e6, 1) + " ms, " + Num(100 * ideal_ns / static_cast<double>(p.run.makespan_ns), 1) +
-         "% of msched's time.";
+  const double budget = static_cast<double>(p.opt_budget_bytes) / static_cast<double>(pr.point.hbm_bytes);
+  return std::string(" OPT holding each kernel's memory at once") + (p.run.jobs.size() > 1 ? " (each job alone)" : "") +
+         " moves " + Times(static_cast<double>(p.opt_kernel_h2d_bytes) / belady) +
+         " Belady's bytes on all of HBM and " + Times(static_cast<double>(p.opt_kernel_budget_h2d_bytes) / belady) +
+         " on the " + Num(100 * budget, 0) +
+         "% of HBM the coordinator gives a job alone (msched's paging: " + BeladyRatio(p) +
+         "); with those bytes the ideal would be " + Num(ideal_ns / 1e6, 1) + " ms, " +
+         Num(100 * ideal_ns / static_cast<double>(p.run.makespan_ns), 1) + "% of msched's time.";
 }
 
 std::string SweepSection(const ScenarioResult& r, const DeviceFacts& device) {

@@ -231,6 +231,7 @@ class Stage {
         out->belady_h2d_bytes = bound->h2d_bytes;
         out->opt_kernel_h2d_bytes = bound->whole_operation_h2d_bytes;
         out->opt_kernel_budget_h2d_bytes = bound->whole_operation_budget_h2d_bytes;
+        out->opt_budget_bytes = UsableHbm(alone);
       } else {
         out->belady_error = bound.status().message();
       }

@@ -123,8 +123,8 @@ struct JobOutcome {
   // why it could not be had.
   uint64_t belady_h2d_bytes = 0;
   // OPT's bytes with each kernel's memory resident at once, on all of HBM
-  // and on a lone job's working-set budget (BeladyBound).
-  uint64_t opt_kernel_h2d_bytes = 0, opt_kernel_budget_h2d_bytes = 0;
+  // and on a lone job's working-set budget (BeladyBound), and that budget.
+  uint64_t opt_kernel_h2d_bytes = 0, opt_kernel_budget_h2d_bytes = 0, opt_budget_bytes = 0;
   std::string belady_error;
   uint64_t coordinator_wait_ns = 0;    // blocked at its gate (hook statistics)
   std::vector<uint64_t> latencies_ns;  // a service's requests, arrival to answer

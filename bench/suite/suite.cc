@@ -66,6 +66,7 @@ PolicyResult Derive(const PolicyVariant& v, RunOutcome run, const Point& point, 
     r.belady_h2d_bytes += j.belady_h2d_bytes;
     r.opt_kernel_h2d_bytes += j.opt_kernel_h2d_bytes;
     r.opt_kernel_budget_h2d_bytes += j.opt_kernel_budget_h2d_bytes;
+    r.opt_budget_bytes = std::max(r.opt_budget_bytes, j.opt_budget_bytes);
     if (!j.belady_error.empty() && r.belady_error.empty()) r.belady_error = j.belady_error;
     r.d2h_bytes += j.d2h_bytes;
     r.compute_ns += j.compute_ns;

@@ -48,6 +48,7 @@ struct PolicyResult {
   // only; 0 otherwise).
   uint64_t paging_h2d_bytes = 0, belady_h2d_bytes = 0;
   uint64_t opt_kernel_h2d_bytes = 0, opt_kernel_budget_h2d_bytes = 0;  // JobOutcome's, summed
+  uint64_t opt_budget_bytes = 0;                                       // a lone job's budget (JobOutcome)
   std::string belady_error;                                            // why a job's minimum is missing ("": none is)
   bool HasBelady() const { return run.belady && belady_error.empty() && !run.jobs.empty(); }
   uint64_t compute_ns = 0, stall_ns = 0, wait_ns = 0;

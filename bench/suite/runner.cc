@@ -95,12 +95,20 @@ class Stage {
     fs::remove_all(dir_, ec);
   }
 
+  // The coordinator's policy for these runs (hbm_bytes 0: learnt from the
+  // first job's device).
+  SchedulerOptions Policy() const {
+    SchedulerOptions p;
+    p.hbm_bytes = o_.hbm_bytes;
+    p.oversubscribe = o_.oversubscribe;
+    p.fixed_slice_ns = o_.fixed_slice_ns;
+    return p;
+  }
+
   Status StartCoordinator() {
     ServerOptions so;
     so.socket_path = dir_ + "/coord.sock";
-    so.policy.hbm_bytes = o_.hbm_bytes;
-    so.policy.oversubscribe = o_.oversubscribe;
-    so.policy.fixed_slice_ns = o_.fixed_slice_ns;
+    so.policy = Policy();
     if (!o_.trace_path.empty()) so.trace_path = CoordTracePath();
     Result<std::unique_ptr<CoordServer>> s = CoordServer::Start(so);
     if (!s.ok()) return s.status();
@@ -224,14 +232,15 @@ class Stage {
     out->d2h_bytes = JsonU64(sim, {"bytes", "d2h", "eviction"}) + JsonU64(sim, {"bytes", "d2h", "prefetch"});
     if (LogsAccesses() && status == 0) {
       // A job alone gets the coordinator's whole working-set budget.
-      SchedulerOptions alone;
+      SchedulerOptions alone = Policy();
       alone.hbm_bytes = JsonU64(sim, {"device", "hbm_bytes"});
-      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), alone.hbm_bytes, UsableHbm(alone));
+      const uint64_t budget = UsableHbm(alone);
+      Result<BeladyBound> bound = BeladyMinimum(File(i, "access"), alone.hbm_bytes, budget);
       if (bound.ok()) {
         out->belady_h2d_bytes = bound->h2d_bytes;
         out->opt_kernel_h2d_bytes = bound->whole_operation_h2d_bytes;
         out->opt_kernel_budget_h2d_bytes = bound->whole_operation_budget_h2d_bytes;
-        out->opt_budget_bytes = UsableHbm(alone);
+        out->opt_budget_bytes = budget;
       } else {
         out->belady_error = bound.status().message();
       }

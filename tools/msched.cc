@@ -143,11 +143,10 @@ Result<uint64_t> JobNamed(const std::string& socket, const std::string& name) {
                                         : std::to_string(found.size()) + " jobs are named '" + name + "'; give its id");
 }
 
-// The job's entry in the coordinator's status, or null when it cannot be read.
-json JobStatus(const std::string& socket, uint64_t id) {
-  const Result<json> j = StatusDocument(socket);
-  if (!j.ok() || !j->is_object() || !j->contains("jobs") || !(*j)["jobs"].is_array()) return nullptr;
-  for (const json& job : (*j)["jobs"]) {
+// The job's entry in a status document, or null when it has none.
+json JobIn(const json& status, uint64_t id) {
+  if (!status.is_object() || !status.contains("jobs") || !status["jobs"].is_array()) return nullptr;
+  for (const json& job : status["jobs"]) {
     if (job.is_object() && job.value("id", uint64_t{0}) == id) return job;
   }
   return nullptr;
@@ -163,11 +162,26 @@ json JobStatus(const std::string& socket, uint64_t id) {
 int AwaitControl(const std::string& socket, proto::ControlOp op, uint64_t id, uint64_t timeout_ns) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
   const std::string job = "job " + std::to_string(id);
+  const char* what = op == proto::ControlOp::kPause ? "pause" : "resume";
   json last;
   for (;;) {
-    const json j = JobStatus(socket, id);
-    if (j.is_object()) last = j;
-    const std::string state = last.is_object() ? last.value("state", std::string()) : std::string();
+    // A coordinator that is gone took the pause (or resume) with it: the job
+    // runs on as it was, and saying it was done would be false.
+    const Result<json> doc = StatusDocument(socket);
+    if (!doc.ok()) {
+      std::cerr << "msched: the coordinator at " << socket << " stopped answering while " << job << "'s " << what
+                << " was under way (" << doc.status().message() << "); the " << what
+                << " is lost with it, and the job runs on as it was\n";
+      return 1;
+    }
+    const json j = JobIn(*doc, id);
+    if (!j.is_object()) {
+      std::cerr << "msched: " << job << " is gone from the coordinator at " << socket << " before its " << what
+                << " was done\n";
+      return 1;
+    }
+    last = j;
+    const std::string state = last.value("state", std::string());
     if (state == "finished") {
       std::cout << job << " finished\n";
       return 0;

@@ -1,7 +1,9 @@
 // msched-profile: learns each kernel's working-set template from one run.
 //
-//   msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]
+//   msched-profile [-o OUT.templates.json] [--trace TRACE [--force]] [--report REPORT.md] -- PROGRAM [ARGS...]
 //       runs PROGRAM under libmsched in profile mode, then analyses the trace;
+//       TRACE (and TRACE.<digits>) may be replaced only where they hold
+//       traces msched-profile wrote (--force: any regular file);
 //   msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]
 //       analyses traces saved earlier with --trace; several traces (runs of
 //       one program at different sizes) are fitted together;
@@ -17,11 +19,14 @@
 // writing its trace 10 s after the program ended, or nothing could be
 // analysed (what was recorded is still analysed and written); 2 usage; 128+N
 // stopped by signal N (SIGTERM, SIGINT or SIGHUP) while the program ran:
-// the program gets the signal too and is waited for, and nothing is
-// analysed.
+// the program gets the signal too, as do all its processes (msched-profile
+// is their subreaper), and they are waited for; nothing is analysed.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,7 +54,8 @@ namespace msched {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: msched-profile [-o OUT.templates.json] [--trace TRACE] [--report REPORT.md] -- PROGRAM [ARGS...]\n"
+    "usage: msched-profile [-o OUT.templates.json] [--trace TRACE [--force]] [--report REPORT.md] -- PROGRAM "
+    "[ARGS...]\n"
     "       msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]\n"
     "       msched-profile check TEMPLATES TRACE [--report REPORT.md] [--json OUT.json]\n";
 
@@ -58,6 +64,7 @@ struct Options {
   std::vector<std::string> more_traces;  // analyze mode: the traces after the first
   std::vector<std::string> program;      // record mode
   bool analyze_only = false;
+  bool force = false;           // --force: --trace may replace files that are not traces
   std::string check_templates;  // check mode: the templates to check on `trace`
   std::string check_json;       // check mode: the figures as JSON
 };
@@ -92,6 +99,10 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     if (a == "--" && !o->analyze_only) {
       o->program.assign(argv + i + 1, argv + argc);
       return !o->program.empty();
+    }
+    if (a == "--force" && !o->analyze_only) {
+      o->force = true;
+      continue;
     }
     if (i + 1 >= argc) return false;
     if (a == "-o" || a == "--output") {
@@ -163,6 +174,61 @@ class StopSignalsPassedOn {
   struct sigaction before_[std::size(kStopSignals)];
 };
 
+// After a stop signal: the program's other processes (workers it started,
+// reparented here once their parent exited) get it too and are waited for;
+// those still alive after 5 s are killed. Without this, killing
+// msched-profile left a multi-process program's CUDA workers running on,
+// writing their traces.
+void StopDescendants(int signal) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (int sig = signal;;) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const std::vector<pid_t> left = DescendantsOf(::getpid());
+    if (left.empty()) {
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) {  // those that died since the last look
+      }
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline && sig != SIGKILL) {
+      Say(std::to_string(left.size()) + " processes of the program outlived the signal by 5 s; killing them");
+      sig = SIGKILL;
+    }
+    for (pid_t pid : left) ::kill(pid, sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Makes room for this run's traces: `trace` and its siblings
+// (SiblingTraces) are removed, so stale traces cannot pass for this run's,
+// but only where they are traces msched-profile wrote (or empty files).
+// Anything else at those paths (a device, a FIFO, a directory, a numbered
+// backup, a rotated log) is the user's: refused, or with --force replaced
+// when it is a regular file. Nothing that is not a regular file is ever
+// removed.
+bool ClearOldTraces(const Options& o) {
+  std::vector<std::string> paths = {o.trace};
+  for (std::string& sibling : SiblingTraces(o.trace)) paths.push_back(std::move(sibling));
+  for (const std::string& path : paths) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;  // nothing there
+    if (!S_ISREG(st.st_mode)) {
+      Say(path +
+          " exists and is not a regular file; msched-profile writes traces only to new files or to traces "
+          "it wrote: choose another --trace");
+      return false;
+    }
+    if (!o.force && !IsReplaceableTrace(path)) {
+      Say(path +
+          " exists and is not a trace msched-profile wrote; choose another --trace, or pass --force to "
+          "replace it");
+      return false;
+    }
+  }
+  for (const std::string& path : paths) ::unlink(path.c_str());
+  return true;
+}
+
 // Runs the program under the hook in profile mode. Returns its exit status
 // (or -1 when it could not start). A stop signal meanwhile is passed on to
 // it (g_stop_signal says which).
@@ -177,9 +243,9 @@ int Record(const Options& o) {
                {"MSCHED_MODE", "profile"},
                {"MSCHED_PROFILE_TRACE", o.trace},
                {"MSCHED_COORD", "off"}};
-  // Stale traces must not pass for this run's.
-  ::unlink(o.trace.c_str());
-  for (const std::string& sibling : SiblingTraces(o.trace)) ::unlink(sibling.c_str());
+  // Workers of a multi-process program whose parent exits are reparented
+  // here, not to init, so that a stop signal can still reach them all.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const StopSignalsPassedOn passed_on;
   Result<Subprocess> child = Subprocess::Spawn(o.program, spawn);
   if (!child.ok()) {
@@ -191,6 +257,7 @@ int Record(const Options& o) {
   if (const int signal = g_stop_signal.load(); signal != 0) child->Kill(signal);
   const int status = child->Wait();
   g_program.store(0);
+  if (const int signal = g_stop_signal.load(); signal != 0) StopDescendants(signal);
   return status;
 }
 
@@ -322,6 +389,7 @@ int Main(int argc, char** argv) {
     private_dir = dir;
     o.trace = private_dir + "/trace.jsonl";
   }
+  if (keep_trace && !ClearOldTraces(o)) return 1;
   const int status = Record(o);
   int result = 1;
   if (const int signal = g_stop_signal.load(); signal != 0) {

@@ -41,6 +41,7 @@
 
 #include "base/machine_gpu.h"
 #include "coord/coord_server.h"
+#include "device_view.h"
 #include "metrics_http.h"
 #include "msched/config.h"
 #include "tool_paths.h"
@@ -57,13 +58,16 @@ constexpr char kUsage[] =
     "               [--metrics ADDR:PORT] [--metrics-names]\n"
     "--gpu N: the coordinator of the machine's GPU N (as nvidia-smi numbers it), at the socket jobs on that\n"
     "GPU look for (gpu<N>.sock; MSCHED_SOCKET_DIR, see msched help); the default is GPU 0.\n"
+    "--gpu-memory: the GPU memory it schedules; by default what the GPU says (NVML; on the simulated GPU,\n"
+    "the shared device MSIM_DEVICE names), never what a job says. Jobs' times are checked against the GPU's\n"
+    "clock (the simulated GPU's, else CLOCK_MONOTONIC).\n"
     "--idle-yield: a job that holds its turn on the GPU while others wait for theirs, and has launched\n"
     "nothing (and synchronised what it launched) for this long, gives its turn up; it rejoins the\n"
-    "rotation at its next launch. Default 50ms; 0 or off never takes a turn away for idleness.\n"
+    "rotation at its next launch. Default 50ms, at least 1ms; 0 or off never takes a turn away for idleness.\n"
     "--serving-idle-yield: the same for a job declared a service (msched run --class service), and for\n"
     "a job that has given its turn up for want of work more than once, back from a pause at least\n"
     "--idle-yield long: a service's pauses are the gaps between requests, and each millisecond of the\n"
-    "yield is one every waiting request loses. Default 2ms (at most --idle-yield).\n"
+    "yield is one every waiting request loses. Default 2ms, at least 1ms (at most --idle-yield).\n"
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
     "(default 64) and priorities up to --max-guest-priority (default 0).\n"
     "--trace writes the timeline (Chrome trace format: open it at ui.perfetto.dev or chrome://tracing), at\n"
@@ -97,6 +101,8 @@ bool ParseRatio(const std::string& text, double* out, double lo, double hi) {
   *out = v;
   return true;
 }
+
+constexpr uint64_t kShortestIdleYieldNs = 1'000'000;
 
 // Every connection holds a descriptor: take the most the hard limit allows,
 // so that a shared coordinator is not the first to run out.
@@ -172,14 +178,17 @@ int Main(int argc, char** argv) {
       if (!duration(&ns) || ns < 1000000) return bad("a duration of at least 1ms");
       o.answer_timeout_ms = ns / 1000000;
     } else if (a == "--idle-yield") {
+      // At least a millisecond: a job's idle timer looks again every idle
+      // yield, and shorter ones only spin its host (a job with host phases
+      // once never finished under 1ns).
       if (v == "off" || v == "0") {
         o.policy.idle_yield_ns = 0;
-      } else if (!duration(&o.policy.idle_yield_ns)) {
-        return bad("a duration such as 50ms, or 0 or off");
+      } else if (!duration(&o.policy.idle_yield_ns) || o.policy.idle_yield_ns < kShortestIdleYieldNs) {
+        return bad("a duration of at least 1ms such as 50ms, or 0 or off");
       }
     } else if (a == "--serving-idle-yield") {
-      if (!duration(&o.policy.serving_idle_yield_ns) || o.policy.serving_idle_yield_ns == 0) {
-        return bad("a duration such as 2ms");
+      if (!duration(&o.policy.serving_idle_yield_ns) || o.policy.serving_idle_yield_ns < kShortestIdleYieldNs) {
+        return bad("a duration of at least 1ms such as 2ms");
       }
     } else if (a == "--idle-exit") {
       if (!duration(&ns)) return bad("a duration such as 60s");
@@ -249,6 +258,20 @@ int Main(int argc, char** argv) {
       std::cerr << stamp << " mschedd: " << line << std::endl;  // the line the file lost
     }
   };
+  // The GPU's size and clock come from the device, never from a job.
+  const DeviceView device = ObserveDevice(gpu.value_or(0));
+  o.device_clock = device.clock;
+  if (o.policy.hbm_bytes != 0) {
+    o.log("GPU memory " + FormatBytes(o.policy.hbm_bytes) + " (--gpu-memory); clock " +
+          (device.source.empty() ? std::string("CLOCK_MONOTONIC") : "of " + device.source));
+  } else if (device.total_bytes != 0) {
+    o.policy.hbm_bytes = device.total_bytes;
+    o.log("GPU memory " + FormatBytes(device.total_bytes) + " and clock from " + device.source);
+  } else {
+    o.log(
+        "the GPU's memory is unknown here (no NVML, no simulated GPU in MSIM_DEVICE, no --gpu-memory): the first "
+        "job of root or of this coordinator's user tells it, and until then jobs run one at a time");
+  }
   RaiseDescriptorLimit();
   Result<std::unique_ptr<CoordServer>> server = CoordServer::Start(o);
   if (!server.ok()) {

@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,9 +37,15 @@ std::shared_ptr<spdlog::logger> Make() {
   if (!c.log_path.empty()) {
     // Opened here first: spdlog's file sink would create missing parent
     // directories, and its exception says less than errno does.
-    const int fd = ::open(c.log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    // Non-blocking and regular files only: a FIFO with no reader would
+    // block the job at its first log line, forever.
+    const int fd = ::open(c.log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st {};
     if (fd < 0) {
-      unusable = std::strerror(errno);
+      unusable = errno == ENXIO ? "not a regular file" : std::strerror(errno);
+    } else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      unusable = "not a regular file";
     } else {
       ::close(fd);
       try {

@@ -1,7 +1,10 @@
 #include "real_driver.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "hook_config.h"
@@ -64,6 +67,19 @@ void* RealDriverHandle() {
   Driver& d = D();
   std::call_once(d.once, [&d] {
     const std::string& path = HookConfig().real_libcuda;
+    // dlopen of a FIFO waits for a writer forever: a path must name a
+    // regular file (through any symbolic links). A bare name is searched
+    // for in the library path as the dynamic loader does.
+    if (path.find('/') != std::string::npos) {
+      struct stat st {};
+      const char* why = ::stat(path.c_str(), &st) != 0 ? std::strerror(errno)
+                        : !S_ISREG(st.st_mode)         ? "not a regular file"
+                                                       : nullptr;
+      if (why != nullptr) {
+        LogError("cannot load the real driver '{}' (MSCHED_REAL_LIBCUDA): {}", path, why);
+        return;
+      }
+    }
     d.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (d.handle == nullptr) {
       const char* err = dlerror();

@@ -29,8 +29,21 @@ void WriteStatsAtExit() {
   auto fail = [&path](int err) {
     LogError("cannot write statistics to '{}' (MSCHED_STATS): {}", path, std::strerror(err));
   };
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(errno);
+  // Non-blocking, and truncated only once known to be a regular file: a
+  // FIFO with no reader would hold the program at its exit forever (and a
+  // kill then loses its buffered output), and a device is no place for them.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(errno == ENXIO ? ENOTSUP : errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return LogError("cannot write statistics to '{}' (MSCHED_STATS): not a regular file", path);
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail(err);
+  }
   const std::string text = rt.StatsJson();
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

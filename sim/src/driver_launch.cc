@@ -120,6 +120,7 @@ CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* para
               std::max(TransferNs(static_cast<uint64_t>(bytes), prof.hbm_gbps),
                        static_cast<uint64_t>(static_cast<double>(flops) / (prof.tflops * 1e3)));
   }
+  compute = std::min<uint64_t>(compute, MSIM_MAX_KERNEL_NS);
   ++p.counters.launches;
   // A kernel touching memory outside the process's allocations faults on a
   // real GPU: the error surfaces at the next synchronisation, and the host
@@ -317,6 +318,7 @@ MSIM_EXPORT CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, siz
 
 MSIM_EXPORT CUresult msimSetNextLaunch(CUfunction f, const msimRange* ranges, size_t count, uint64_t compute_ns) {
   if (f == nullptr || (ranges == nullptr && count > 0)) return CUDA_ERROR_INVALID_VALUE;
+  if (compute_ns > MSIM_MAX_KERNEL_NS) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {
     if (ranges[i].end <= ranges[i].begin || ranges[i].mode < 1 || ranges[i].mode > 3) return CUDA_ERROR_INVALID_VALUE;
   }

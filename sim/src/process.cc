@@ -43,18 +43,6 @@ void WriteStatsAtExit() {
   }
 }
 
-uint64_t EnvBytes(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return 0;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end != '\0' || n < (1ull << 20)) {
-    ReportError(std::string(name) + "='" + v + "' must be a byte count of at least 1048576; ignored");
-    return 0;
-  }
-  return n;
-}
-
 // The node's GPU count: MSIM_GPUS, 1 to kMaxGpus, else 1.
 int NodeGpus() {
   const char* v = std::getenv("MSIM_GPUS");
@@ -115,11 +103,10 @@ uint64_t Rank() {
 void DoInit() {
   auto* p = new Process();  // never destroyed: threads may call the driver during exit
   RegisterBuiltinHostKernels();
-  const char* profile_name = std::getenv("MSIM_PROFILE");
   DeviceProfile profile;
   std::string error;
-  if (!LoadDeviceProfile(profile_name ? profile_name : "rtx5080-pcie5", &profile, &error)) {
-    ReportError("cannot load the device profile: " + error);
+  if (!LoadEnvironmentProfile(&profile, &error)) {
+    ReportError(error);
     g_init_result = CUDA_ERROR_NO_DEVICE;
     return;
   }
@@ -130,11 +117,7 @@ void DoInit() {
     g_init_result = CUDA_ERROR_NO_DEVICE;
     return;
   }
-  // Each GPU of a node of several is its own shared device, named by its
-  // machine index; a node of one keeps the plain name.
-  std::string name = std::getenv("MSIM_DEVICE") ? std::getenv("MSIM_DEVICE") : "";
-  if (!name.empty() && node_gpus > 1) name += ".gpu" + std::to_string(p->visible[0]);
-  p->dev = SharedDevice::Attach(name, profile, EnvBytes("MSIM_HBM_BYTES"), Rank(), &error);
+  p->dev = SharedDevice::Attach(SharedDeviceName(p->visible[0]), profile, EnvBytes("MSIM_HBM_BYTES"), Rank(), &error);
   if (p->dev == nullptr) {
     ReportError(error);
     g_init_result = CUDA_ERROR_NO_DEVICE;
@@ -159,6 +142,33 @@ void DoInit() {
 }  // namespace
 
 void ReportError(const std::string& message) { std::fprintf(stderr, "msim: %s\n", message.c_str()); }
+
+uint64_t EnvBytes(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || n < (1ull << 20)) {
+    ReportError(std::string(name) + "='" + v + "' must be a byte count of at least 1048576; ignored");
+    return 0;
+  }
+  return n;
+}
+
+bool LoadEnvironmentProfile(DeviceProfile* profile, std::string* error) {
+  const char* name = std::getenv("MSIM_PROFILE");
+  if (LoadDeviceProfile(name ? name : "rtx5080-pcie5", profile, error)) return true;
+  *error = "cannot load the device profile: " + *error;
+  return false;
+}
+
+std::string SharedDeviceName(int machine_gpu) {
+  // Each GPU of a node of several is its own shared device, named by its
+  // machine index; a node of one keeps the plain name.
+  std::string name = std::getenv("MSIM_DEVICE") ? std::getenv("MSIM_DEVICE") : "";
+  if (!name.empty() && NodeGpus() > 1) name += ".gpu" + std::to_string(machine_gpu);
+  return name;
+}
 
 Process* Process::Current() { return g_process; }
 
@@ -213,10 +223,20 @@ uint64_t Process::IdleAlarmDue(uint64_t t) {
   // Only on the way from now to t: points the clock passed otherwise (a
   // driver call that waited, the alarm's own work) are skipped.
   const uint64_t from = std::max(after + 1, now());
-  const uint64_t into = from - idle_from;
-  const uint64_t periods = into / idle_alarm_ns_ + (into % idle_alarm_ns_ != 0);
-  if (periods > (UINT64_MAX - idle_from) / idle_alarm_ns_) return 0;  // beyond the clock's range
-  const uint64_t due = idle_from + periods * idle_alarm_ns_;
+  if (idle_alarm_ns_ > UINT64_MAX - idle_from) return 0;  // beyond the clock's range
+  const uint64_t first = idle_from + idle_alarm_ns_;
+  uint64_t due = first;
+  if (from > first) {
+    // Later looks come every idle_ns, but never more often than a timer
+    // thread could wake (kMinAlarmRefireNs): the host's cost of a long idle
+    // stretch is bounded by its virtual length over that, not over idle_ns
+    // (a 1 ns alarm once fired a billion times a virtual second).
+    const uint64_t period = std::max(idle_alarm_ns_, kMinAlarmRefireNs);
+    const uint64_t into = from - first;
+    const uint64_t periods = into / period + (into % period != 0);
+    if (periods > (UINT64_MAX - first) / period) return 0;  // beyond the clock's range
+    due = first + periods * period;
+  }
   if (due > t) return 0;
   idle_alarm_fired_for_ = idle_from;
   idle_alarm_fired_at_ = due;

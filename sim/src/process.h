@@ -163,6 +163,9 @@ class Process {
 
   // The virtual time the last driver call returned (CallScope).
   void NoteCallEnd(uint64_t t) { last_call_end_.store(t, std::memory_order_relaxed); }
+  // The shortest time between two firings of the idle alarm in one idle
+  // stretch, whatever its period.
+  static constexpr uint64_t kMinAlarmRefireNs = 1'000'000;
   // REQUIRES: mu. The idle alarm (msimSetIdleAlarm); idle_ns 0 disarms it.
   void SetIdleAlarm(uint64_t idle_ns, msimIdleAlarmFn fn);
   // REQUIRES: mu. The time at which the idle alarm fires next if the clock
@@ -211,5 +214,12 @@ CUcontext& CurrentContext();
 // Reports the simulator's own configuration errors once, on stderr (a driver
 // has no other channel before initialisation succeeds).
 void ReportError(const std::string& message);
+// The device profile MSIM_PROFILE names (rtx5080-pcie5 by default).
+bool LoadEnvironmentProfile(DeviceProfile* profile, std::string* error);
+// The name of the shared device that stands for machine GPU `machine_gpu`
+// (MSIM_DEVICE, suffixed on a node of several GPUs); empty: private devices.
+std::string SharedDeviceName(int machine_gpu);
+// A value of the environment variable `name` in bytes (0 when unset).
+uint64_t EnvBytes(const char* name);
 
 }  // namespace msim

@@ -135,6 +135,47 @@ bool ProcessStopped(pid_t pid) {
 
 SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
                                    uint64_t rank, std::string* error) {
+  SharedDevice* d = Map(name, profile, hbm_override, error);
+  if (d == nullptr) return nullptr;
+  DeviceLock lock(d);
+  d->ReclaimDeadProcesses();
+  for (int i = 0; i < kMaxProcs; ++i) {
+    ProcSlot& p = d->h_->procs[i];
+    if (!p.in_use) {
+      // Peers read slots without the lock: the slot is filled in before it is
+      // marked in use, so none sees a claimed slot with a half-written pid or clock.
+      p = ProcSlot{getpid(), 0, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0, 0};
+      __atomic_store_n(&p.in_use, 1u, __ATOMIC_RELEASE);
+      d->slot_ = i;
+      break;
+    }
+  }
+  if (d->slot_ < 0) {
+    *error = "shared device has no free process slot (" + std::to_string(kMaxProcs) + " processes attached)";
+    return nullptr;  // the mapping stays; this process runs without a device
+  }
+  return d;
+}
+
+SharedDevice* SharedDevice::Observe(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
+                                    std::string* error) {
+  if (name.empty()) {
+    *error = "a private device cannot be observed";
+    return nullptr;
+  }
+  return Map(name, profile, hbm_override, error);
+}
+
+uint64_t SharedDevice::LatestTime() {
+  uint64_t t = h_->device_now;
+  for (const ProcSlot& p : h_->procs) {
+    if (__atomic_load_n(&p.in_use, __ATOMIC_ACQUIRE)) t = std::max(t, __atomic_load_n(&p.host_time, __ATOMIC_RELAXED));
+  }
+  return t;
+}
+
+SharedDevice* SharedDevice::Map(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
+                                std::string* error) {
   const uint64_t chunks = MaxChunks();
   void* mem = MAP_FAILED;
   if (name.empty()) {
@@ -193,23 +234,6 @@ SharedDevice* SharedDevice::Attach(const std::string& name, const DeviceProfile&
   auto* d = new SharedDevice();
   d->h_ = static_cast<DeviceHeader*>(mem);
   d->chunks_ = reinterpret_cast<ChunkRec*>(static_cast<char*>(mem) + sizeof(DeviceHeader));
-  DeviceLock lock(d);
-  d->ReclaimDeadProcesses();
-  for (int i = 0; i < kMaxProcs; ++i) {
-    ProcSlot& p = d->h_->procs[i];
-    if (!p.in_use) {
-      // Peers read slots without the lock: the slot is filled in before it is
-      // marked in use, so none sees a claimed slot with a half-written pid or clock.
-      p = ProcSlot{getpid(), 0, rank, ProcessStartTicks(getpid()), 0, d->h_->device_now, 0, 0, 0, 0};
-      __atomic_store_n(&p.in_use, 1u, __ATOMIC_RELEASE);
-      d->slot_ = i;
-      break;
-    }
-  }
-  if (d->slot_ < 0) {
-    *error = "shared device has no free process slot (" + std::to_string(kMaxProcs) + " processes attached)";
-    return nullptr;  // the mapping stays; this process runs without a device
-  }
   return d;
 }
 

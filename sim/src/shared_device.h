@@ -91,6 +91,11 @@ class SharedDevice {
   // *error on failure. Takes the lock.
   static SharedDevice* Attach(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
                               uint64_t rank, std::string* error);
+  // The shared device `name`, created as Attach would, without a process
+  // slot: for a coordinator that reads the device's size and clock and
+  // takes no part in the lockstep (msimObserveDevice). slot() is -1.
+  static SharedDevice* Observe(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
+                               std::string* error);
 
   void Lock();
   void Unlock();
@@ -100,6 +105,10 @@ class SharedDevice {
   uint64_t capacity() const;
   uint64_t used() const;
   uint64_t Free() const { return capacity() - used(); }
+
+  // The latest virtual time any process sharing the device has reached:
+  // device_now, or a process's own clock published since (ProcSlot::host_time).
+  uint64_t LatestTime();
 
   // Engines: the virtual time each is next free.
   uint64_t& compute_free();
@@ -198,6 +207,10 @@ class SharedDevice {
 
  private:
   SharedDevice() = default;
+  // Maps the segment of `name` (or a private one), creating and
+  // initialising it first if need be; no process slot yet.
+  static SharedDevice* Map(const std::string& name, const DeviceProfile& profile, uint64_t hbm_override,
+                           std::string* error);
   // WaitForTurn's pause: returns once the turn sequence number is no longer
   // `seq` (a peer published a change), or after a while. `now` is when the
   // waiter last read its peers.

@@ -58,6 +58,8 @@ nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
       {"touched ranges outside every allocation dropped", r.dropped_ranges},
       {"frees of unknown addresses ignored", r.unknown_frees},
       {"allocations overlapped by a later one taken as freed", r.replaced_allocations},
+      {"allocations no GPU could make (past 256 TiB or the address space) skipped", r.skipped_allocations},
+      {"durations past an hour modelled instead", r.implausible_durations},
       {"trace lines unreadable", r.problems.size()}};
   for (const auto& [what, n] : skipped) {
     if (n != 0) std::fprintf(stderr, "msim-run: replay: %llu %s\n", static_cast<unsigned long long>(n), what);
@@ -71,6 +73,8 @@ nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
           {"dropped_ranges", r.dropped_ranges},
           {"unknown_frees", r.unknown_frees},
           {"replaced_allocations", r.replaced_allocations},
+          {"skipped_allocations", r.skipped_allocations},
+          {"implausible_durations", r.implausible_durations},
           {"unreadable_lines", r.problems.size()}};
 }
 

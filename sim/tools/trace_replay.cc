@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "msim/msim.h"
+
 namespace msim {
 namespace {
 
@@ -20,6 +22,9 @@ using msched::TraceLaunch;
 constexpr uint32_t kMaxParamBytes = 4096;
 constexpr uint32_t kMaxParamOffset = 32764;
 constexpr uint64_t kMaxThreadsPerBlock = 1024;
+// What no GPU holds in one allocation (256 TiB): a larger recorded size is a
+// corrupt record, not a program's allocation.
+constexpr uint64_t kMaxAllocationBytes = uint64_t{1} << 48;
 
 // The allocations live at one point of the trace, by recorded base.
 class LiveAllocations {
@@ -97,7 +102,11 @@ class Converter {
       Free(it);
       return;
     }
-    if (e.size == 0 || e.base + e.size < e.base) return;  // nothing a kernel could touch
+    if (e.size == 0) return;  // nothing a kernel could touch
+    if (e.size > kMaxAllocationBytes || e.base + e.size < e.base) {
+      ++out_.skipped_allocations;
+      return;
+    }
     // An allocation over live ones: the program freed those where the trace
     // did not see it.
     std::vector<uint64_t> replaced;
@@ -120,6 +129,8 @@ class Converter {
   // Whether the driver would take this launch, and its kernel is declared
   // with this layout (the first launch of a kernel declares it).
   bool Launchable(const TraceLaunch& l) {
+    // A name the driver's C strings cannot carry.
+    if (l.kernel.empty() || l.kernel.find('\0') != std::string::npos) return false;
     uint64_t threads = 1;
     for (int i = 0; i < 3; ++i) {
       if (l.dims.grid[i] == 0 || l.dims.block[i] == 0) return false;
@@ -183,7 +194,14 @@ class Converter {
       s.block[i] = Constant(l.dims.block[i]);
     }
     s.replayed = true;
-    s.compute_ns = l.duration_ns;
+    // A duration no kernel runs (past MSIM_MAX_KERNEL_NS) is a corrupt record: the
+    // simulator models this launch's time instead, and the clock never
+    // wraps or leaps for it.
+    if (l.duration_ns > MSIM_MAX_KERNEL_NS) {
+      ++out_.implausible_durations;
+    } else {
+      s.compute_ns = l.duration_ns;
+    }
     for (const msched::TouchedRange& t : l.touched) {
       bool inside = false;
       live_.ForEachOverlapping(t.range.begin, t.range.end, [&](uint64_t base, const LiveAllocations::Live& a) {
@@ -194,7 +212,7 @@ class Converter {
       if (!inside) ++out_.dropped_ranges;
     }
     ++out_.launches;
-    if (l.duration_ns != 0) ++out_.clean_durations;
+    if (s.compute_ns != 0) ++out_.clean_durations;
     out_.workload.steps.push_back(std::move(s));
   }
 

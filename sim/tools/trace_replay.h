@@ -17,9 +17,11 @@
 //     host implementation), so the allocations' final contents, which
 //     msim-run checksums, depend on every write and on their order.
 // What a trace cannot say is skipped and counted, never guessed: ranges
-// outside every allocation, frees of unknown addresses, launches whose
-// dimensions or parameter layout the driver would refuse or that disagree
-// with an earlier launch of the same kernel. Stateless; thread-safe. Used
+// outside every allocation, frees of unknown addresses, allocations no GPU
+// could make (past 256 TiB, or wrapping the address space), launches whose
+// kernel name holds a NUL, whose dimensions or parameter layout the driver
+// would refuse or that disagree with an earlier launch of the same kernel;
+// a duration past MSIM_MAX_KERNEL_NS is modelled rather than taken. Stateless; thread-safe. Used
 // by msim-run only.
 #pragma once
 
@@ -35,14 +37,16 @@ namespace msim {
 
 struct ReplayedTrace {
   Workload workload;
-  uint64_t launches = 0;              // launches replayed
-  uint64_t clean_durations = 0;       // of those, timed by the trace's duration_ns
-  uint64_t allocations = 0;           // allocations replayed
-  uint64_t skipped_launches = 0;      // launches the driver would refuse (see above)
-  uint64_t dropped_ranges = 0;        // touched ranges outside every live allocation
-  uint64_t unknown_frees = 0;         // frees of addresses no live allocation starts at
-  uint64_t replaced_allocations = 0;  // live allocations a later one overlapped (taken as freed)
-  std::vector<std::string> problems;  // trace lines the reader skipped ("file:line: what")
+  uint64_t launches = 0;               // launches replayed
+  uint64_t clean_durations = 0;        // of those, timed by the trace's duration_ns
+  uint64_t allocations = 0;            // allocations replayed
+  uint64_t skipped_launches = 0;       // launches the driver would refuse (see above)
+  uint64_t dropped_ranges = 0;         // touched ranges outside every live allocation
+  uint64_t unknown_frees = 0;          // frees of addresses no live allocation starts at
+  uint64_t replaced_allocations = 0;   // live allocations a later one overlapped (taken as freed)
+  uint64_t skipped_allocations = 0;    // sizes past 256 TiB, or past the end of the address space
+  uint64_t implausible_durations = 0;  // durations past MSIM_MAX_KERNEL_NS, modelled instead
+  std::vector<std::string> problems;   // trace lines the reader skipped ("file:line: what")
 };
 
 // The trace at `path` as a workload named after the file. An error when

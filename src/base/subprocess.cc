@@ -8,7 +8,11 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 extern char** environ;
 
@@ -83,6 +87,36 @@ bool Subprocess::Poll(int* status) {
 
 void Subprocess::Kill(int signal) {
   if (!reaped_) kill(pid_, signal);
+}
+
+std::vector<pid_t> DescendantsOf(pid_t ancestor) {
+  std::multimap<pid_t, pid_t> children;  // parent -> child
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 4 >= line.size()) continue;
+    const char state = line[close + 2];
+    if (state == 'Z' || state == 'X') continue;
+    const pid_t ppid = static_cast<pid_t>(std::strtol(line.c_str() + close + 4, nullptr, 10));
+    children.emplace(ppid, static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier = {ancestor};
+  while (!frontier.empty()) {
+    const pid_t parent = frontier.back();
+    frontier.pop_back();
+    for (auto [it, end] = children.equal_range(parent); it != end; ++it) {
+      out.push_back(it->second);
+      frontier.push_back(it->second);
+    }
+  }
+  return out;
 }
 
 std::string ExecutableDir() {

@@ -40,6 +40,13 @@ class Subprocess {
   int status_ = 0;
 };
 
+// Every live process below `ancestor` in the process tree (children,
+// theirs, and so on; zombies left out), read from /proc. A process that
+// changes parents meanwhile may be missed: callers that must find all of
+// them make themselves a subreaper (PR_SET_CHILD_SUBREAPER) first and ask
+// again until none is left.
+std::vector<pid_t> DescendantsOf(pid_t ancestor);
+
 // The directory holding the running executable (from /proc/self/exe).
 std::string ExecutableDir();
 

@@ -31,7 +31,30 @@ uint64_t NowMs() {
           .count());
 }
 
+// The job's clock reading a message from a job carries, if it has one.
+uint64_t* TimeIn(proto::Message& m) {
+  if (auto* u = std::get_if<proto::Usage>(&m)) return &u->now_ns;
+  if (auto* e = std::get_if<proto::SliceEnd>(&m)) return &e->now_ns;
+  if (auto* i = std::get_if<proto::Idle>(&m)) return &i->at_ns;
+  if (auto* s = std::get_if<proto::Stopped>(&m)) return &s->now_ns;
+  if (auto* g = std::get_if<proto::Goodbye>(&m)) return &g->now_ns;
+  return nullptr;
+}
+
 }  // namespace
+
+uint64_t CoordServer::CheckedTime(Conn& c, uint64_t claimed) {
+  if (!options_.device_clock) return claimed;
+  const uint64_t own = options_.device_clock();
+  if (claimed <= own || claimed - own <= kClockSlackNs) return claimed;
+  if (!c.clock_doubted) {
+    c.clock_doubted = true;
+    Log(Who(c.peer.uid, c.peer.pid) + " says the device's time is " + std::to_string(claimed) + " ns, " +
+        std::to_string((claimed - own) / 1000000) + " ms ahead of the device's own clock; its times are taken " +
+        "as the device's");
+  }
+  return own;
+}
 
 std::string CoordServer::Who(uint32_t uid, int32_t pid) {
   return "pid " + std::to_string(pid) + " (uid " + std::to_string(uid) + ")";
@@ -238,6 +261,7 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   };
   if (auto* hello = std::get_if<proto::Hello>(&m)) {
     if (c.job != 0) return violation("a second hello on one connection");
+    hello->now_ns = CheckedTime(c, hello->now_ns);
     return HandleHello(c, *hello);
   }
   if (auto* control = std::get_if<proto::Control>(&m)) {
@@ -245,6 +269,7 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     return HandleControl(c, *control);
   }
   if (c.job == 0) return violation(std::string("'") + proto::MsgTypeName(proto::TypeOf(m)) + "' before hello");
+  if (uint64_t* t = TimeIn(m)) *t = CheckedTime(c, *t);
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
     if (metrics_) metrics_->Counted(c.job, usage->counters);
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns, usage->ask));

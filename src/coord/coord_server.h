@@ -8,6 +8,11 @@
 //     logged and its connection dropped; nothing in it is trusted.
 //   - pause, resume and priority act only on the requester's own jobs
 //     (root may act on any).
+//   - What a job says of the GPU and the clock is a claim, not a fact: the
+//     GPU's size comes from policy.hbm_bytes, or else from the first job of
+//     root or the coordinator's own user, never a guest's; a job's time is
+//     checked against device_clock; the link speed a job measures counts
+//     only in the answer to a stop, within what a link can be (scheduler.h).
 //   - Users other than root and the coordinator's own user ("guests" of a
 //     shared coordinator) are bounded: at most `max_jobs_per_user` jobs and
 //     a few more connections each, priorities up to `max_guest_priority`,
@@ -58,6 +63,11 @@
 
 namespace msched {
 
+// How far a job's time may run ahead of the coordinator's own reading of
+// the device clock: the job read its clock before the coordinator read its
+// own, but a simulated job may not yet have published its latest time.
+inline constexpr uint64_t kClockSlackNs = 1'000'000'000;
+
 struct ServerOptions {
   std::string socket_path;
   SchedulerOptions policy;
@@ -71,6 +81,13 @@ struct ServerOptions {
   std::shared_ptr<MetricsBoard> metrics;  // null: no metrics
   bool metrics_job_names = false;         // publish jobs' names in the metrics
   std::function<void(const std::string&)> log = [](const std::string&) {};
+  // The device clock as the coordinator reads it itself (mschedd: its
+  // DeviceView). A job's time is a claim checked against it: one more than
+  // kClockSlackNs ahead is taken as this clock's reading instead, so that no
+  // job can carry the coordinator's clock, and every later job's start,
+  // into the future. Null: jobs' clocks are taken as they are (tests and
+  // the benchmark, whose jobs are their own).
+  std::function<uint64_t()> device_clock;
 };
 
 class CoordServer {
@@ -99,6 +116,7 @@ class CoordServer {
     std::string writing;                // the unwritten rest of the order being sent
     std::deque<proto::Message> queued;  // orders after it, not yet begun
     bool watching_writable = false;     // EPOLLOUT registered while anything waits
+    bool clock_doubted = false;         // a time of its was past the device clock (logged once)
   };
   CoordServer(ServerOptions options, int listen_fd, int wake_fd, int epoll_fd, CoordShm shm,
               std::unique_ptr<CoordTrace> trace);
@@ -124,6 +142,10 @@ class CoordServer {
   void PauseAccepting(bool paused);
   // Publishes the metrics if they changed and a tick has passed since the last time.
   void PublishMetrics();
+  // `claimed`, a time in a message from `c`'s job, as the coordinator takes
+  // it: never ahead of its own clock by more than the slack (said once per
+  // connection).
+  uint64_t CheckedTime(Conn& c, uint64_t claimed);
   // Root and the coordinator's own user; everyone else is a guest.
   bool Privileged(uint32_t uid) const { return uid == 0 || uid == own_uid_; }
   size_t ConnectionsOf(uint32_t uid, bool jobs_only) const;

@@ -7,6 +7,11 @@ namespace {
 
 constexpr size_t kFinishedKept = 256;                // finished jobs kept for msched status
 constexpr uint64_t kMinLoadForBandwidth = 16 << 20;  // smaller loads say little about the link
+// What any link between host and GPU can measure, PCIe 3 to NVLink-C2C (GB/s
+// are bytes per ns): a job's report outside it is a lie or a broken clock,
+// and the shared estimate that sizes everyone's slices never leaves it.
+constexpr double kSlowestLinkBytesPerNs = 1.0;
+constexpr double kFastestLinkBytesPerNs = 1000.0;
 
 // A stop for `job`, which then owes one more answer.
 Command StopCommand(Job& job, uint64_t evict, proto::StopReason reason) {
@@ -47,12 +52,6 @@ Scheduler::Scheduler(const SchedulerOptions& options)
 Job* Scheduler::Get(uint64_t id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() || it->second.state == JobState::kFinished ? nullptr : &it->second;
-}
-
-Job* Scheduler::Heard(uint64_t id) {
-  Job* j = Get(id);
-  if (j != nullptr) j->unresponsive = false;
-  return j;
 }
 
 const Job* Scheduler::Find(uint64_t id) const {
@@ -147,7 +146,7 @@ Commands Scheduler::Submit(Job job, uint64_t device_total, uint64_t now) {
 Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_t ask) {
   Commands out;
   now_ = std::max(now_, now);
-  Job* j = Heard(id);
+  Job* j = Get(id);
   if (j == nullptr) return out;
   j->allocated = bytes;
   if (ask != 0) unanswered_[id] = std::max(unanswered_[id], ask);
@@ -158,9 +157,12 @@ Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_
 Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
-  Job* j = Heard(id);
-  if (j == nullptr || !j->active) {  // a stale report: its slice was already taken away
-    Reschedule(TurnOver(), &out);    // (it may be back from being unresponsive)
+  Job* j = Get(id);
+  if (j == nullptr) return out;
+  // The answer a job owes when it owes no stop: back in the rotation.
+  if (j->unresponsive && j->stops_owed == 0) j->unresponsive = false;
+  if (!j->active) {                // a stale report: its slice was already taken away
+    Reschedule(TurnOver(), &out);  // (it may be back from being unresponsive)
     return out;
   }
   reported_.insert(id);
@@ -172,10 +174,10 @@ Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
 Commands Scheduler::Idle(uint64_t id, uint64_t since) {
   Commands out;
   now_ = std::max(now_, since);
-  Job* j = Heard(id);
+  Job* j = Get(id);
   if (j == nullptr) return out;
   if (!j->active || reported_.count(id)) {  // its turn is already ending: its Stop (or Go) answers
-    Reschedule(TurnOver(), &out);           // (it may be back from being unresponsive)
+    Reschedule(TurnOver(), &out);
     return out;
   }
   j->idle_in_turn = true;
@@ -192,7 +194,7 @@ Commands Scheduler::Idle(uint64_t id, uint64_t since) {
 Commands Scheduler::Busy(uint64_t id, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
-  Job* j = Heard(id);
+  Job* j = Get(id);
   if (j == nullptr) return out;
   // Idle in its turn while others waited, it has no claim left on the turn:
   // the others' work came first. It runs on while the rest of its group
@@ -211,12 +213,20 @@ Commands Scheduler::Busy(uint64_t id, uint64_t now) {
 Commands Scheduler::Stopped(uint64_t id, const proto::Stopped& s) {
   Commands out;
   now_ = std::max(now_, s.now_ns);
-  if (Job* j = Heard(id)) {
-    j->resident = s.resident;
-    if (j->stops_owed > 0) --j->stops_owed;
-    if (s.working_set > 0) j->working_set = s.working_set;
-    if (s.loaded >= kMinLoadForBandwidth && s.load_ns > 0) {
-      link_bytes_per_ns_ = 0.7 * link_bytes_per_ns_ + 0.3 * static_cast<double>(s.loaded) / s.load_ns;
+  if (Job* j = Get(id)) {
+    // Only an answer to a stop it was sent counts: an unsolicited one says
+    // nothing about the job's memory or the link, and must not bring a job
+    // that still owes its answer back into the rotation.
+    if (j->stops_owed > 0) {
+      --j->stops_owed;
+      j->resident = s.resident;
+      if (s.working_set > 0) j->working_set = s.working_set;
+      if (s.loaded >= kMinLoadForBandwidth && s.load_ns > 0) {
+        const double measured = std::clamp(static_cast<double>(s.loaded) / static_cast<double>(s.load_ns),
+                                           kSlowestLinkBytesPerNs, kFastestLinkBytesPerNs);
+        link_bytes_per_ns_ = 0.7 * link_bytes_per_ns_ + 0.3 * measured;
+      }
+      if (j->stops_owed == 0) j->unresponsive = false;  // it answered all it owed: back in the rotation
     }
   }
   if (pending_.erase(id) > 0) {

@@ -86,7 +86,10 @@ class Scheduler {
   // The job exited (cleanly or not): its memory and budget are released.
   Commands Exited(uint64_t id, uint64_t now);
   // The job did not answer in time: carry on as if it had, and leave it out
-  // of the rotation until it is heard from again (any event about it).
+  // of the rotation until it answers what it owes (its Stopped, or its slice
+  // end when it owed no stop). Usage reports and the like do not bring it
+  // back: a job that sends them and never answers a stop would otherwise
+  // take the GPU again and stall everyone for another answer timeout.
   Commands Unresponsive(uint64_t id);
 
   Result<Commands> Pause(uint64_t id);
@@ -111,8 +114,6 @@ class Scheduler {
 
  private:
   Job* Get(uint64_t id);
-  // Get, for an event the job itself sent: it is alive.
-  Job* Heard(uint64_t id);
   std::vector<uint64_t> Active() const;
   // The job's part of the active group's turn is done: it reported its
   // slice end, or is idle in its turn.

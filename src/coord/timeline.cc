@@ -45,7 +45,7 @@ std::map<uint64_t, uint64_t> GroupBudgets(const Group& g, const std::map<uint64_
   const long double room = g.working_set < usable ? usable - g.working_set : 0;
   for (uint64_t id : g.jobs) {
     const long double ws = static_cast<long double>(jobs.at(id).WorkingSetEstimate());
-    const long double share = g.working_set == 0 ? static_cast<long double>(usable) / g.jobs.size() : ws / total;
+    const long double share = g.working_set == 0 ? 1.0L / static_cast<long double>(g.jobs.size()) : ws / total;
     const long double budget = g.working_set <= usable ? ws + room * share : usable * share;
     out[id] = static_cast<uint64_t>(budget);
   }

@@ -1,5 +1,9 @@
 #include "profile/trace.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -272,6 +276,27 @@ std::vector<std::string> SiblingTraces(const std::string& trace) {
   std::vector<std::string> out;
   for (auto& [pid, p] : found) out.push_back(std::move(p));
   return out;
+}
+
+bool IsReplaceableTrace(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (st.st_size == 0) return true;
+  // O_NONBLOCK: should the file be swapped for a FIFO since lstat, open
+  // does not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  // The header is one short line; 64 KiB holds it with any program name.
+  std::string first;
+  char buf[4096];
+  ssize_t n = 0;
+  while (first.find('\n') == std::string::npos && first.size() < (64u << 10) && (n = ::read(fd, buf, sizeof buf)) > 0) {
+    first.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  const json line = json::parse(first.substr(0, first.find('\n')), nullptr, false);
+  return line.is_object() && line.value("type", std::string()) == "header" &&
+         line.value("format", std::string()) == "msched-trace";
 }
 
 std::string TraceHeaderLine(const std::string& source, uint64_t precision, const std::string& program) {

@@ -85,6 +85,12 @@ std::string TraceOfProcess(const std::string& trace, uint64_t pid);
 // ("<trace>.<pid>", existing files only), in pid order.
 std::vector<std::string> SiblingTraces(const std::string& trace);
 
+// Whether `path` is a regular file msched-profile may replace: empty, or
+// one whose first line is a trace's header (TraceHeaderLine). Never true of
+// a directory, a device, a FIFO or a symbolic link, nor of a file that
+// holds anything else (a numbered backup, a rotated log).
+bool IsReplaceableTrace(const std::string& path);
+
 // One line of the trace (no newline).
 std::string TraceHeaderLine(const std::string& source, uint64_t precision, const std::string& program);
 std::string TraceAllocLine(uint64_t base, uint64_t size);

@@ -413,14 +413,47 @@ size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-// Statistics that cannot be written (a full disk) are not lost without a
-// word: the failed write is reported at the default log level.
+// Statistics that cannot be written are not lost without a word: the
+// failure is reported at the default log level. A device such as /dev/full
+// is no place for them.
 TEST(HookProcessTest, StatisticsThatCannotBeWrittenAreReported) {
   const Outcome r =
       RunHooked({MSIM_RUN, Workload("integrity.json")}, {{"MSCHED_MODE", "msched"}, {"MSCHED_STATS", "/dev/full"}});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(Count(r.err, "cannot write statistics to '/dev/full' (MSCHED_STATS): No space left on device"), 1u)
-      << r.err;
+  EXPECT_EQ(Count(r.err, "cannot write statistics to '/dev/full' (MSCHED_STATS): not a regular file"), 1u) << r.err;
+}
+
+// A FIFO nobody reads, named by MSCHED_STATS, MSCHED_LOG or
+// MSCHED_REAL_LIBCUDA, never blocks the job: each is refused with a word
+// and the job goes on (its output intact), where it once blocked forever
+// (at exit for MSCHED_STATS, losing the job's buffered checksums when it
+// was killed).
+TEST(HookProcessTest, AFifoWithNoReaderNeverBlocksTheJob) {
+  const std::string fifo = testing::TempDir() + "fifo_" + std::to_string(getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::string> argv = {"timeout", "60", MSIM_RUN, Workload("integrity.json")};
+  const Outcome alone = RunHooked(argv, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(alone.status, 0) << alone.err;
+
+  const Outcome stats = RunHooked(argv, {{"MSCHED_MODE", "msched"}, {"MSCHED_STATS", fifo}});
+  EXPECT_EQ(stats.status, 0) << stats.err;
+  EXPECT_EQ(Checksums(stats.out), Checksums(alone.out));
+  EXPECT_EQ(Count(stats.err, "cannot write statistics to '" + fifo + "' (MSCHED_STATS)"), 1u) << stats.err;
+
+  const Outcome log = RunHooked(argv, {{"MSCHED_MODE", "msched"}, {"MSCHED_LOG", fifo}});
+  EXPECT_EQ(log.status, 0) << log.err;
+  EXPECT_EQ(Checksums(log.out), Checksums(alone.out));
+  EXPECT_EQ(Count(log.err, "cannot log to '" + fifo + "' (MSCHED_LOG): not a regular file; logging to stderr"), 1u)
+      << log.err;
+
+  // No driver then: the program's calls fail, but it ends.
+  const Outcome driver = RunHooked(argv, {{"MSCHED_MODE", "msched"}, {"MSCHED_REAL_LIBCUDA", fifo}});
+  EXPECT_NE(driver.status, 124) << "blocked opening the FIFO: " << driver.err;
+  EXPECT_NE(driver.err.find("cannot load the real driver '" + fifo + "' (MSCHED_REAL_LIBCUDA): not a regular file"),
+            std::string::npos)
+      << driver.err;
+  ::unlink(fifo.c_str());
 }
 
 // An unusable MSCHED_LOG falls back to stderr, saying why, once, and a

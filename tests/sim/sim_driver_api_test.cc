@@ -174,6 +174,26 @@ TEST_F(SimDriverTest, TheIdleAlarmFiresEveryIdlePeriodWhileTheProcessStaysIdle) 
   EXPECT_EQ(g_alarms.size(), 4u) << "disarmed";
 }
 
+// However short its period, the idle alarm looks again at most once a
+// millisecond of an idle stretch: a 1 ns alarm once fired a billion times
+// over a virtual second of host work, and the process never finished it.
+int g_alarm_count = 0;
+void CountAlarm() { ++g_alarm_count; }
+
+TEST_F(SimDriverTest, AShortIdleAlarmNeverSpinsPerNanosecond) {
+  struct Disarm {
+    ~Disarm() { msimSetIdleAlarm(0, nullptr); }
+  } disarm;
+  g_alarm_count = 0;
+  CU_ASSERT(cuCtxSynchronize());
+  CU_ASSERT(msimSetIdleAlarm(1, CountAlarm));
+  const uint64_t t0 = Now();
+  CU_ASSERT(msimAdvanceTo(t0 + 1'000'000'000));  // a second of host work
+  EXPECT_EQ(Now(), t0 + 1'000'000'000);
+  EXPECT_GE(g_alarm_count, 1) << "the first look comes after 1 ns";
+  EXPECT_LE(g_alarm_count, 1001) << "then at most one a millisecond";
+}
+
 TEST_F(SimDriverTest, CaptureRecordsLaunchesAndRefusesPrefetch) {
   CUdeviceptr a = Managed(4096), b = Managed(4096), c = Managed(4096);
   CU_ASSERT(cuMemsetD32(a, 0x3f800000, 1024));

@@ -50,7 +50,11 @@ class CoordinatorProcessTest : public ::testing::Test {
         MSCHEDD,           "--socket", socket(), "--gpu-memory",       std::to_string(kHbm),
         "--oversubscribe", "4",        "--log",  dir_ + "/mschedd.log"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    auto d = msched::Subprocess::Spawn(argv);
+    // Beside the jobs' simulated GPU, as docs/coordinator.md says to start
+    // it there: its clock is the device's.
+    msched::SpawnOptions o;
+    o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}};
+    auto d = msched::Subprocess::Spawn(argv, o);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     daemon_.emplace(std::move(*d));
     // Until it answers: the socket file alone may be a killed predecessor's,

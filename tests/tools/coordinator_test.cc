@@ -26,7 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/subprocess.h"
+#include "coord/unix_socket.h"
 #include "coordinator_process.h"
+#include "msched/protocol.h"
 #include "msched/trace_layout.h"
 #include "run_program.h"
 #include "suite/runner.h"
@@ -257,6 +259,32 @@ TEST_F(CoordinatorProcessTest, PauseEvictsAJobAndResumeBringsItBackIntact) {
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), alone);
 }
 
+// A pause under way when the coordinator dies is lost with it: `msched
+// pause` says so and fails, where it once said "job N is paused" of a job
+// that ran on.
+TEST_F(CoordinatorProcessTest, APauseLostWithItsCoordinatorIsNotCalledDone) {
+  StartDaemon();
+  StartJob(40 * kMiB, 100000);
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["state"] == "running"; }));
+  ASSERT_EQ(::kill(jobs_[0].pid(), SIGSTOP), 0);  // it cannot answer its stop
+  msched::SpawnOptions o;
+  o.stdout_path = dir_ + "/pause.out";
+  o.stderr_path = dir_ + "/pause.err";
+  auto pause = msched::Subprocess::Spawn({MSCHED_CLI, "--socket", socket(), "pause", "job0", "--timeout", "60s"}, o);
+  ASSERT_TRUE(pause.ok()) << pause.status().ToString();
+  ASSERT_TRUE(Eventually([&] { return Job("job0")["state"] == "paused"; })) << "the pause is under way";
+  daemon_->Kill(SIGKILL);
+  daemon_->Wait();
+  daemon_.reset();
+  const int status = pause->Wait();
+  ::kill(jobs_[0].pid(), SIGCONT);
+  const std::string out = ts::Slurp(dir_ + "/pause.out"), err = ts::Slurp(dir_ + "/pause.err");
+  EXPECT_NE(status, 0) << out << err;
+  EXPECT_EQ(out.find("paused"), std::string::npos) << out;
+  EXPECT_NE(err.find("stopped answering while job"), std::string::npos) << err;
+  EXPECT_NE(err.find("the pause is lost with it"), std::string::npos) << err;
+}
+
 TEST_F(CoordinatorProcessTest, RequiredWithoutACoordinatorFailsClearlyAndAutoRunsAlone) {
   size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_COORD_WAIT", "300ms"}});
   EXPECT_NE(jobs_[i].Wait(), 0);
@@ -278,6 +306,39 @@ std::pair<int, double> WaitAtMost(msched::Subprocess& p, int seconds) {
   done.store(true);
   killer.join();
   return {status, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// Started beside the simulated GPU (its MSIM_DEVICE in its environment),
+// mschedd reads the GPU's size and clock from the device: a client's hello
+// claiming a 4 KiB GPU and a clock of 2^62 ns changes neither, and a job
+// that comes after it runs to the end with its checksums (it once waited
+// forever for a turn dated 2^62 ns).
+TEST_F(CoordinatorProcessTest, TheGpusSizeAndClockComeFromTheSimulatedDeviceNotAJob) {
+  msched::SpawnOptions o;
+  o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}};
+  auto d = msched::Subprocess::Spawn(
+      {MSCHEDD, "--socket", socket(), "--oversubscribe", "4", "--log", dir_ + "/mschedd.log"}, o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  daemon_.emplace(std::move(*d));
+  ASSERT_TRUE(Eventually([&] { return Status().is_object(); }));
+  EXPECT_EQ(Status()["coordinator"]["hbm_bytes"], kHbm) << "before any job: " << ts::Slurp(dir_ + "/mschedd.log");
+  msched::Result<int> liar = msched::ConnectUnix(socket());
+  ASSERT_TRUE(liar.ok());
+  msched::proto::Hello h;
+  h.name = "liar";
+  h.declared_mem = 1 << 20;
+  h.device_total = 4096;
+  h.now_ns = uint64_t{1} << 62;
+  ASSERT_TRUE(msched::SendMessage(*liar, h).ok());
+  ASSERT_TRUE(msched::ReceiveMessage(*liar, 5000).ok());
+  const size_t i = StartJob(8 * kMiB, 20);
+  const auto [status, seconds] = WaitAtMost(jobs_[i], 60);
+  EXPECT_EQ(status, 0) << "after " << seconds << " s: " << Err(i);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(8 * kMiB, 20));
+  const json s = Status();
+  EXPECT_EQ(s["coordinator"]["hbm_bytes"], kHbm);
+  EXPECT_LT(s["coordinator"]["device_time_ns"].get<uint64_t>(), uint64_t{1} << 40) << s.dump();
+  ::close(*liar);
 }
 
 TEST_F(CoordinatorProcessTest, AStoppedCoordinatorNeverHangsANewJob) {

@@ -311,16 +311,25 @@ TEST_F(IdleYieldTest, TheOptionTakesADurationOrOff) {
     EXPECT_EQ(status["coordinator"]["serving_idle_yield_ns"], std::min<uint64_t>(ns, 2'000'000))
         << "the default, never more than the idle yield";
   }
-  const ts::ProgramRun bad = ts::RunProgram({MSCHEDD, "--socket", base_ + "/bad.sock", "--idle-yield", "soon"}, {});
-  EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("--idle-yield 'soon' is not valid: expected a duration such as 50ms, or 0 or off"),
-            std::string::npos)
-      << bad.err;
-  const ts::ProgramRun zero =
-      ts::RunProgram({MSCHEDD, "--socket", base_ + "/bad.sock", "--serving-idle-yield", "0"}, {});
-  EXPECT_EQ(zero.status, 2);
-  EXPECT_NE(zero.err.find("--serving-idle-yield '0' is not valid: expected a duration such as 2ms"), std::string::npos)
-      << zero.err;
+  // Under a millisecond is refused: 1ns once made jobs with host phases
+  // spin once per virtual nanosecond of them, and never finish.
+  for (const std::string value : {"soon", "1ns", "999us"}) {
+    const ts::ProgramRun bad = ts::RunProgram({MSCHEDD, "--socket", base_ + "/bad.sock", "--idle-yield", value}, {});
+    EXPECT_EQ(bad.status, 2) << value;
+    EXPECT_NE(bad.err.find("--idle-yield '" + value +
+                           "' is not valid: expected a duration of at least 1ms such as 50ms, or 0 or off"),
+              std::string::npos)
+        << bad.err;
+  }
+  for (const std::string value : {"0", "1ns"}) {
+    const ts::ProgramRun bad =
+        ts::RunProgram({MSCHEDD, "--socket", base_ + "/bad.sock", "--serving-idle-yield", value}, {});
+    EXPECT_EQ(bad.status, 2) << value;
+    EXPECT_NE(bad.err.find("--serving-idle-yield '" + value +
+                           "' is not valid: expected a duration of at least 1ms such as 2ms"),
+              std::string::npos)
+        << bad.err;
+  }
   const ts::ProgramRun help = ts::RunProgram({MSCHEDD, "--help"}, {});
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("[--idle-yield DURATION|off] [--serving-idle-yield DURATION]"), std::string::npos)

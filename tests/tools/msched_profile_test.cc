@@ -41,6 +41,20 @@ std::map<std::string, std::string> SimEnv(std::map<std::string, std::string> env
   return env;
 }
 
+// Spawn options for msched-profile run in the background with `env` (an
+// empty value unsets the variable), its stderr to `stderr_path`.
+msched::SpawnOptions SimSpawn(const std::map<std::string, std::string>& env, const std::string& stderr_path) {
+  msched::SpawnOptions o;
+  for (const auto& [k, v] : env) {
+    if (v.empty())
+      o.unset_env.push_back(k);
+    else
+      o.env[k] = v;
+  }
+  o.stderr_path = stderr_path;
+  return o;
+}
+
 ts::ProgramRun Profile(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
   args.insert(args.begin(), MSCHED_PROFILE);
   return ts::RunProgram(args, SimEnv(std::move(env)));
@@ -275,6 +289,88 @@ TEST(MschedProfileTest, EveryCudaProcessOfTheProgramIsRecordedAndFittedTogether)
   ::unlink(trace.c_str());
 }
 
+// --trace PATH replaces PATH and PATH.<digits> only where they are traces
+// msched-profile wrote: it once deleted whatever was there without a word
+// (numbered backups, rotated logs, and as root a device such as /dev/null).
+TEST(MschedProfileTest, TraceNeverReplacesWhatIsNotATrace) {
+  const std::string dir = Temp("trace-paths");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(std::filesystem::create_directory(dir));
+  const std::vector<std::string> program = {"--", MSIM_RUN, Workload("profile_mix.json")};
+  auto profile = [&](const std::string& trace, bool force) {
+    std::vector<std::string> args = {"-o", dir + "/t.json", "--trace", trace};
+    if (force) args.push_back("--force");
+    args.insert(args.end(), program.begin(), program.end());
+    return Profile(args);
+  };
+  // A FIFO and a directory: never removed, --force or not.
+  const std::string fifo = dir + "/fifo", sub = dir + "/sub";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_TRUE(std::filesystem::create_directory(sub));
+  for (const std::string& path : {fifo, sub}) {
+    for (bool force : {false, true}) {
+      const ts::ProgramRun r = profile(path, force);
+      EXPECT_EQ(r.status, 1) << path;
+      EXPECT_NE(r.err.find(path + " exists and is not a regular file"), std::string::npos) << r.err;
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_TRUE(std::filesystem::is_directory(sub));
+  // A file of the user's at PATH, or a numbered backup beside it: refused,
+  // and kept; --force replaces them.
+  const std::string trace = dir + "/run.trace";
+  std::ofstream(trace) << "my notes\n";
+  ts::ProgramRun r = profile(trace, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(trace + " exists and is not a trace msched-profile wrote"), std::string::npos) << r.err;
+  EXPECT_EQ(ts::Slurp(trace), "my notes\n");
+  ::unlink(trace.c_str());
+  std::ofstream(trace + ".1") << "backup\n";
+  r = profile(trace, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(trace + ".1 exists and is not a trace"), std::string::npos) << r.err;
+  EXPECT_EQ(ts::Slurp(trace + ".1"), "backup\n");
+  // A trace it wrote is replaced as before; --force replaces the backup.
+  r = profile(trace, true);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(trace + ".1"));
+  EXPECT_TRUE(msched::IsReplaceableTrace(trace));
+  r = profile(trace, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+// A stop signal reaches every process of a multi-process program, not only
+// the shell msched-profile started: a worker whose parent the signal ended
+// once ran on, writing its trace.
+TEST(MschedProfileTest, AStopSignalReachesEveryProcessOfTheProgram) {
+  const std::string pid_file = Temp("worker.pid");
+  ::unlink(pid_file.c_str());
+  const msched::SpawnOptions o = SimSpawn(SimEnv(), Temp("workers.err"));
+  // The shell starts a worker in the background and waits: SIGTERM ends the
+  // shell, and the worker is left, reparented.
+  auto profile = msched::Subprocess::Spawn(
+      {MSCHED_PROFILE, "-o", Temp("workers.json"), "--", "sh", "-c", "sleep 60 & echo $! > " + pid_file + "; wait"}, o);
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  pid_t worker = 0;
+  for (int i = 0; i < 500 && worker == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(pid_file) >> worker;
+  }
+  ASSERT_GT(worker, 0) << "the program did not start: " << ts::Slurp(o.stderr_path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::kill(profile->pid(), SIGTERM), 0);
+  int status = -1;
+  for (int i = 0; i < 750 && !profile->Poll(&status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!profile->Poll(&status)) profile->Kill(SIGKILL), status = profile->Wait();
+  EXPECT_EQ(status, 128 + SIGTERM) << ts::Slurp(o.stderr_path);
+  // The worker was msched-profile's (its subreaper's) child, reaped at its
+  // exit: no such process now, nor a zombie.
+  const bool worker_lives = ::kill(worker, 0) == 0;
+  if (worker_lives) ::kill(worker, SIGKILL);
+  EXPECT_FALSE(worker_lives) << "the worker outlived msched-profile";
+}
+
 TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
   for (const int signal : {SIGTERM, SIGINT}) {
     SCOPED_TRACE(strsignal(signal));
@@ -283,14 +379,8 @@ TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
     ASSERT_EQ(::mkdir(tmp.c_str(), 0755), 0);
     const std::string pid_file = Temp("sleeper" + std::to_string(signal) + ".pid");
     ::unlink(pid_file.c_str());
-    msched::SpawnOptions o;
-    for (const auto& [k, v] : SimEnv({{"TMPDIR", tmp}})) {
-      if (v.empty())
-        o.unset_env.push_back(k);
-      else
-        o.env[k] = v;
-    }
-    o.stderr_path = Temp("stopped" + std::to_string(signal) + ".err");
+    const msched::SpawnOptions o =
+        SimSpawn(SimEnv({{"TMPDIR", tmp}}), Temp("stopped" + std::to_string(signal) + ".err"));
     // The program sleeps as the shell's own process (exec), so nothing of it outlives its pid.
     auto profile = msched::Subprocess::Spawn(
         {MSCHED_PROFILE, "-o", Temp("stopped.json"), "--", "sh", "-c", "echo $$ > " + pid_file + "; exec sleep 60"}, o);

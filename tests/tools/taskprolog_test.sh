@@ -137,6 +137,23 @@ refused "step id with a newline is refused" "$plain" "SLURM_STEP_ID holds a cont
   SLURM_JOB_ID=9 SLURM_STEP_ID=$'1\nexport EVIL=2' SLURM_STEP_GPUS=0
 refused "a job's preload with a newline is refused" "$plain" "LD_PRELOAD holds a control character" \
   SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD=$'/opt/a.so\nexport EVIL=1'
+refused "an empty SocketDir is refused" "$(printf '%s\n' 'SocketDir=' | conf socketdir-empty)" \
+  "SocketDir is empty" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+refused "a relative SocketDir is refused" "$(printf '%s\n' 'SocketDir=run/msched' | conf socketdir-relative)" \
+  "SocketDir 'run/msched' is not an absolute path" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+# /gpu0.sock is 10 bytes: a SocketDir of 97 fits 107 exactly, one more does not.
+ok "a SocketDir whose socket fits 107 bytes exactly is taken" \
+  "$(printf 'SocketDir=/%s\n' "$(head -c 96 /dev/zero | tr '\0' d)" | conf socketdir-107)" \
+  "export MSCHED_JOB_NAME=slurm-9
+export MSCHED_SOCKET=/$(head -c 96 /dev/zero | tr '\0' d)/gpu0.sock
+export LD_PRELOAD=$lib
+export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+refused "an over-long SocketDir is refused" \
+  "$(printf 'SocketDir=/%s\n' "$(head -c 97 /dev/zero | tr '\0' d)" | conf socketdir-108)" \
+  "SocketDir is too long" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+refused "an over-long SocketDir is refused for any of the task's GPUs" \
+  "$(printf 'SocketDir=/%s\n' "$(head -c 96 /dev/zero | tr '\0' d)" | conf socketdir-gpu10)" \
+  "more than a Unix socket's 107" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,10
 refused "SocketDir with an escape character is refused" \
   "$(printf 'SocketDir=/run/a\033[2Jb\n' | conf escape)" "SocketDir holds a control character" \
   SLURM_JOB_ID=9 SLURM_JOB_GPUS=0

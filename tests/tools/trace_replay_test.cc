@@ -346,6 +346,38 @@ TEST(TraceReplayTest, KernelsTakeTheTracesCleanDurationsOrTheStatedModel) {
   EXPECT_EQ(ts::JsonU64(clean.out, {"replay", "clean_durations"}), 1u);
 }
 
+// Records no program could make are skipped and counted, and the replay
+// runs on: allocations of 2^63 and 2^64-1 bytes (the first crashed the
+// replay's size expression, the second aborted it), a kernel name with a
+// NUL (which aborted it), and durations of 2^64-1 and 2^63 ns (which
+// wrapped the virtual clock, or carried it past 2^63): those are modelled,
+// and the clock stays within an hour a launch.
+TEST(TraceReplayTest, ImpossibleSizesNamesAndDurationsAreSkippedAndCounted) {
+  const uint64_t a = 0x7f0000000000;
+  TraceLaunch nul_name = Launch(2, std::string("k\0evil", 6), {Word(a)}, {});
+  const std::string trace = HandMade(
+      "impossible",
+      {msched::TraceAllocLine(a, 4 * kMiB), msched::TraceAllocLine(0x100000000000, uint64_t{1} << 63),
+       msched::TraceAllocLine(0, UINT64_MAX),
+       msched::TraceLaunchLine(Launch(1, "k", {Word(a)}, {Range(a, a + 4096, msched::AccessMode::kWrite)})),
+       msched::TraceLaunchLine(nul_name),
+       msched::TraceLaunchLine(Launch(3, "k", {Word(a)}, {Range(a, a + 4096, msched::AccessMode::kWrite)}, UINT64_MAX)),
+       msched::TraceLaunchLine(
+           Launch(4, "k", {Word(a)}, {Range(a, a + 4096, msched::AccessMode::kWrite)}, uint64_t{1} << 63)),
+       msched::TraceLaunchLine(
+           Launch(5, "k", {Word(a)}, {Range(a, a + 4096, msched::AccessMode::kWrite)}, uint64_t{1} << 63))});
+  const Replay r = RunReplay(trace, {}, {});
+  ASSERT_EQ(r.run.status, 0) << r.run.err;
+  EXPECT_EQ(ts::JsonU64(r.out, {"replay", "allocations"}), 1u);
+  EXPECT_EQ(ts::JsonU64(r.out, {"replay", "skipped_allocations"}), 2u);
+  EXPECT_EQ(ts::JsonU64(r.out, {"replay", "skipped_launches"}), 1u) << "the NUL in a name";
+  EXPECT_EQ(ts::JsonU64(r.out, {"replay", "launches"}), 4u);
+  EXPECT_EQ(ts::JsonU64(r.out, {"replay", "implausible_durations"}), 3u);
+  EXPECT_NE(r.run.err.find("2 allocations no GPU could make"), std::string::npos) << r.run.err;
+  EXPECT_NE(r.run.err.find("3 durations past an hour modelled instead"), std::string::npos) << r.run.err;
+  EXPECT_LT(ts::JsonU64(r.sim, {"kernel_ns"}), 1'000'000'000u) << "four short kernels";
+}
+
 TEST(TraceReplayTest, BadTracesGetAClearErrorOrABoundedRun) {
   // Unreadable: exit 2 and a message that says why.
   struct Bad {

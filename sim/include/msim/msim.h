@@ -18,10 +18,25 @@
 extern "C" {
 #endif
 
+/* The longest a kernel runs on the virtual clock: an hour. A modelled
+ * kernel's time is cut there, and a replayed duration beyond it is refused,
+ * so no launch can wrap the clock or carry it years ahead. */
+#define MSIM_MAX_KERNEL_NS 3600000000000ull
+
 /* The calling process's current virtual time, in nanoseconds. */
 CUresult msimGetTime(uint64_t* now_ns);
 /* The latest virtual time any process sharing the device has reached. */
 CUresult msimDeviceTime(uint64_t* now_ns);
+/* For a coordinator (mschedd) rather than a job: the shared device that
+ * stands for machine GPU `machine_gpu` (MSIM_DEVICE, with ".gpu<N>" on a node
+ * of several GPUs; created as a job would create it if it does not exist),
+ * observed without taking part in it: no process slot, no lockstep, no
+ * cuInit needed. Its HBM capacity, and the latest virtual time any process
+ * sharing it has reached. CUDA_ERROR_NOT_FOUND when MSIM_DEVICE is unset
+ * (each process then has a private device nobody else sees); one GPU per
+ * observing process. */
+CUresult msimObserveDevice(int machine_gpu, uint64_t* hbm_bytes, uint64_t* now_ns);
+
 /* Declares that this process waited (for a coordinator's turn, say) until
  * virtual time t: its clock moves to t if it is behind. */
 CUresult msimAdvanceTo(uint64_t t_ns);
@@ -84,7 +99,8 @@ CUresult msimLastLaunchAccesses(msimRange* out, size_t capacity, size_t* count);
  * `compute_ns`, or, with 0, for the device's kernel launch time plus the
  * touched bytes at its HBM bandwidth (the declaration's cost is not used).
  * A launch of another function leaves it pending; a second call replaces
- * it. */
+ * it. A `compute_ns` past MSIM_MAX_KERNEL_NS is refused
+ * (CUDA_ERROR_INVALID_VALUE). */
 CUresult msimSetNextLaunch(CUfunction f, const msimRange* ranges, size_t count, uint64_t compute_ns);
 
 /* A host implementation computes a kernel's results on the data (device

@@ -13,10 +13,12 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -115,6 +117,81 @@ int AsNobody(Body body) {
   int status = 0;
   waitpid(child, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A guest's report of the GPU's size is never taken: a first hello claiming
+// 4 KiB once set the GPU's size for the coordinator's whole life, and every
+// later job, root's included, was refused. Root's report still teaches it.
+TEST_F(CoordServerTest, AGuestsReportOfTheGpusSizeIsNotTaken) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  Stop();
+  hbm_bytes_ = 0;
+  Start();
+  const int status = AsNobody([&] {
+    Result<int> fd = ConnectToCoordinator(socket());
+    if (!fd.ok()) return 1;
+    proto::Hello h;
+    h.name = "guest";
+    h.device_total = 4096;
+    h.declared_mem = 1 << 20;
+    if (!SendMessage(*fd, h).ok()) return 2;
+    Result<proto::Message> w = ReceiveMessage(*fd, 5000);
+    return w.ok() && std::holds_alternative<proto::Welcome>(*w) ? 0 : 3;
+  });
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(Status()["coordinator"]["hbm_bytes"], 0u) << "the guest's 4 KiB was taken as the GPU's size";
+  Result<int> fd = ConnectUnix(socket());
+  ASSERT_TRUE(fd.ok());
+  proto::Hello root;
+  root.declared_mem = 4 * kGiB;
+  root.device_total = 16 * kGiB;
+  ASSERT_TRUE(SendMessage(*fd, root).ok());
+  EXPECT_TRUE(Expect<proto::Welcome>(*fd).job != 0) << "root's 4 GiB job is not refused";
+  EXPECT_EQ(Status()["coordinator"]["hbm_bytes"], 16 * kGiB);
+  ::close(*fd);
+}
+
+// A job's time is checked against the coordinator's own reading of the
+// device clock: a hello (or any later message) carrying 2^62 ns once became
+// the coordinator's clock for good, and every later job was told to start
+// then (on the simulator it waited forever). Times within the slack are
+// taken as they are.
+TEST_F(CoordServerTest, AJobsClockCannotCarryTheCoordinatorsIntoTheFuture) {
+  Stop();
+  auto device_now = std::make_shared<std::atomic<uint64_t>>(5'000'000'000);
+  ServerOptions o;
+  o.device_clock = [device_now] { return device_now->load(); };
+  Start(10000, o);
+  const uint64_t lie = uint64_t{1} << 62;
+  Result<int> liar = ConnectUnix(socket());
+  ASSERT_TRUE(liar.ok());
+  proto::Hello h;
+  h.declared_mem = 10 * kGiB;
+  h.now_ns = lie;
+  ASSERT_TRUE(SendMessage(*liar, h).ok());
+  Expect<proto::Welcome>(*liar);
+  EXPECT_EQ(Expect<proto::Go>(*liar).start_ns, 5'000'000'000u) << "the device's time, not the claim";
+  proto::Usage u;
+  u.allocated = 10 * kGiB;
+  u.now_ns = lie;
+  ASSERT_TRUE(SendMessage(*liar, u).ok());
+  device_now->store(6'000'000'000);
+  Result<int> honest = ConnectUnix(socket());
+  ASSERT_TRUE(honest.ok());
+  proto::Hello ok;
+  ok.declared_mem = 10 * kGiB;
+  ok.now_ns = 6'500'000'000;  // within the slack of the device's 6 s
+  ASSERT_TRUE(SendMessage(*honest, ok).ok());
+  Expect<proto::Welcome>(*honest);
+  const nlohmann::json s = Status();
+  ASSERT_EQ(s["jobs"].size(), 2u);
+  EXPECT_EQ(s["coordinator"]["device_time_ns"], 6'500'000'000u) << s.dump();
+  const std::string said = log();
+  EXPECT_NE(said.find("ahead of the device's own clock"), std::string::npos) << said;
+  EXPECT_EQ(said.find("ahead of the device's own clock"), said.rfind("ahead of the device's own clock"))
+      << "said once for the connection: " << said;
+  ::close(*liar);
+  ::close(*honest);
 }
 
 TEST_F(CoordServerTest, GuestsAreBoundedAndSeeOthersJobsWithoutNames) {

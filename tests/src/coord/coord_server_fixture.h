@@ -42,7 +42,7 @@ class CoordServerTest : public ::testing::Test {
   }
   void Start(uint64_t answer_timeout_ms = 10000, ServerOptions o = {}) {
     o.socket_path = socket();
-    o.policy.hbm_bytes = 16 * kGiB;
+    o.policy.hbm_bytes = hbm_bytes_;
     o.policy.usable_fraction = 1.0;
     o.policy.oversubscribe = 4;
     o.policy.min_slice_ns = 1'000'000;
@@ -64,6 +64,8 @@ class CoordServerTest : public ::testing::Test {
     server_.reset();
   }
   std::string socket() const { return dir_ + "/s.sock"; }
+  // The GPU memory the next Start() schedules (0: learnt from a job).
+  uint64_t hbm_bytes_ = 16 * kGiB;
   std::string log() {
     std::lock_guard<std::mutex> lock(log_mu_);
     return log_;

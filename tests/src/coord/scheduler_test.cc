@@ -286,6 +286,59 @@ TEST(SchedulerTest, AnUnresponsiveJobIsPassedOverUntilItIsHeardFrom) {
   EXPECT_NE(s.slice_end_ns(), proto::kNever) << "turns again";
 }
 
+// A job that never answers its stop but keeps reporting its usage stays out
+// of the rotation: only the answer it owes brings it back. Before, any
+// message counted as "heard from", so such a job took the GPU again and
+// stalled the others for another answer timeout, again and again.
+TEST(SchedulerTest, UsageReportsDoNotBringBackAJobThatOwesItsStop) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 10 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 10 * kGiB), 0, 0);
+  s.SliceEnded(1, 5000);  // stop 1 is now owed
+  s.Unresponsive(1);
+  ASSERT_TRUE(s.Find(2)->active);
+  for (uint64_t t = 6000; t < 10000; t += 1000) {
+    s.Allocated(1, 10 * kGiB, t);
+    s.Idle(1, t);
+    s.Busy(1, t);
+    s.SliceEnded(1, t);
+    EXPECT_TRUE(s.Find(1)->unresponsive) << "at " << t;
+    EXPECT_FALSE(s.Find(1)->active) << "at " << t;
+  }
+  EXPECT_EQ(s.slice_end_ns(), proto::kNever) << "job 2 runs on alone";
+  s.Stopped(1, StoppedAt(10000, 0, 10 * kGiB));  // the answer it owed
+  EXPECT_FALSE(s.Find(1)->unresponsive);
+  EXPECT_NE(s.slice_end_ns(), proto::kNever) << "turns again";
+}
+
+// The link estimate that sizes every job's slices moves only with answers
+// to stops, and within what a real link can be: unsolicited reports of
+// 1.8e19 or 4.5e-7 GB/s once moved it there.
+TEST(SchedulerTest, TheLinkEstimateTakesOnlyOwedAnswersWithinWhatALinkCanBe) {
+  Scheduler s(Options());
+  const double initial = s.link_bytes_per_ns();
+  s.Submit(NewJob(1, 10 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 10 * kGiB), 0, 0);
+  proto::Stopped lie = StoppedAt(100, 0, 10 * kGiB);
+  lie.loaded = 1ull << 40;
+  lie.load_ns = 1;
+  s.Stopped(2, lie);  // job 2 owes no stop
+  EXPECT_EQ(s.link_bytes_per_ns(), initial);
+  s.SliceEnded(1, 5000);  // job 1 owes a stop now
+  s.Stopped(1, lie);
+  EXPECT_LE(s.link_bytes_per_ns(), 1000.0) << "1 TB/s is the most any link can be";
+  EXPECT_GT(s.link_bytes_per_ns(), initial);
+  for (int i = 0; i < 50; ++i) {
+    const uint64_t outgoing = s.Find(1)->active ? 1 : 2;
+    s.SliceEnded(outgoing, 10000 + i * 1000);
+    proto::Stopped slow = StoppedAt(10000 + i * 1000 + 500, 0, 10 * kGiB);
+    slow.loaded = 1ull << 30;
+    slow.load_ns = UINT64_MAX / 2;
+    s.Stopped(outgoing, slow);
+  }
+  EXPECT_GE(s.link_bytes_per_ns(), 1.0) << "1 GB/s is the least";
+}
+
 TEST(SchedulerTest, AnUnresponsiveJobOwingAStopDoesNotHoldUpTheSwitch) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);

@@ -87,6 +87,19 @@ TEST(GroupBudgetsTest, AGroupLargerThanHbmSplitsItInProportion) {
   EXPECT_EQ(GroupBudgets(g, jobs, 16 * kGiB).at(1), 16 * kGiB);
 }
 
+// Jobs that hold nothing yet share the room equally: two of them on 64 MiB
+// get 32 MiB each (the share was once the room itself, usable squared over N:
+// 3696.6 TiB on a 64 MiB GPU in status and the metrics).
+TEST(GroupBudgetsTest, JobsHoldingNothingSplitTheRoomEqually) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  std::map<uint64_t, Job> jobs = {{1, Running(1, 0)}, {2, Running(2, 0)}};
+  const Group g = FormGroups(jobs, 64 * kMiB)[0];
+  ASSERT_EQ(g.jobs.size(), 2u);
+  const std::map<uint64_t, uint64_t> b = GroupBudgets(g, jobs, 64 * kMiB);
+  EXPECT_EQ(b.at(1), 32 * kMiB);
+  EXPECT_EQ(b.at(2), 32 * kMiB);
+}
+
 TEST(SliceLengthTest, SwapTimeStaysAFractionOfTheSlice) {
   SchedulerOptions o;
   o.hbm_bytes = 16 * kGiB;

@@ -33,6 +33,37 @@ bool Number(const json& doc, const char* key, bool required, double lo, double h
   return true;
 }
 
+// Version 2's "link": the rate of every other kind of move, each required
+// and positive (a profile that leaves one out would quietly model it as
+// free). Version 1 has none: each move then costs what it did before.
+bool ParseLink(const json& doc, int version, DeviceProfile* p, std::string* error) {
+  auto link = doc.find("link");
+  if (version == 1) {
+    if (link != doc.end()) {
+      *error = "field 'link' needs version 2";
+      return false;
+    }
+    p->first_touch_gbps = p->hbm_gbps;
+    p->first_eviction_gbps = p->d2h_gbps;
+    p->fault_migration_gbps = p->h2d_gbps;
+    return true;
+  }
+  if (link == doc.end() || !link->is_object()) {
+    *error = "missing field 'link' (an object of the link's rates, version 2)";
+    return false;
+  }
+  const bool ok = Number(*link, "first_touch_gbps", true, 0.01, 1e5, &p->first_touch_gbps, error) &&
+                  Number(*link, "first_eviction_gbps", true, 0.01, 1e4, &p->first_eviction_gbps, error) &&
+                  Number(*link, "fault_migration_gbps", true, 0.01, 1e4, &p->fault_migration_gbps, error) &&
+                  Number(*link, "duplicate_drop_us", true, 1e-3, 1e6, &p->duplicate_drop_us, error) &&
+                  Number(*link, "duplicate_drop_us_per_gib", true, 1e-3, 1e6, &p->duplicate_drop_us_per_gib, error) &&
+                  Number(*link, "discard_gbps", true, 0.01, 1e5, &p->discard_gbps, error) &&
+                  Number(*link, "duplex_gbps", true, 0.01, 1e4, &p->duplex_gbps, error) &&
+                  Number(*link, "batch_range_us", true, 1e-3, 1e6, &p->batch_range_us, error);
+  if (!ok) *error = "link: " + *error;
+  return ok;
+}
+
 void CopyString(const std::string& s, char* dst, size_t cap) {
   std::strncpy(dst, s.c_str(), cap - 1);
   dst[cap - 1] = '\0';
@@ -52,8 +83,8 @@ bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::s
     return false;
   }
   auto version = doc.find("version");
-  if (version == doc.end() || !version->is_number_integer() || version->get<int>() != 1) {
-    *error = "field 'version' must be 1";
+  if (version == doc.end() || !version->is_number_integer() || (version->get<int>() != 1 && version->get<int>() != 2)) {
+    *error = "field 'version' must be 1 or 2";
     return false;
   }
   DeviceProfile p;
@@ -82,7 +113,7 @@ bool ParseDeviceProfile(const std::string& json_text, DeviceProfile* out, std::s
                   Number(doc, "cc_major", false, 1, 99, &ccmaj, error) &&
                   Number(doc, "cc_minor", false, 0, 9, &ccmin, error) &&
                   Number(doc, "sm_count", false, 1, 10000, &sms, error);
-  if (!ok) return false;
+  if (!ok || !ParseLink(doc, version->get<int>(), &p, error)) return false;
   p.hbm_bytes = static_cast<uint64_t>(hbm);
   p.fault_batch_size = static_cast<uint32_t>(batch);
   p.cc_major = static_cast<int>(ccmaj);

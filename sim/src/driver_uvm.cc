@@ -54,7 +54,10 @@ CUresult ManagedTouches(Process& p, CUdeviceptr ptr, size_t count, std::vector<C
   return CUDA_SUCCESS;
 }
 
-CUresult Prefetch(Process& p, CUdeviceptr ptr, size_t count, Where where, CUstream stream, bool ptsz) {
+// `in_batch`: one range of cuMemPrefetchBatchAsync, which costs the
+// stream the profile's batch_range_us before it moves.
+CUresult Prefetch(Process& p, CUdeviceptr ptr, size_t count, Where where, CUstream stream, bool ptsz,
+                  bool in_batch = false) {
   if (where == Where::kInvalid) return CUDA_ERROR_INVALID_DEVICE;
   CUresult err = CUDA_SUCCESS;
   Stream* s = p.ResolveStream(stream, ptsz, &err);
@@ -68,7 +71,7 @@ CUresult Prefetch(Process& p, CUdeviceptr ptr, size_t count, Where where, CUstre
   // scripts/gpu-check.sh on an H100, 2026-11-22).
   if (allocs.size() > 1) return CUDA_ERROR_INVALID_VALUE;
   for (Allocation* a : allocs) a->last_prefetch = where == Where::kDevice ? 0 : CU_DEVICE_CPU;
-  const uint64_t start = p.OpStart(s);
+  const uint64_t start = p.OpStart(s) + (in_batch ? msim::UsToNs(p.dev->profile().batch_range_us) : 0);
   DeviceLock dl(p.dev);
   const uint64_t end = where == Where::kDevice ? msim::PrefetchToDevice(*p.dev, touches, start, &p.counters)
                                                : msim::PrefetchToHost(*p.dev, touches, start, &p.counters);
@@ -120,7 +123,7 @@ CUresult PrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLoc
       NeedCtx::kYes,
       [&](Process& p) {
         return ForEachBatchRange(count, locs, loc_idx, nlocs,
-                                 [&](size_t i, Where w) { return Prefetch(p, dptrs[i], sizes[i], w, s, ptsz); });
+                                 [&](size_t i, Where w) { return Prefetch(p, dptrs[i], sizes[i], w, s, ptsz, true); });
       },
       entry);
 }

@@ -338,6 +338,11 @@ std::string Process::StatsJson() {
   j["bytes"]["remote"] = c.remote_bytes;
   j["bytes"]["discarded"] = c.discarded_bytes;
   j["bytes"]["first_touch"] = c.first_touch_bytes;
+  // Of the bytes copied out (eviction and prefetch), those with no host
+  // pages yet, at the first eviction's rate; and the read duplicates whose
+  // device copies were dropped rather than copied.
+  j["bytes"]["first_eviction"] = c.first_eviction_bytes;
+  j["bytes"]["duplicate_dropped"] = c.duplicate_dropped_bytes;
   j["collapses"] = c.collapses;
   j["evictions"] = c.evictions;
   j["prefetch_calls"] = c.prefetch_calls;

@@ -23,7 +23,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 7;              // 7: turn_seq, turn_waiters
+inline constexpr uint32_t kLayoutVersion = 8;              // 8: the profile's link rates, host_pages_mask
 
 struct DeviceHeader {
   uint64_t magic;
@@ -430,6 +430,7 @@ void SharedDevice::Repair() {
     c.lru_prev = c.lru_next = kNone;
     c.resident_mask &= c.valid_mask;
     c.host_mask &= c.valid_mask;
+    c.host_pages_mask |= c.host_mask;
     c.known_mask |= c.resident_mask | c.host_mask;
     if (c.owner >= 0 && c.resident_mask) {
       resident.push_back(i);

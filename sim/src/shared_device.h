@@ -44,7 +44,8 @@ enum ChunkFlags : uint32_t {
 //             unit with neither copy holds nothing (never written, or
 //             discarded): the device populates it without a transfer.
 // Invariants: kInLru is set iff resident_mask != 0; resident_mask,
-// host_mask ⊆ valid_mask; resident_mask | host_mask ⊆ known_mask.
+// host_mask ⊆ valid_mask; resident_mask | host_mask ⊆ known_mask;
+// host_mask ⊆ host_pages_mask.
 struct ChunkRec {
   uint64_t va;             // block base in the owner's address space
   uint64_t migrated_at;    // virtual time of the last migration in (LRU order)
@@ -58,7 +59,7 @@ struct ChunkRec {
   uint32_t lru_prev;
   uint32_t lru_next;
   uint32_t next_free;
-  uint32_t pad;
+  uint32_t host_pages_mask;  // units the host has pages for (it held them once; an eviction then allocates none)
 };
 
 struct ProcSlot {

@@ -15,21 +15,64 @@ constexpr uint32_t kPagesPerUnit = kUnit / kPage;  // fault entries of a densely
 
 uint64_t Bytes(uint32_t units) { return std::popcount(units) * kUnit; }
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// When a transfer that alone would take [begin, begin + bytes / gbps]
+// overlaps the other direction's work (busy until other_free, at
+// other_gbps), the two move duplex_gbps in all while both run: this one
+// gets what the other leaves, at least a tenth of its own rate, and the
+// rest at its own rate once the other is done. The other keeps its rate
+// (its end was fixed when it was issued). Full duplex without duplex_gbps.
+uint64_t TransferEnd(const DeviceProfile& p, uint64_t begin, uint64_t bytes, double gbps, double other_gbps,
+                     uint64_t other_free) {
+  const uint64_t alone = begin + TransferNs(bytes, gbps);
+  if (p.duplex_gbps <= 0 || other_free <= begin || bytes == 0) return alone;
+  const double shared = std::max(p.duplex_gbps - other_gbps, 0.1 * gbps);
+  if (shared >= gbps) return alone;
+  const double during = static_cast<double>(other_free - begin) * shared;  // bytes moved while both run
+  if (during >= static_cast<double>(bytes)) return begin + TransferNs(bytes, shared);
+  return other_free + TransferNs(bytes - static_cast<uint64_t>(during), gbps);
+}
+
+// Copies the resident units `out` of `ch` that lack a valid host copy back
+// to the host from `begin` on the D2H engine; returns when that ends (begin
+// when nothing moves). Units the host has no pages for yet go at the first
+// eviction's rate, the others at d2h_gbps.
+uint64_t CopyOut(SharedDevice& d, const ChunkRec& ch, uint32_t out, uint64_t begin, UvmCounters* c) {
+  const DeviceProfile& p = d.profile();
+  const uint32_t dirty = out & ~ch.host_mask;
+  const uint64_t first = Bytes(dirty & ~ch.host_pages_mask), again = Bytes(dirty & ch.host_pages_mask);
+  c->first_eviction_bytes += first;
+  if (p.first_eviction_gbps == p.d2h_gbps)
+    return TransferEnd(p, begin, first + again, p.d2h_gbps, p.h2d_gbps, d.h2d_free());
+  const uint64_t mid = TransferEnd(p, begin, first, p.first_eviction_gbps, p.h2d_gbps, d.h2d_free());
+  return TransferEnd(p, mid, again, p.d2h_gbps, p.h2d_gbps, d.h2d_free());
+}
+
+// The D2H engine's time for dropping `bytes` of read duplicates, per GiB.
+uint64_t DuplicateDropNs(const DeviceProfile& p, uint64_t bytes) {
+  return UsToNs(p.duplicate_drop_us_per_gib * static_cast<double>(bytes) / kGiB);
+}
+
 // Evicts a whole chunk at time t. Units with a valid host copy (read
-// duplicates) are dropped at once; the others are copied back on the D2H
-// engine, after which their space frees.
+// duplicates) are dropped; the others are copied back on the D2H engine,
+// after which their space frees.
 void EvictChunk(SharedDevice& d, uint32_t idx, uint64_t t, UvmCounters* c) {
   ChunkRec& ch = d.chunk(idx);
   const uint32_t resident = ch.resident_mask;
   const uint64_t dirty = Bytes(resident & ~ch.host_mask);
+  const uint64_t duplicated = Bytes(resident & ch.host_mask);
   ++c->evictions;
-  ch.host_mask |= resident;
-  if (dirty == 0) {
+  c->duplicate_dropped_bytes += duplicated;
+  if (dirty == 0 && DuplicateDropNs(d.profile(), duplicated) == 0) {
+    ch.host_mask |= resident;
     d.DropResident(idx, resident, 0);
     return;
   }
   const uint64_t start = std::max(t, d.d2h_free());
-  const uint64_t end = start + TransferNs(dirty, d.profile().d2h_gbps);
+  const uint64_t end = CopyOut(d, ch, resident, start + DuplicateDropNs(d.profile(), duplicated), c);
+  ch.host_mask |= resident;
+  ch.host_pages_mask |= resident;
   d.d2h_free() = end;
   if (DeviceTrace* trace = DeviceTrace::Get())
     trace->Span(DeviceTrace::Track::kToHost, "eviction (driver)", start, end, dirty);
@@ -85,12 +128,14 @@ void LearnHostWrites(ChunkRec& ch, uint32_t units) {
   unsigned char vec[kChunk / kPage];
   if (mincore(reinterpret_cast<void*>(ch.va), kChunk, vec) != 0) {
     ch.host_mask |= unknown;
+    ch.host_pages_mask |= unknown;
   } else {
     for (uint32_t rest = unknown; rest; rest &= rest - 1) {
       const uint32_t u = std::countr_zero(rest);
       for (uint32_t pg = u * kPagesPerUnit; pg < (u + 1) * kPagesPerUnit; ++pg) {
         if (vec[pg] & 1) {
           ch.host_mask |= 1u << u;
+          ch.host_pages_mask |= 1u << u;
           break;
         }
       }
@@ -111,6 +156,7 @@ Populated Populate(SharedDevice& d, uint32_t idx, uint32_t units, uint64_t begin
   ChunkRec& ch = d.chunk(idx);
   LearnHostWrites(ch, units);
   Populated p{Bytes(units & ch.host_mask), Bytes(units & ~ch.host_mask)};
+  ch.host_pages_mask |= ch.host_mask;  // migrating in leaves the host's pages allocated
   if (!(ch.flags & kReadMostly)) ch.host_mask &= ~units;
   d.AddResident(idx, units, begin, begin);
   return p;
@@ -170,7 +216,7 @@ class FaultBatcher {
       fill += pop.fill_bytes;
       brought_.push_back(e.idx);
     }
-    uint64_t move = TransferNs(copy, p_.h2d_gbps) + TransferNs(fill, p_.hbm_gbps);
+    uint64_t move = TransferNs(copy, p_.fault_migration_gbps) + TransferNs(fill, p_.first_touch_gbps);
     if (copy) move = std::max(move, UsToNs(p_.fault_min_transfer_us));
     const uint64_t done = ready + UsToNs(p_.fault_control_us) + move;
     if (DeviceTrace* trace = DeviceTrace::Get())
@@ -256,12 +302,13 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
     if (room == kNoRoom) continue;  // HBM full of unevictable memory: stays on the host
     const uint64_t begin = std::max(cursor, room);
     const Populated pop = Populate(d, t.idx, bring, begin);
-    const uint64_t copied = pop.copy_bytes ? begin + TransferNs(pop.copy_bytes, p.h2d_gbps) : begin;
+    const uint64_t copied =
+        pop.copy_bytes ? TransferEnd(p, begin, pop.copy_bytes, p.h2d_gbps, p.d2h_gbps, d.d2h_free()) : begin;
     if (pop.copy_bytes) cursor = copied;
     if (DeviceTrace* trace = DeviceTrace::Get()) {
       trace->Span(DeviceTrace::Track::kToDevice, "prefetch", begin, copied, pop.copy_bytes);
     }
-    if (pop.fill_bytes) fill_cursor = std::max(fill_cursor, room) + TransferNs(pop.fill_bytes, p.hbm_gbps);
+    if (pop.fill_bytes) fill_cursor = std::max(fill_cursor, room) + TransferNs(pop.fill_bytes, p.first_touch_gbps);
     const uint64_t end = std::max(copied, pop.fill_bytes ? fill_cursor : begin);
     ch.ready_at = std::max(ch.ready_at, end);
     done = std::max(done, end);
@@ -275,24 +322,30 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
 uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c) {
   const DeviceProfile& p = d.profile();
   uint64_t cursor = std::max(t0, d.d2h_free()) + UsToNs(p.prefetch_call_us);
+  uint64_t duplicates = 0;  // read duplicates dropped: their host copies are valid
   for (const ChunkTouch& t : touches) {
     ChunkRec& ch = d.chunk(t.idx);
     const uint32_t out = t.units & ch.resident_mask;
     if (out == 0) continue;
     const uint64_t dirty = Bytes(out & ~ch.host_mask);
-    ch.host_mask |= out;
-    if (dirty == 0) {  // read duplicates: the host copies are valid
+    duplicates += Bytes(out & ch.host_mask);
+    if (dirty == 0) {
+      ch.host_mask |= out;
       d.DropResident(t.idx, out, 0);
       continue;
     }
     const uint64_t begin = std::max(cursor, ch.ready_at);
-    cursor = begin + TransferNs(dirty, p.d2h_gbps);
+    cursor = CopyOut(d, ch, out, begin, c);
+    ch.host_mask |= out;
+    ch.host_pages_mask |= out;
     if (DeviceTrace* trace = DeviceTrace::Get()) {
       trace->Span(DeviceTrace::Track::kToHost, "prefetch to host", begin, cursor, dirty);
     }
     d.DropResident(t.idx, out, cursor);
     c->prefetch_d2h_bytes += dirty;
   }
+  if (duplicates != 0) cursor += UsToNs(p.duplicate_drop_us) + DuplicateDropNs(p, duplicates);
+  c->duplicate_dropped_bytes += duplicates;
   d.d2h_free() = std::max(d.d2h_free(), cursor);
   return cursor;
 }
@@ -304,15 +357,27 @@ std::optional<uint64_t> MakeRoomForDevice(SharedDevice& d, uint64_t bytes, uint6
 }
 
 uint64_t Discard(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c) {
+  const DeviceProfile& p = d.profile();
+  uint64_t dropped = 0;
   for (const ChunkTouch& t : touches) {
     ChunkRec& ch = d.chunk(t.idx);
     const uint32_t out = t.units & ch.resident_mask;
-    c->discarded_bytes += Bytes(out);
-    d.DropResident(t.idx, out, 0);
+    dropped += Bytes(out);
+    ch.host_pages_mask |= ch.host_mask;
     ch.host_mask &= ~t.units;
     ch.known_mask |= t.units & ch.valid_mask;
   }
-  return t0 + UsToNs(d.profile().api_call_us);
+  c->discarded_bytes += dropped;
+  if (p.discard_gbps <= 0 || dropped == 0) {
+    for (const ChunkTouch& t : touches) d.DropResident(t.idx, t.units & d.chunk(t.idx).resident_mask, 0);
+    return t0 + UsToNs(p.api_call_us);
+  }
+  // A measured discard takes time on the device: its space frees once done.
+  const uint64_t begin = std::max(t0, d.d2h_free());
+  const uint64_t end = begin + TransferNs(dropped, p.discard_gbps);
+  d.d2h_free() = end;
+  for (const ChunkTouch& t : touches) d.DropResident(t.idx, t.units & d.chunk(t.idx).resident_mask, end);
+  return end;
 }
 
 void HostWrote(SharedDevice& d, const std::vector<ChunkTouch>& touches) {
@@ -320,6 +385,7 @@ void HostWrote(SharedDevice& d, const std::vector<ChunkTouch>& touches) {
     ChunkRec& ch = d.chunk(t.idx);
     const uint32_t units = t.units & ch.valid_mask;
     ch.host_mask = (ch.host_mask & ~(units & ch.resident_mask)) | (units & ~ch.resident_mask);
+    ch.host_pages_mask |= units & ~ch.resident_mask;
     ch.known_mask |= units;
   }
 }

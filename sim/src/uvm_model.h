@@ -15,7 +15,11 @@
 //  - when HBM is full the least recently *migrated* 2 MiB chunk is evicted
 //    whole: its pages without a valid host copy are copied back on the
 //    device-to-host engine before its space frees;
-//  - prefetches move ranges in bulk on the copy engines (full duplex).
+//  - prefetches move ranges in bulk on the copy engines; each kind of move
+//    at its profile's rate (a first eviction, with no host pages yet, at
+//    first_eviction_gbps; dropping duplicates and discarding at theirs), and
+//    a transfer issued while the other direction moves shares duplex_gbps
+//    with it (full duplex in a version 1 profile).
 // All functions REQUIRE the SharedDevice lock. Used by sim/ only.
 #pragma once
 
@@ -39,8 +43,10 @@ struct UvmCounters {
   uint64_t remote_bytes = 0;        // read in place over the link, unmigrated
   uint64_t fault_stall_ns = 0;
   uint64_t discarded_bytes = 0;
-  uint64_t first_touch_bytes = 0;  // populated on the device with no transfer
-  uint64_t collapses = 0;          // read duplicates a GPU write collapsed (units)
+  uint64_t first_touch_bytes = 0;        // populated on the device with no transfer
+  uint64_t collapses = 0;                // read duplicates a GPU write collapsed (units)
+  uint64_t first_eviction_bytes = 0;     // of those copied out, with no host pages yet (first_eviction_gbps)
+  uint64_t duplicate_dropped_bytes = 0;  // read duplicates evicted by dropping the device copy
 };
 
 // The 64 KiB units of one chunk a single operation touches, and those of

@@ -24,11 +24,18 @@ TEST(SimProfileTest, EveryConstantOfEveryShippedProfileHasASource) {
     ASSERT_TRUE(doc.is_object()) << entry.path();
     ASSERT_TRUE(doc.contains("sources") && doc["sources"].is_object()) << entry.path() << ": no sources";
     const nlohmann::json& sources = doc["sources"];
-    for (const auto& [key, value] : doc.items()) {
-      if (!value.is_number() || key == "version") continue;
-      ASSERT_TRUE(sources.contains(key)) << entry.path() << ": '" << key << "' has no source";
-      EXPECT_TRUE(sources[key].is_string() && sources[key].get<std::string>().size() > 10)
-          << entry.path() << ": the source of '" << key << "' says nothing";
+    const auto each_has_a_source = [&](const nlohmann::json& numbers, const nlohmann::json& said) {
+      for (const auto& [key, value] : numbers.items()) {
+        if (!value.is_number() || key == "version") continue;
+        ASSERT_TRUE(said.contains(key)) << entry.path() << ": '" << key << "' has no source";
+        EXPECT_TRUE(said[key].is_string() && said[key].get<std::string>().size() > 10)
+            << entry.path() << ": the source of '" << key << "' says nothing";
+      }
+    };
+    each_has_a_source(doc, sources);
+    if (doc.contains("link")) {
+      ASSERT_TRUE(sources.contains("link") && sources["link"].is_object()) << entry.path() << ": the link's rates";
+      each_has_a_source(doc["link"], sources["link"]);
     }
     for (const auto& [key, value] : sources.items()) {
       EXPECT_TRUE(doc.contains(key)) << entry.path() << ": a source for '" << key << "', which the profile lacks";

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -109,6 +111,40 @@ TEST(SimWorkloadTest, MalformedDeviceProfileFailsInitialisationClearly) {
               {{"MSIM_PROFILE", Write("deep_profile.json", std::string(100000, '[') + std::string(100000, ']'))}});
   EXPECT_EQ(deep.status, 1);
   EXPECT_NE(deep.err.find("nested deeper than"), std::string::npos) << deep.err;
+}
+
+// A version 2 profile gives every kind of move its rate: one left out, or
+// zero, or negative, is refused with the field named (it would otherwise be
+// modelled as free). A version 1 profile, with one d2h_gbps, still loads.
+TEST(SimWorkloadTest, AProfileMissingOrZeroingALinkRateIsRefusedWithItsName) {
+  std::ifstream in(std::string(DEVICES_DIR) + "/h200-measured.json");
+  const nlohmann::json shipped = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(shipped.is_object() && shipped.contains("link"));
+  const std::string integrity = std::string(WORKLOADS_DIR) + "/integrity.json";
+  EXPECT_EQ(RunMsim({integrity}, {{"MSIM_PROFILE", "h200-measured"}}).status, 0) << "the shipped profile loads";
+  for (const auto& [rate, value] : shipped["link"].items()) {
+    nlohmann::json missing = shipped, zero = shipped, negative = shipped;
+    missing["link"].erase(rate);
+    zero["link"][rate] = 0;
+    negative["link"][rate] = -1;
+    for (const auto& [what, doc, said] :
+         {std::tuple{"missing", missing, "link: missing field '" + rate + "'"},
+          std::tuple{"zero", zero, "link: field '" + rate + "' = 0 is outside"},
+          std::tuple{"negative", negative, "link: field '" + rate + "' = -1 is outside"}}) {
+      const Outcome o = RunMsim({integrity}, {{"MSIM_PROFILE", Write(rate + "-" + what + ".json", doc.dump())}});
+      EXPECT_EQ(o.status, 1) << rate << " " << what;
+      EXPECT_NE(o.err.find(said), std::string::npos) << o.err;
+    }
+  }
+  nlohmann::json no_link = shipped;
+  no_link.erase("link");
+  EXPECT_NE(
+      RunMsim({integrity}, {{"MSIM_PROFILE", Write("no-link.json", no_link.dump())}}).err.find("missing field 'link'"),
+      std::string::npos);
+  nlohmann::json old = no_link;
+  old["version"] = 1;
+  EXPECT_EQ(RunMsim({integrity}, {{"MSIM_PROFILE", Write("old.json", old.dump())}}).status, 0)
+      << "a version 1 profile loads";
 }
 
 TEST(SimWorkloadTest, DeviceAllocationsBeyondHbmFailWithOutOfMemory) {

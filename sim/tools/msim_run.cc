@@ -5,10 +5,13 @@
 //   msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]
 //            [--managed] [--no-checksum] [--arrive-ns T]
 //            [--attempts N] [--retry-delay-ns D]
-//   msim-run --replay TRACE [the same options but --set]
+//   msim-run --replay TRACE [--host-ns-per-launch N] [the same options but --set]
 //
 // --replay runs a real program's profile trace (trace_replay.h) in place
-// of a workload file, and says first how its kernels are timed.
+// of a workload file, and says first how its kernels and its host time
+// between launches are timed. --host-ns-per-launch: the host time before
+// each launch whose trace records none (docs/simulator.md gives it for the
+// shared traces, with the measurement it comes from).
 // --managed allocates every device buffer as managed memory, as a
 // unified-memory program does (demand paging without msched).
 // --no-checksum skips reading the checksum buffers back (benchmark scale).
@@ -26,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "msim/msim.h"
 #include "trace_replay.h"
 #include "workload_parse.h"
 #include "workload_run.h"
@@ -37,8 +41,8 @@ int Usage(const char* why) {
       stderr,
       "msim-run: %s\nusage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n"
       "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n"
-      "       msim-run --replay TRACE [--json OUT.json] [--managed] [--no-checksum] [--arrive-ns T]\n"
-      "                [--attempts N] [--retry-delay-ns D]\n",
+      "       msim-run --replay TRACE [--host-ns-per-launch N] [--json OUT.json] [--managed] [--no-checksum]\n"
+      "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n",
       why);
   return 2;
 }
@@ -53,6 +57,12 @@ nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
       r.workload.name.c_str(), static_cast<unsigned long long>(r.launches),
       static_cast<unsigned long long>(r.allocations), static_cast<unsigned long long>(r.clean_durations),
       static_cast<unsigned long long>(modelled));
+  std::printf(
+      "replay %s: host time before a launch: %llu from the trace's host_ns, %llu at --host-ns-per-launch, %llu "
+      "none\n",
+      r.workload.name.c_str(), static_cast<unsigned long long>(r.recorded_host),
+      static_cast<unsigned long long>(r.stated_host),
+      static_cast<unsigned long long>(r.launches - r.recorded_host - r.stated_host));
   const std::pair<const char*, uint64_t> skipped[] = {
       {"launches the driver would refuse skipped", r.skipped_launches},
       {"touched ranges outside every allocation dropped", r.dropped_ranges},
@@ -75,6 +85,8 @@ nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
           {"replaced_allocations", r.replaced_allocations},
           {"skipped_allocations", r.skipped_allocations},
           {"implausible_durations", r.implausible_durations},
+          {"recorded_host", r.recorded_host},
+          {"stated_host", r.stated_host},
           {"unreadable_lines", r.problems.size()}};
 }
 
@@ -83,6 +95,7 @@ nlohmann::json ReplaySummary(const msim::ReplayedTrace& r) {
 int main(int argc, char** argv) {
   std::string path, json_out;
   bool replay = false;
+  uint64_t host_ns_per_launch = 0;
   std::map<std::string, int64_t> overrides;
   msim::RunOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -99,16 +112,20 @@ int main(int argc, char** argv) {
       options.force_managed = true;
     } else if (a == "--no-checksum") {
       options.checksums = false;
-    } else if ((a == "--arrive-ns" || a == "--attempts" || a == "--retry-delay-ns") && i + 1 < argc) {
+    } else if ((a == "--arrive-ns" || a == "--attempts" || a == "--retry-delay-ns" || a == "--host-ns-per-launch") &&
+               i + 1 < argc) {
       char* end = nullptr;
       const char* text = argv[++i];
       const unsigned long long v = std::strtoull(text, &end, 10);
-      if (*text < '0' || *text > '9' || *end != '\0' || (a == "--attempts" && (v < 1 || v > 100))) {
+      if (*text < '0' || *text > '9' || *end != '\0' || (a == "--attempts" && (v < 1 || v > 100)) ||
+          (a == "--host-ns-per-launch" && v > MSIM_MAX_KERNEL_NS)) {
         return Usage(
             (a + " " + text + ": expected " + (a == "--attempts" ? "a count from 1 to 100" : "nanoseconds")).c_str());
       }
       if (a == "--arrive-ns")
         options.arrival_ns = v;
+      else if (a == "--host-ns-per-launch")
+        host_ns_per_launch = v;
       else if (a == "--attempts")
         options.max_attempts = static_cast<int>(v);
       else
@@ -126,10 +143,11 @@ int main(int argc, char** argv) {
   }
   if (path.empty()) return Usage("no workload given");
   if (replay && !overrides.empty()) return Usage("--set does not apply to a replay");
+  if (!replay && host_ns_per_launch != 0) return Usage("--host-ns-per-launch applies to a replay only");
   msched::Result<msim::Workload> loaded = msched::Status::Ok();
   nlohmann::json replay_json;
   if (replay) {
-    msched::Result<msim::ReplayedTrace> replayed = msim::ReplayTrace(path);
+    msched::Result<msim::ReplayedTrace> replayed = msim::ReplayTrace(path, host_ns_per_launch);
     if (!replayed.ok()) {
       std::fprintf(stderr, "msim-run: %s\n", replayed.status().message().c_str());
       return 2;

@@ -61,7 +61,10 @@ class LiveAllocations {
 
 class Converter {
  public:
-  Converter(const Trace& trace, const std::string& name) : trace_(trace) { out_.workload.name = name; }
+  Converter(const Trace& trace, const std::string& name, uint64_t host_ns_per_launch)
+      : trace_(trace), host_ns_per_launch_(host_ns_per_launch) {
+    out_.workload.name = name;
+  }
 
   ReplayedTrace Convert() {
     size_t applied = 0;
@@ -194,6 +197,13 @@ class Converter {
       s.block[i] = Constant(l.dims.block[i]);
     }
     s.replayed = true;
+    if (l.host_ns != 0 && l.host_ns <= MSIM_MAX_KERNEL_NS) {
+      s.host_ns = l.host_ns;
+      ++out_.recorded_host;
+    } else if (host_ns_per_launch_ != 0) {
+      s.host_ns = host_ns_per_launch_;
+      ++out_.stated_host;
+    }
     // A duration no kernel runs (past MSIM_MAX_KERNEL_NS) is a corrupt record: the
     // simulator models this launch's time instead, and the clock never
     // wraps or leaps for it.
@@ -227,6 +237,7 @@ class Converter {
   }
 
   const Trace& trace_;
+  const uint64_t host_ns_per_launch_;
   ReplayedTrace out_;
   LiveAllocations live_;
   std::map<std::string, msched::ParamLayout> layouts_;
@@ -235,9 +246,11 @@ class Converter {
 
 }  // namespace
 
-ReplayedTrace ReplayOf(const Trace& trace, const std::string& name) { return Converter(trace, name).Convert(); }
+ReplayedTrace ReplayOf(const Trace& trace, const std::string& name, uint64_t host_ns_per_launch) {
+  return Converter(trace, name, host_ns_per_launch).Convert();
+}
 
-msched::Result<ReplayedTrace> ReplayTrace(const std::string& path) {
+msched::Result<ReplayedTrace> ReplayTrace(const std::string& path, uint64_t host_ns_per_launch) {
   msched::TraceReadResult read = msched::ReadTrace(path);
   if (!read.status.ok() && path.ends_with(".xz")) {
     return msched::Status::InvalidArgument(read.status.message() +
@@ -250,7 +263,7 @@ msched::Result<ReplayedTrace> ReplayTrace(const std::string& path) {
   for (const char* suffix : {".trace", ".jsonl"}) {
     if (name.size() > std::strlen(suffix) && name.ends_with(suffix)) name.resize(name.size() - std::strlen(suffix));
   }
-  ReplayedTrace replay = ReplayOf(read.trace, name);
+  ReplayedTrace replay = ReplayOf(read.trace, name, host_ns_per_launch);
   replay.problems = std::move(read.problems);
   return replay;
 }

@@ -8,6 +8,9 @@
 //     with the recorded argument bytes: each aligned 8-byte word that
 //     pointed into (or just past) a live allocation is moved to the same
 //     offset of its replayed allocation, struct arguments included;
+//   - each launch comes after the program's recorded host time before it
+//     (the trace's host_ns), or, for a trace without it, after a stated
+//     host time a launch (--host-ns-per-launch), or at once;
 //   - each launch touches the recorded ranges, moved likewise and cut to
 //     their allocations (msimSetNextLaunch), and runs for the trace's clean
 //     duration when it has one, or else as the simulator models it: its
@@ -46,13 +49,16 @@ struct ReplayedTrace {
   uint64_t replaced_allocations = 0;   // live allocations a later one overlapped (taken as freed)
   uint64_t skipped_allocations = 0;    // sizes past 256 TiB, or past the end of the address space
   uint64_t implausible_durations = 0;  // durations past MSIM_MAX_KERNEL_NS, modelled instead
+  uint64_t recorded_host = 0;          // launches after the trace's own host time (host_ns)
+  uint64_t stated_host = 0;            // launches after the stated host time a launch
   std::vector<std::string> problems;   // trace lines the reader skipped ("file:line: what")
 };
 
 // The trace at `path` as a workload named after the file. An error when
-// the file cannot be read or is not a trace.
-msched::Result<ReplayedTrace> ReplayTrace(const std::string& path);
+// the file cannot be read or is not a trace. `host_ns_per_launch`: the host
+// time before each launch the trace gives none for (0: none).
+msched::Result<ReplayedTrace> ReplayTrace(const std::string& path, uint64_t host_ns_per_launch = 0);
 // The same for a trace already read.
-ReplayedTrace ReplayOf(const msched::Trace& trace, const std::string& name);
+ReplayedTrace ReplayOf(const msched::Trace& trace, const std::string& name, uint64_t host_ns_per_launch = 0);
 
 }  // namespace msim

@@ -82,6 +82,7 @@ struct Step {
   bool replayed = false;
   std::vector<TouchSpec> touches;
   uint64_t compute_ns = 0;
+  uint64_t host_ns = 0;  // the program's host time before the launch: the clock moves on by it first
 };
 
 // A service's requests: `requests` arrive as one seeded Poisson process at

@@ -334,6 +334,9 @@ msched::Status Runner::Launch(const Step& s) {
   void** ex = s.to == "extra" ? extra : nullptr;
   ReplayStamp stamp;
   if (s.replayed) {
+    // The recorded program's host work (Python between launches) before
+    // this launch: its earlier kernels run on meanwhile.
+    if (s.host_ns != 0) msimAdvanceTo(Now() + s.host_ns);
     stamp.launch = launches_;
     stamp.identity = 1469598103934665603ull;  // FNV-1a over the kernel's name and the ranges' offsets
     const auto mix = [&](uint64_t v) { stamp.identity = (stamp.identity ^ v) * 1099511628211ull; };

@@ -121,6 +121,9 @@ Result<TraceLaunch> ParseLaunch(const json& j) {
   Result<uint64_t> duration = OptionalU64(j, "duration_ns", 0);
   if (!duration.ok()) return duration.status();
   l.duration_ns = *duration;
+  Result<uint64_t> host = OptionalU64(j, "host_ns", 0);
+  if (!host.ok()) return host.status();
+  l.host_ns = *host;
   return l;
 }
 
@@ -329,6 +332,7 @@ std::string TraceLaunchLine(const TraceLaunch& l) {
             {"touched", touched}};
   if (l.latency_ns) j["latency_ns"] = l.latency_ns;
   if (l.duration_ns) j["duration_ns"] = l.duration_ns;
+  if (l.host_ns) j["host_ns"] = l.host_ns;
   return j.dump();
 }
 

@@ -5,8 +5,8 @@
 //   {"type":"alloc","base":N,"size":N}            {"type":"free","base":N}
 //   {"type":"launch","seq":N,"kernel":"...","params":[[off,size],...],"args":["hex",...],
 //    "grid":[x,y,z],"block":[x,y,z],"smem":N,"touched":[[begin,end,mode],...],"latency_ns":N,
-//    "duration_ns":N}
-//   (latency_ns and duration_ns optional)
+//    "duration_ns":N,"host_ns":N}
+//   (latency_ns, duration_ns and host_ns optional)
 //   {"type":"note","text":"..."}
 // Touched ranges are exact bytes ("precision": 1) on the simulator, and
 // rounded out to the driver's migration granularity from CUPTI.
@@ -44,6 +44,10 @@ struct TraceLaunch {
   // The kernel's own running time with its memory already on the device, as
   // a replay models it (0: not recorded).
   uint64_t duration_ns = 0;
+  // The program's own host time before this launch: from the previous
+  // recorded launch's return to this one's call (0: not recorded, or the
+  // first). The profiler's own work in between is not in it.
+  uint64_t host_ns = 0;
   size_t alloc_epoch = 0;  // allocation events that happened before this launch
 };
 

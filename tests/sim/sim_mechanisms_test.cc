@@ -85,8 +85,7 @@ TEST_F(SimMechanismsTest, EachMoveCostsWhatTheH200Measured) {
   ExpectNear("read-mostly prefetch host to GPU (GB/s)", Rate(kGiB, Timed([&] { Prefetch(fresh, kGiB, true); })),
              50.754);
   const uint64_t dropped_before = Counter("duplicate_dropped");
-  ExpectNear("read-mostly eviction, duplicate dropped (ms)", Timed([&] { Prefetch(fresh, kGiB, false); }) / 1e6,
-             1.518);
+  ExpectNear("read-mostly eviction, duplicate dropped (ms)", Timed([&] { Prefetch(fresh, kGiB, false); }) / 1e6, 1.518);
   EXPECT_EQ(Counter("duplicate_dropped") - dropped_before, kGiB);
   CU_ASSERT(cuMemAdvise(fresh, kGiB, CU_MEM_ADVISE_UNSET_READ_MOSTLY, kGpu));
 
@@ -98,9 +97,9 @@ TEST_F(SimMechanismsTest, EachMoveCostsWhatTheH200Measured) {
   CU_ASSERT(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   const uint64_t copied_before = Stats()["bytes"]["d2h"]["prefetch"].get<uint64_t>();
   ExpectNear("discard then evict, 1 GiB (ms)", Timed([&] {
-               ASSERT_EQ(cuMemDiscardBatchAsync(ptrs, sizes, 1, 0, s), CUDA_SUCCESS);
-               Prefetch(scratch, kGiB, false, s);
-             }) / 1e6,
+                                                 ASSERT_EQ(cuMemDiscardBatchAsync(ptrs, sizes, 1, 0, s), CUDA_SUCCESS);
+                                                 Prefetch(scratch, kGiB, false, s);
+                                               }) / 1e6,
              66.894);
   EXPECT_EQ(Stats()["bytes"]["d2h"]["prefetch"].get<uint64_t>(), copied_before) << "discarded data is not copied";
   CU_ASSERT(cuStreamDestroy(s));
@@ -121,9 +120,9 @@ TEST_F(SimMechanismsTest, AnEvictionAndALoadShareTheLink) {
   CU_ASSERT(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
   CU_ASSERT(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
   ExpectNear("evict 0.5 GiB while loading 0.5 GiB on two streams (GB/s)", Rate(kGiB, Timed([&] {
-                                                                                  Prefetch(out, half, false, a);
-                                                                                  Prefetch(in, half, true, b);
-                                                                                })),
+                                                                                 Prefetch(out, half, false, a);
+                                                                                 Prefetch(in, half, true, b);
+                                                                               })),
              21.789);
   CU_ASSERT(cuStreamDestroy(a));
   CU_ASSERT(cuStreamDestroy(b));
@@ -141,8 +140,7 @@ TEST_F(SimMechanismsTest, ALoneFaultAndFaultDrivenMigrationCostWhatTheH200Measur
   const CUdeviceptr data = GpuWritten(kGiB);
   Prefetch(data, kGiB, false);
   CU_ASSERT(cuCtxSynchronize());
-  ExpectNear("fault-driven migration host to GPU, 1 GiB (GB/s)", Rate(kGiB, Timed([&] { Touch(data, kGiB); })),
-             6.515);
+  ExpectNear("fault-driven migration host to GPU, 1 GiB (GB/s)", Rate(kGiB, Timed([&] { Touch(data, kGiB); })), 6.515);
 }
 
 }  // namespace

@@ -378,6 +378,56 @@ TEST(TraceReplayTest, ImpossibleSizesNamesAndDurationsAreSkippedAndCounted) {
   EXPECT_LT(ts::JsonU64(r.sim, {"kernel_ns"}), 1'000'000'000u) << "four short kernels";
 }
 
+// Host time: msched-profile --trace records the program's own host time
+// before each launch (host_ns), and a replay waits that long before the
+// launch, its earlier kernels running on meanwhile; a trace without it takes
+// a stated host time a launch (--host-ns-per-launch), or none.
+TEST(TraceReplayTest, ReplaysKeepTheProgramsHostTimeBetweenLaunches) {
+  const std::string trace = Temp("host.trace");
+  ::unlink(trace.c_str());
+  const ts::ProgramRun recorded = ts::RunProgram(
+      {MSCHED_PROFILE, "-o", Temp("host.templates.json"), "--trace", trace, "--", MSIM_RUN,
+       std::string(TEST_WORKLOADS_DIR) + "/host_phases.json", "--set", "TASKS=4", "--set", "HOST_US=2000", "--set",
+       "FOOT=4M"},
+      {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", ""}, {"LD_PRELOAD", ""}, {"MSCHED_TEMPLATES", ""}});
+  ASSERT_EQ(recorded.status, 0) << recorded.err;
+  Trace t = Read(trace);
+  ASSERT_EQ(t.launches.size(), 4u);
+  EXPECT_EQ(t.launches[0].host_ns, 0u) << "nothing before the first";
+  for (size_t i = 1; i < t.launches.size(); ++i) {
+    EXPECT_GE(t.launches[i].host_ns, 2'000'000u) << i;
+    EXPECT_LT(t.launches[i].host_ns, 2'200'000u) << i << ": the profiler's own work is not the program's";
+  }
+  const Replay with_host = RunReplay(trace, {"--no-checksum"}, {});
+  ASSERT_EQ(with_host.run.status, 0) << with_host.run.err;
+  EXPECT_NE(with_host.run.out.find("host time before a launch: 3 from the trace's host_ns, 0 at "
+                                   "--host-ns-per-launch, 1 none"),
+            std::string::npos)
+      << with_host.run.out;
+  // The same trace without its host time, then with a stated one.
+  for (TraceLaunch& l : t.launches) l.host_ns = 0;
+  std::vector<std::string> lines;
+  for (const msched::TraceAllocEvent& a : t.allocs) {
+    lines.push_back(a.alloc ? msched::TraceAllocLine(a.base, a.size) : msched::TraceFreeLine(a.base));
+  }
+  for (const TraceLaunch& l : t.launches) lines.push_back(msched::TraceLaunchLine(l));
+  const std::string bare = HandMade("host-bare", lines);
+  const Replay without = RunReplay(bare, {"--no-checksum"}, {});
+  const Replay stated = RunReplay(bare, {"--no-checksum", "--host-ns-per-launch", "1000000"}, {});
+  ASSERT_EQ(without.run.status, 0) << without.run.err;
+  ASSERT_EQ(stated.run.status, 0) << stated.run.err;
+  const uint64_t t_with = ts::JsonU64(with_host.out, {"virtual_time_ns"});
+  const uint64_t t_without = ts::JsonU64(without.out, {"virtual_time_ns"});
+  const uint64_t t_stated = ts::JsonU64(stated.out, {"virtual_time_ns"});
+  // The host's gaps add up (its kernels, a few microseconds each, overlap them).
+  EXPECT_GE(t_with, 6'000'000u) << "three gaps of 2 ms";
+  EXPECT_LT(t_with, t_without + 6'600'000);
+  EXPECT_GE(t_stated, 4'000'000u) << "1 ms before each of four launches";
+  EXPECT_LT(t_stated, t_without + 4'400'000);
+  EXPECT_LT(t_without, 1'000'000u) << "without host time, the kernels alone";
+  EXPECT_EQ(ts::JsonU64(stated.out, {"replay", "stated_host"}), 4u);
+}
+
 TEST(TraceReplayTest, BadTracesGetAClearErrorOrABoundedRun) {
   // Unreadable: exit 2 and a message that says why.
   struct Bad {

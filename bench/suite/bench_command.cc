@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/subprocess.h"
+#include "msched/config.h"
 #include "suite/gantt.h"
 #include "suite/report.h"
 #include "suite/suite.h"
@@ -24,14 +25,16 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kUsage[] =
-    "usage: msched bench [SCENARIO...] [--device PROFILE] [--quick] [--policies P,...] [--out DIR] [--trace DIR]\n"
-    "                    [--scenarios DIR]\n"
+    "usage: msched bench [SCENARIO...] [--device PROFILE] [--hbm SIZE] [--quick] [--policies P,...] [--out DIR]\n"
+    "                    [--trace DIR] [--scenarios DIR]\n"
     "       msched bench --list [--scenarios DIR]\n"
     "Runs the benchmark suite on the simulated GPU: every scenario (or those named) at each footprint\n"
     "under each policy, side by side, with the ideal the device allows. Prints the tables and writes\n"
     "report.md, results.csv and PNG plots (a Gantt plot of each scenario among them) into DIR\n"
     "(default: ./msched-bench).\n"
     "  --device PROFILE  simulated device profile (default rtx5080-pcie5; see templates/devices)\n"
+    "  --hbm SIZE        the device's memory, a share of the profile's (such as --device h200-measured\n"
+    "                    --hbm 16GiB: the H200's link and costs with the paper's 16 GiB)\n"
     "  --quick           small footprints with computed results checked against a reference run\n"
     "                    (minutes); without it, the profile's full HBM with time modelled only\n"
     "  --policies P,...  run only these of each scenario's policies (such as msched,exclusive); a scenario\n"
@@ -48,6 +51,7 @@ struct Options {
   std::string out = "msched-bench";
   std::string trace;
   std::string scenarios_dir;          // empty: the suite's own
+  uint64_t hbm_bytes = 0;             // --hbm (0: the profile's)
   std::vector<std::string> policies;  // empty: each scenario's own
   bool quick = false, list = false, help = false;
 };
@@ -65,6 +69,10 @@ bool Parse(int argc, char** argv, Options* o) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');) o->policies.push_back(name);
       if (o->policies.empty()) return false;
+    } else if (a == "--hbm" && i + 1 < argc) {
+      Result<uint64_t> bytes = ParseBytes(argv[++i]);
+      if (!bytes.ok() || *bytes == 0) return false;
+      o->hbm_bytes = *bytes;
     } else if ((a == "--device" || a == "--out" || a == "--trace" || a == "--scenarios") && i + 1 < argc) {
       (a == "--device" ? o->device : a == "--out" ? o->out : a == "--trace" ? o->trace : o->scenarios_dir) = argv[++i];
     } else if (!a.empty() && a[0] != '-') {
@@ -99,8 +107,14 @@ std::string Today() {
 std::string Method(const DeviceFacts& d, bool quick) {
   std::ostringstream m;
   m << "Every number here is simulated: msim, msched's simulated CUDA driver, models the " << d.name << " profile ("
-    << (d.hbm_bytes >> 20) << " MiB HBM, " << d.h2d_gbps << " GB/s host to device, " << d.d2h_gbps
-    << " GB/s back, the paper's measured fault costs) on a virtual clock; no GPU ran these. Each job is its own "
+    << (d.hbm_bytes >> 20) << " MiB HBM"
+    << (d.hbm_bytes != d.card_hbm_bytes
+            ? ", a share of the card's " + std::to_string(d.card_hbm_bytes >> 20) +
+                  " MiB so that footprints and run times are those of the paper's 16 GiB card"
+            : std::string())
+    << ", " << d.h2d_gbps << " GB/s host to device, " << d.d2h_gbps
+    << " GB/s back, and the other link rates and fault costs its profile measured: docs/simulator.md) on a virtual "
+       "clock; no GPU ran these. Each job is its own "
     << "process running a workload from bench/workloads through the real libmsched hook; msched policies add an "
     << "in-process coordinator (the mschedd server). Templates come from msched-profile (two profiling runs per "
     << "workload at different sizes, fitted together). At each point every policy runs the same jobs on a fresh "
@@ -191,6 +205,12 @@ int BenchMain(int argc, char** argv) {
     std::cerr << "msched bench: " << device.status().message() << "\n";
     return 2;
   }
+  if (o.hbm_bytes > device->card_hbm_bytes) {
+    std::cerr << "msched bench: --hbm " << FormatBytes(o.hbm_bytes) << " is more than " << device->name << "'s "
+              << FormatBytes(device->card_hbm_bytes) << "\n";
+    return 2;
+  }
+  if (o.hbm_bytes != 0) device->hbm_bytes = o.hbm_bytes;
   std::error_code ec;
   fs::create_directories(o.out, ec);
   const std::string out_dir = fs::absolute(o.out).string();

@@ -173,7 +173,7 @@ Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths
   }
   DeviceFacts d;
   d.name = j.value("name", profile);
-  d.hbm_bytes = j["hbm_bytes"].get<uint64_t>();
+  d.hbm_bytes = d.card_hbm_bytes = j["hbm_bytes"].get<uint64_t>();
   d.h2d_gbps = j["h2d_gbps"].get<double>();
   d.d2h_gbps = j["d2h_gbps"].get<double>();
   if (d.hbm_bytes == 0 || d.h2d_gbps <= 0 || d.d2h_gbps <= 0)

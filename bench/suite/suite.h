@@ -21,7 +21,8 @@ namespace msched::bench {
 // What the report needs of a device profile (templates/devices/NAME.json).
 struct DeviceFacts {
   std::string name;
-  uint64_t hbm_bytes = 0;
+  uint64_t hbm_bytes = 0;             // what the runs have (msched bench --hbm: a share of the card's)
+  uint64_t card_hbm_bytes = 0;        // the profile's
   double h2d_gbps = 0, d2h_gbps = 0;  // 10^9 bytes per second
 };
 Result<DeviceFacts> LoadDeviceFacts(const std::string& profile, const BenchPaths& paths);

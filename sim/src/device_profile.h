@@ -29,6 +29,8 @@ struct DeviceProfile {
   double discard_gbps = 0;               // discarding resident data (cuMemDiscardBatchAsync); 0: at once
   double duplex_gbps = 0;                // both directions at once, in all; 0: each at its own rate
   double batch_range_us = 0;             // what each range of a batched prefetch adds to the call's cost
+  double collapse_us_per_page = 0;       // a GPU write collapsing a read duplicate: each 4 KiB page's fault
+  double unset_duplicate_gbps = 0;       // unsetting read-mostly over duplicated data: the copies it drops
   double fault_control_us = 0;           // control-plane round trip of one fault batch (one lone fault: one batch)
   double fault_min_transfer_us = 0;      // floor on one batch's data transfer
   uint32_t fault_batch_size = 256;       // fault entries (4 KiB pages) serviced per batch

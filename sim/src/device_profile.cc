@@ -59,6 +59,7 @@ bool ParseLink(const json& doc, int version, DeviceProfile* p, std::string* erro
                   Number(*link, "duplicate_drop_us_per_gib", true, 1e-3, 1e6, &p->duplicate_drop_us_per_gib, error) &&
                   Number(*link, "discard_gbps", true, 0.01, 1e5, &p->discard_gbps, error) &&
                   Number(*link, "duplex_gbps", true, 0.01, 1e4, &p->duplex_gbps, error) &&
+                  Number(*link, "prefetch_move_us", true, 1e-3, 1e6, &p->prefetch_move_us, error) &&
                   Number(*link, "batch_range_us", true, 1e-3, 1e6, &p->batch_range_us, error) &&
                   Number(*link, "collapse_us_per_page", true, 1e-3, 1e6, &p->collapse_us_per_page, error) &&
                   Number(*link, "unset_duplicate_gbps", true, 0.01, 1e5, &p->unset_duplicate_gbps, error);

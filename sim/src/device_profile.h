@@ -28,6 +28,7 @@ struct DeviceProfile {
   double duplicate_drop_us_per_gib = 0;  // ...and per GiB dropped
   double discard_gbps = 0;               // discarding resident data (cuMemDiscardBatchAsync); 0: at once
   double duplex_gbps = 0;                // both directions at once, in all; 0: each at its own rate
+  double prefetch_move_us = 0;           // what a prefetch that moves any data adds to prefetch_call_us
   double batch_range_us = 0;             // what each range of a batched prefetch adds to the call's cost
   double collapse_us_per_page = 0;       // a GPU write collapsing a read duplicate: each 4 KiB page's fault
   double unset_duplicate_gbps = 0;       // unsetting read-mostly over duplicated data: the copies it drops

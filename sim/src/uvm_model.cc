@@ -285,10 +285,22 @@ KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& tou
   return m;
 }
 
+// The stream time a prefetch of `out` units (per touch, those that would
+// move) costs before its first byte: the call, and more when it moves any.
+template <typename Moving>
+uint64_t PrefetchSetupNs(const DeviceProfile& p, const std::vector<ChunkTouch>& touches, Moving moving) {
+  const bool moves = std::any_of(touches.begin(), touches.end(), moving);
+  return UsToNs(p.prefetch_call_us) + (moves ? UsToNs(p.prefetch_move_us) : 0);
+}
+
 uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c) {
   const DeviceProfile& p = d.profile();
-  const uint64_t issued = t0 + UsToNs(p.prefetch_call_us);
-  uint64_t cursor = std::max(t0, d.h2d_free()) + UsToNs(p.prefetch_call_us);
+  const uint64_t setup = PrefetchSetupNs(p, touches, [&](const ChunkTouch& t) {
+    const ChunkRec& ch = d.chunk(t.idx);
+    return (t.units & ch.valid_mask & ~ch.resident_mask) != 0;
+  });
+  const uint64_t issued = t0 + setup;
+  uint64_t cursor = std::max(t0, d.h2d_free()) + setup;
   uint64_t fill_cursor = issued;  // zero fills run one after another on the device
   uint64_t done = cursor;
   for (const ChunkTouch& t : touches) {
@@ -325,7 +337,9 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
 
 uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64_t t0, UvmCounters* c) {
   const DeviceProfile& p = d.profile();
-  uint64_t cursor = std::max(t0, d.d2h_free()) + UsToNs(p.prefetch_call_us);
+  uint64_t cursor = std::max(t0, d.d2h_free()) + PrefetchSetupNs(p, touches, [&](const ChunkTouch& t) {
+                      return (t.units & d.chunk(t.idx).resident_mask) != 0;
+                    });
   uint64_t duplicates = 0;  // read duplicates dropped: their host copies are valid
   for (const ChunkTouch& t : touches) {
     ChunkRec& ch = d.chunk(t.idx);

@@ -130,6 +130,33 @@ TEST_F(SimMechanismsTest, WritingOverReadDuplicatesCostsWhatTheH200Measured) {
              0.078 + 9.403);
 }
 
+// Small prefetches: the call's own cost, and more when it moves data.
+TEST_F(SimMechanismsTest, SmallPrefetchesCostWhatTheH200Measured) {
+  const CUdeviceptr p = GpuWritten(64 * kMiB);
+  Prefetch(p, 64 * kMiB, false);
+  CU_ASSERT(cuCtxSynchronize());
+  constexpr int kCalls = 512;
+  ExpectNear("stream time of a 64 KiB host-to-device prefetch (us)",
+             Timed([&] {
+               for (int i = 0; i < kCalls; ++i) Prefetch(p + i * 64 * 1024, 64 * 1024, true);
+             }) / 1e3 /
+                 kCalls,
+             41.675);
+  ExpectNear("stream time of a no-op prefetch, 2 MiB already resident (us)",
+             Timed([&] {
+               for (int i = 0; i < kCalls; ++i) Prefetch(p, 2 * kMiB, true);
+             }) / 1e3 /
+                 kCalls,
+             5.629);
+  Scribble(p, 2 * kMiB);
+  ExpectNear("prefetch of a 64 KiB slice of a GPU-written 2 MiB chunk to host (us)",
+             Timed([&] {
+               for (int i = 0; i < 32; ++i) Prefetch(p + i * 64 * 1024, 64 * 1024, false);
+             }) / 1e3 /
+                 32,
+             39.140);
+}
+
 // Both directions at once: an eviction and a load on two streams share the
 // link, where each alone moves at its own rate.
 TEST_F(SimMechanismsTest, AnEvictionAndALoadShareTheLink) {

@@ -187,6 +187,18 @@ tail_block() { report '```'; tail -"${2:-8}" "$logs/$1" >>"$frag" 2>/dev/null; r
 
 # The balloon: balloon_up PROCESSES leaves data_gib GiB plus PROCESSES x
 # ctx_mib MiB free (N) and says so; balloon_down frees it.
+# await_line PATTERN FILE PID TRIES PAUSE: until FILE has a line matching
+# PATTERN, PID is gone, or TRIES looks PAUSE seconds apart have passed.
+await_line() {
+  local _
+  for _ in $(seq "$4"); do
+    grep -q "$1" "$2" 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep "$5"
+  done
+  return 1
+}
+
 balloon_up() {
   local procs=$1 head used0 used1 took freeb ctx_seen
   head=$((procs * ctx_mib))
@@ -196,11 +208,7 @@ balloon_up() {
   env -u LD_PRELOAD timeout --foreground -k 5 "$(lim "$FC_LIMIT")" "$bin/balloon" hold "$data_gib" "$head" "$(lim "$FC_LIMIT")" \
     </dev/null >"$logs/$step-balloon.out" 2>&1 &
   balloon_pid=$!
-  for _ in $(seq 300); do
-    grep -q '^balloon: holding took' "$logs/$step-balloon.out" 2>/dev/null && break
-    kill -0 "$balloon_pid" 2>/dev/null || break
-    sleep 0.2
-  done
+  await_line '^balloon: holding took' "$logs/$step-balloon.out" "$balloon_pid" 300 0.2
   if ! grep -q '^balloon: holding took' "$logs/$step-balloon.out" 2>/dev/null; then
     report "The balloon did not take the card, so this step did not run:"
     tail_block "$step-balloon.out"
@@ -562,11 +570,7 @@ pause_one() {
   env -u LD_PRELOAD timeout --foreground -k 5 "$(lim 90)" "$bin/balloon" probe "$probe_mib" hold 60 </dev/null \
     >"$logs/2b-$kind-probe.out" 2>&1 &
   probe_pid=$!
-  for _ in $(seq 600); do
-    grep -q '^probe: holding\|^probe: alloc failed' "$logs/2b-$kind-probe.out" 2>/dev/null && break
-    kill -0 "$probe_pid" 2>/dev/null || break
-    sleep 0.1
-  done
+  await_line '^probe: holding\|^probe: alloc failed' "$logs/2b-$kind-probe.out" "$probe_pid" 600 0.1
   smi_d="$(used_mib) / $(free_mib)"
   kill -TERM "$probe_pid" 2>/dev/null
   wait "$probe_pid"

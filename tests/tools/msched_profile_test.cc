@@ -55,6 +55,24 @@ msched::SpawnOptions SimSpawn(const std::map<std::string, std::string>& env, con
   return o;
 }
 
+// The pid a program wrote to `file`, once it has (0 after 10 s without).
+pid_t PidWritten(const std::string& file) {
+  pid_t pid = 0;
+  for (int i = 0; i < 500 && pid == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(file) >> pid;
+  }
+  return pid;
+}
+
+// `p`'s exit status once it exits, or, after `seconds`, once killed.
+int ExitWithin(msched::Subprocess& p, int seconds) {
+  int status = -1;
+  for (int i = 0; i < seconds * 50 && !p.Poll(&status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!p.Poll(&status)) p.Kill(SIGKILL), status = p.Wait();
+  return status;
+}
+
 ts::ProgramRun Profile(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
   args.insert(args.begin(), MSCHED_PROFILE);
   return ts::RunProgram(args, SimEnv(std::move(env)));
@@ -352,18 +370,11 @@ TEST(MschedProfileTest, AStopSignalReachesEveryProcessOfTheProgram) {
   auto profile = msched::Subprocess::Spawn(
       {MSCHED_PROFILE, "-o", Temp("workers.json"), "--", "sh", "-c", "sleep 60 & echo $! > " + pid_file + "; wait"}, o);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  pid_t worker = 0;
-  for (int i = 0; i < 500 && worker == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ifstream(pid_file) >> worker;
-  }
+  const pid_t worker = PidWritten(pid_file);
   ASSERT_GT(worker, 0) << "the program did not start: " << ts::Slurp(o.stderr_path);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(::kill(profile->pid(), SIGTERM), 0);
-  int status = -1;
-  for (int i = 0; i < 750 && !profile->Poll(&status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (!profile->Poll(&status)) profile->Kill(SIGKILL), status = profile->Wait();
-  EXPECT_EQ(status, 128 + SIGTERM) << ts::Slurp(o.stderr_path);
+  EXPECT_EQ(ExitWithin(*profile, 15), 128 + SIGTERM) << ts::Slurp(o.stderr_path);
   // The worker was msched-profile's (its subreaper's) child, reaped at its
   // exit: no such process now, nor a zombie.
   const bool worker_lives = ::kill(worker, 0) == 0;
@@ -385,17 +396,11 @@ TEST(MschedProfileTest, AStopSignalReachesTheProgramWhichIsWaitedFor) {
     auto profile = msched::Subprocess::Spawn(
         {MSCHED_PROFILE, "-o", Temp("stopped.json"), "--", "sh", "-c", "echo $$ > " + pid_file + "; exec sleep 60"}, o);
     ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-    pid_t program = 0;
-    for (int i = 0; i < 500 && program == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      std::ifstream(pid_file) >> program;
-    }
+    const pid_t program = PidWritten(pid_file);
     ASSERT_GT(program, 0) << "the program did not start: " << ts::Slurp(o.stderr_path);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // into its sleep
     ASSERT_EQ(::kill(profile->pid(), signal), 0);
-    int status = -1;
-    for (int i = 0; i < 500 && !profile->Poll(&status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (!profile->Poll(&status)) profile->Kill(SIGKILL), status = profile->Wait();
+    const int status = ExitWithin(*profile, 10);
     const bool program_lives = ::kill(program, 0) == 0;
     if (program_lives) ::kill(program, SIGKILL);
     EXPECT_FALSE(program_lives) << "the program outlived msched-profile";

@@ -181,15 +181,14 @@ class StopSignalsPassedOn {
 // writing their traces.
 void StopDescendants(int signal) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (int sig = signal;;) {
+  const auto reap = [] {
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
+  };
+  for (int sig = signal;;) {
+    reap();
     const std::vector<pid_t> left = DescendantsOf(::getpid());
-    if (left.empty()) {
-      while (::waitpid(-1, nullptr, WNOHANG) > 0) {  // those that died since the last look
-      }
-      return;
-    }
+    if (left.empty()) return reap();  // those that died since the last look
     if (std::chrono::steady_clock::now() >= deadline && sig != SIGKILL) {
       Say(std::to_string(left.size()) + " processes of the program outlived the signal by 5 s; killing them");
       sig = SIGKILL;

@@ -16,6 +16,7 @@
 
 #include "cuda_device_ops.h"
 #include "cupti_faults.h"
+#include "device_clock.h"
 #include "driver_functions.h"
 #include "log.h"
 #include "profile/trace.h"
@@ -30,15 +31,6 @@ std::string ProgramName() {
   return argv0;
 }
 
-// The program's host clock: the simulator's virtual time, else steady time.
-uint64_t HostNow(const DriverFunctions& real) {
-  uint64_t t = 0;
-  if (real.msimGetTime != nullptr && real.msimGetTime(&t) == CUDA_SUCCESS) return t;
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
 }  // namespace
 
 struct ProfileRecorder::State {
@@ -48,7 +40,7 @@ struct ProfileRecorder::State {
   Mutex launch_mu;                               // serialises profiled launches
   Mutex io_mu MSCHED_ACQUIRED_AFTER(launch_mu);  // one line at a time; taken last
   uint64_t seq MSCHED_GUARDED_BY(launch_mu) = 0;
-  uint64_t last_return_ns MSCHED_GUARDED_BY(launch_mu) = 0;  // HostNow() as the last recorded launch returned
+  uint64_t last_return_ns MSCHED_GUARDED_BY(launch_mu) = 0;  // DeviceNow() as the last recorded launch returned
   std::set<std::string> noted MSCHED_GUARDED_BY(launch_mu);
 
   void Write(const std::string& line) MSCHED_EXCLUDES(io_mu) {
@@ -143,7 +135,7 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
     return launch();
   }
   const DriverFunctions& real = RealDriver();
-  const uint64_t entered = HostNow(real);
+  const uint64_t entered = DeviceNow();
   const uint64_t host_ns = s.last_return_ns != 0 && entered > s.last_return_ns ? entered - s.last_return_ns : 0;
   auto synchronize = real.cuCtxSynchronize;
   if (synchronize) synchronize();  // earlier work done: the latency is this kernel's alone
@@ -203,7 +195,7 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
   l.dims = dims;
   l.host_ns = host_ns;
   s.Write(TraceLaunchLine(l));
-  s.last_return_ns = HostNow(real);
+  s.last_return_ns = DeviceNow();
   return r;
 }
 

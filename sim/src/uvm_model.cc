@@ -43,6 +43,8 @@ uint64_t CopyOut(SharedDevice& d, const ChunkRec& ch, uint32_t out, uint64_t beg
   const uint32_t dirty = out & ~ch.host_mask;
   const uint64_t first = Bytes(dirty & ~ch.host_pages_mask), again = Bytes(dirty & ch.host_pages_mask);
   c->first_eviction_bytes += first;
+  // One transfer where the two rates agree (every version 1 profile): the
+  // same nanoseconds, to the last one, as before the eviction was split.
   if (p.first_eviction_gbps == p.d2h_gbps)
     return TransferEnd(p, begin, first + again, p.d2h_gbps, p.h2d_gbps, d.h2d_free());
   const uint64_t mid = TransferEnd(p, begin, first, p.first_eviction_gbps, p.h2d_gbps, d.h2d_free());
@@ -285,8 +287,8 @@ KernelMemory ServiceAccesses(SharedDevice& d, const std::vector<ChunkTouch>& tou
   return m;
 }
 
-// The stream time a prefetch of `out` units (per touch, those that would
-// move) costs before its first byte: the call, and more when it moves any.
+// The stream time a prefetch costs before its first byte: the call, and
+// more when any of its touches moves data (`moving` says which do).
 template <typename Moving>
 uint64_t PrefetchSetupNs(const DeviceProfile& p, const std::vector<ChunkTouch>& touches, Moving moving) {
   const bool moves = std::any_of(touches.begin(), touches.end(), moving);

@@ -33,6 +33,7 @@ uint64_t NowMs() {
 
 // The job's clock reading a message from a job carries, if it has one.
 uint64_t* TimeIn(proto::Message& m) {
+  if (auto* h = std::get_if<proto::Hello>(&m)) return &h->now_ns;
   if (auto* u = std::get_if<proto::Usage>(&m)) return &u->now_ns;
   if (auto* e = std::get_if<proto::SliceEnd>(&m)) return &e->now_ns;
   if (auto* i = std::get_if<proto::Idle>(&m)) return &i->at_ns;
@@ -259,9 +260,9 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     Log("rejected a message from " + Who(c.peer.uid, c.peer.pid) + ": " + what);
     Close(fd, "protocol violation");
   };
+  if (uint64_t* t = TimeIn(m)) *t = CheckedTime(c, *t);
   if (auto* hello = std::get_if<proto::Hello>(&m)) {
     if (c.job != 0) return violation("a second hello on one connection");
-    hello->now_ns = CheckedTime(c, hello->now_ns);
     return HandleHello(c, *hello);
   }
   if (auto* control = std::get_if<proto::Control>(&m)) {
@@ -269,7 +270,6 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     return HandleControl(c, *control);
   }
   if (c.job == 0) return violation(std::string("'") + proto::MsgTypeName(proto::TypeOf(m)) + "' before hello");
-  if (uint64_t* t = TimeIn(m)) *t = CheckedTime(c, *t);
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
     if (metrics_) metrics_->Counted(c.job, usage->counters);
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns, usage->ask));

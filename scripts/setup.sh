@@ -19,13 +19,14 @@ set -euo pipefail
 # xz-utils: the real programs' traces in bench/traces are xz-compressed
 # (tests/src/profile/real_traces_test.cc decompresses them). clang-format:
 # the test command checks that every C++ file is formatted (.clang-format).
+# help2man: the programs' man pages, made from their --help and --version.
 packages=(cmake make g++ python3 binutils
           libgtest-dev libgmock-dev libbenchmark-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           gnuplot-nox clang libclang-rt-dev libtsan2
           systemd dpkg-dev file
           prometheus
-          slurm-wlm munge xz-utils clang-format)
+          slurm-wlm munge xz-utils clang-format help2man)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

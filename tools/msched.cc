@@ -41,6 +41,8 @@
 #include "status_table.h"
 #include "suite/bench_command.h"
 #include "tool_paths.h"
+#include "trace_merge.h"
+#include "version.h"
 
 namespace msched {
 namespace {
@@ -56,7 +58,8 @@ constexpr char kUsage[] =
     "       msched status [--json]\n"
     "       msched pause|resume [--no-wait] [--timeout DURATION] JOB | msched priority JOB N\n"
     "       msched bench [SCENARIO...] [--device PROFILE] [--quick] [--out DIR]   (msched bench --help)\n"
-    "       msched help\n"
+    "       msched trace merge OUT FILE...   (one timeline from mschedd --trace's and the jobs' MSCHED_TRACE files)\n"
+    "       msched help | --version\n"
     "JOB is a job's id, as msched status shows it, or its name. pause returns once the job's launches are held\n"
     "and its memory is on the host, resume once it runs again (at most --timeout, default 60s; --no-wait: at once).\n"
     "Every command takes --gpu N, the coordinator of the machine's GPU N (gpu<N>.sock in MSCHED_SOCKET_DIR or\n"
@@ -269,6 +272,8 @@ Status StartCoordinator(const std::string& socket) {
   for (int i = 0; i < 100; ++i) {
     if (Result<int> fd = ConnectToCoordinator(socket); fd.ok()) {
       ::close(*fd);
+      std::cerr << "msched: no coordinator ran at " << socket
+                << ": started one for this job (it exits a minute after its last job; log " << log << ")\n";
       return Status::Ok();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -384,6 +389,15 @@ int Run(Target target, int argc, char** argv) {
       std::cerr << "msched: unknown run option " << option << "\n";
       return Usage();
     }
+    // A size typed on the command line names its unit: "--mem 8" meant 8
+    // GiB far more often than 8 bytes. (The variables take bare bytes, as
+    // scripts and the Slurm TaskProlog write them.)
+    const bool is_size = option == "--mem" || option == "--gpu-memory";
+    if (is_size && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+      std::cerr << "msched: " << option << " " << value << ": give the size with its unit, such as " << value
+                << "GiB or " << value << "MiB (a bare number would be bytes)\n";
+      return 2;
+    }
     env[it->second] = value;
   }
   if (i >= argc) {
@@ -418,6 +432,8 @@ int Run(Target target, int argc, char** argv) {
   }
   env["LD_PRELOAD"] = PreloadWith(*lib);
   if (parse.config.mode != Mode::kOff) ChooseTorchAllocator(&env);
+  // A user who started the job here hears of its waits (MSCHED_PROGRESS).
+  if (std::getenv("MSCHED_PROGRESS") == nullptr) env.emplace("MSCHED_PROGRESS", "on");
   const CoordMode coord = parse.config.coord;
   if (coord != CoordMode::kOff && parse.config.mode != Mode::kOff) {
     // The coordinators of the machine's GPUs the job may use: those its
@@ -440,6 +456,19 @@ int Run(Target target, int argc, char** argv) {
   return errno == ENOENT ? 127 : 126;
 }
 
+// msched trace merge OUT FILE...
+int TraceCommand(int argc, char** argv) {
+  if (argc < 3 || std::string(argv[0]) != "merge") return Usage();
+  const std::vector<std::string> inputs(argv + 2, argv + argc);
+  const Result<size_t> events = MergeTraces(inputs, argv[1]);
+  if (!events.ok()) {
+    std::cerr << "msched trace merge: " << events.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "wrote " << *events << " events from " << inputs.size() << " files to " << argv[1] << "\n";
+  return 0;
+}
+
 int Help() {
   std::cout << kUsage
             << "\nmsched run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False unless it is set: PyTorch's"
@@ -449,6 +478,8 @@ int Help() {
     std::cout << "  " << v.name << "\n      " << v.meaning << "\n      accepted: " << v.accepted
               << "; default: " << v.default_value << "\n";
   }
+  std::cout << "\nThe documentation is in share/doc/msched/ where msched is installed (docs/ in its source tree):\n"
+               "quickstart.md first, then operate.md.\n";
   return 0;
 }
 
@@ -478,7 +509,9 @@ int Main(int argc, char** argv) {
   const int n = static_cast<int>(args.size()) - 2;
   char** rest = args.data() + 1;
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help();
+  if (cmd == "--version") return PrintVersion("msched");
   if (cmd == "run") return Run(target, n, rest);
+  if (cmd == "trace") return TraceCommand(n, rest);
   if (target.Ambiguous()) return 2;
   const std::string socket = target.Socket();
   if (cmd == "bench") return bench::BenchMain(n + 1, args.data());

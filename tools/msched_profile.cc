@@ -49,6 +49,7 @@
 #include "profile/profile_report.h"
 #include "profile/trace.h"
 #include "tool_paths.h"
+#include "version.h"
 
 namespace msched {
 namespace {
@@ -57,7 +58,11 @@ constexpr char kUsage[] =
     "usage: msched-profile [-o OUT.templates.json] [--trace TRACE [--force]] [--report REPORT.md] -- PROGRAM "
     "[ARGS...]\n"
     "       msched-profile analyze TRACE [TRACE...] [-o OUT.templates.json] [--report REPORT.md]\n"
-    "       msched-profile check TEMPLATES TRACE [--report REPORT.md] [--json OUT.json]\n";
+    "       msched-profile check TEMPLATES TRACE [--report REPORT.md] [--json OUT.json]\n"
+    "       msched-profile --help | --version\n"
+    "Fit templates at two sizes of the program (two --trace runs, then analyze both): one size cannot tell\n"
+    "which argument a region's size follows. See operate.md in the documentation (share/doc/msched/ where\n"
+    "msched is installed, docs/ in its source tree).\n";
 
 struct Options {
   std::string out, trace, report;
@@ -338,6 +343,14 @@ int Analyse(const Options& o, std::vector<std::string> paths, bool program_faile
   if (!o.report.empty() && !WriteFile(o.report, text)) return 1;
   Say("wrote " + std::to_string(report.templates.kernels.size()) + " templates (" +
       std::to_string(report.templates.unpredictable.size()) + " kernels unpredictable) to " + o.out);
+  if (report.one_size_kernels > 0) {
+    Say("warning: " + std::to_string(report.one_size_kernels) +
+        (report.one_size_kernels == 1 ? " kernel" : " kernels") +
+        " ran at one size only (the same arguments in every call), so nothing pins how their regions grow "
+        "with a size; run the program at a second size and fit both traces: msched-profile --trace b.trace -- "
+        "PROGRAM (at the other size), then msched-profile analyze a.trace b.trace -o " +
+        o.out);
+  }
   return program_failed ? 1 : 0;
 }
 
@@ -364,6 +377,11 @@ int Check(const Options& o) {
 
 int Main(int argc, char** argv) {
   Options o;
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "--version") return PrintVersion("msched-profile");
   if (!ParseOptions(argc, argv, &o)) {
     std::cerr << kUsage;
     return 2;

@@ -21,12 +21,14 @@
 // by id and uid, and by name too only with --metrics-names, since anyone
 // who reaches the port reads it.
 // Log lines go to stderr (or --log), never stdout. SIGINT and SIGTERM stop
-// it cleanly (the socket and shared memory are removed). Exit status: 0 on
+// it cleanly (the socket and shared memory are removed); SIGHUP reopens the
+// --log file, for log rotation. Exit status: 0 on
 // a clean stop, 1 when it cannot start, 2 on a usage error.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -45,6 +47,7 @@
 #include "metrics_http.h"
 #include "msched/config.h"
 #include "tool_paths.h"
+#include "version.h"
 
 namespace msched {
 namespace {
@@ -56,6 +59,7 @@ constexpr char kUsage[] =
     "               [--idle-yield DURATION|off] [--serving-idle-yield DURATION] [--hello-timeout DURATION]\n"
     "               [--max-jobs-per-user N] [--max-guest-priority N] [--trace FILE] [--trace-max SIZE]\n"
     "               [--metrics ADDR:PORT] [--metrics-names]\n"
+    "       mschedd --help | --version\n"
     "--gpu N: the coordinator of the machine's GPU N (as nvidia-smi numbers it), at the socket jobs on that\n"
     "GPU look for (gpu<N>.sock; MSCHED_SOCKET_DIR, see msched help); the default is GPU 0.\n"
     "--gpu-memory: the GPU memory it schedules; by default what the GPU says (NVML; on the simulated GPU,\n"
@@ -71,16 +75,22 @@ constexpr char kUsage[] =
     "Guests (users other than root and the coordinator's own) may hold at most --max-jobs-per-user jobs\n"
     "(default 64) and priorities up to --max-guest-priority (default 0).\n"
     "--trace writes the timeline (Chrome trace format: open it at ui.perfetto.dev or chrome://tracing), at\n"
-    "most --trace-max bytes (default 256MiB); see docs/tracing.md.\n"
+    "most --trace-max bytes (default 256MiB); see tracing.md in the documentation.\n"
     "--metrics serves GET /metrics (Prometheus text format) at a numeric IPv4 address and port, such as\n"
     "127.0.0.1:9400 (off by default). Anyone who reaches it may read it, so jobs appear by id and uid only;\n"
-    "--metrics-names adds their names. See docs/operate.md.\n";
+    "--metrics-names adds their names. See operate.md in the documentation.\n"
+    "The documentation is in share/doc/msched/ where msched is installed (docs/ in its source tree).\n";
 
 CoordServer* g_server = nullptr;
 
 void OnSignal(int) {
   if (g_server != nullptr) g_server->Shutdown();  // a write(2) to an eventfd: async-signal-safe
 }
+
+// SIGHUP: the next log line goes to a --log file opened anew (the old one
+// was rotated away). Only the flag is set here: async-signal-safe.
+std::atomic<bool> g_reopen_log{false};
+void OnHangup(int) { g_reopen_log.store(true); }
 
 // 90% of the host's RAM: where evicted data must fit.
 uint64_t DefaultHostLimit() {
@@ -126,6 +136,7 @@ int Main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
+    if (a == "--version") return PrintVersion("mschedd");
     if (a == "--metrics-names") {  // the one option without a value
       o.metrics_job_names = true;
       continue;
@@ -250,6 +261,11 @@ int Main(int argc, char** argv) {
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
     std::lock_guard<std::mutex> lock(log_mu);
+    if (g_reopen_log.exchange(false) && log == &log_file) {
+      log_file.close();
+      log_file.clear();
+      log_file.open(log_path, std::ios::app);
+    }
     *log << stamp << " mschedd: " << line << std::endl;
     if (log != &std::cerr && !*log) {
       std::cerr << "mschedd: cannot write the log " << log_path << " (" << std::strerror(errno)
@@ -295,6 +311,9 @@ int Main(int argc, char** argv) {
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction hup {};
+  hup.sa_handler = OnHangup;
+  sigaction(SIGHUP, &hup, nullptr);
   signal(SIGPIPE, SIG_IGN);
   (*server)->Run();
   g_server = nullptr;

@@ -26,6 +26,7 @@ constexpr auto kMaxReconnectEvery = std::chrono::seconds(60);
 // MSCHED_COORD=auto: the longest a job waits for a coordinator's answer
 // before running alone.
 constexpr auto kAutoAnswerWait = std::chrono::seconds(5);
+constexpr auto kJoinLaterEvery = std::chrono::seconds(1);
 
 std::string ProgramName() {
   std::ifstream in("/proc/self/comm");
@@ -63,6 +64,9 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
     MutexLock lock(&rt.mu());
     rt.LearnDeviceMemory();
   }
+  // The job's context, for the idle timer of a real GPU (RunConnection).
+  CUcontext ctx = nullptr;
+  if (auto current = RealDriver().cuCtxGetCurrent; current != nullptr && !DeviceIsSimulated()) current(&ctx);
   // Simulator: jobs register in virtual-time order (then the order the
   // coordinator numbers and groups them in is the same in every run); this
   // one holds its place on the clock until its welcome comes. Nothing from
@@ -70,22 +74,21 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   DeviceWaitForTurn();
   Result<int> fd = Connect(bytes);
   if (!fd.ok()) {
-    return JoinNone(fd.status().message(),
-                    " after waiting " + std::to_string(config_.coord_wait_ns / 1000000000) + " s", spdlog::level::info);
+    // A coordinator this job does not trust is an error to report; none
+    // running is the normal case of a job without one.
+    const bool untrusted = fd.status().code() == StatusCode::kPermissionDenied;
+    const Status alone =
+        JoinNone(fd.status().message(), " after waiting " + std::to_string(config_.coord_wait_ns / 1000000000) + " s",
+                 untrusted ? spdlog::level::err : spdlog::level::info);
+    if (alone.ok() && !untrusted) {
+      LogInfo("looking for a coordinator at {} every {} s: this job joins one when it starts", socket_,
+              kJoinLaterEvery.count());
+      std::thread(&CoordClient::JoinWhenOneAppears, this, ctx).detach();
+    }
+    return alone;
   }
   UseConnection(*fd);
-  std::thread(&CoordClient::ReaderLoop, this).detach();
-  // On a real GPU nothing else sees an idle job's time pass (on the
-  // simulator, its idle alarm does, in virtual time): the timer thread
-  // carries out a yield in the job's context, which is current here.
-  if (!DeviceIsSimulated()) {
-    CUcontext ctx = nullptr;
-    if (auto current = RealDriver().cuCtxGetCurrent) current(&ctx);
-    std::thread([this, ctx] {
-      if (auto set = RealDriver().cuCtxSetCurrent; set != nullptr && ctx != nullptr) set(ctx);
-      IdleTimerLoop();
-    }).detach();
-  }
+  RunConnection(ctx, /*here=*/false);
   const bool required = config_.coord == CoordMode::kRequired;
   const auto answer_wait =
       required ? std::chrono::nanoseconds(config_.coord_wait_ns)
@@ -137,6 +140,10 @@ Status CoordClient::JoinNone(const std::string& why, const std::string& waited, 
   return Status::Ok();
 }
 
+std::string CoordClient::JobName(const Config& config) {
+  return config.job_name.empty() ? ProgramName() : config.job_name;
+}
+
 Result<std::string> CoordClient::ChooseSocket() const {
   if (!config_.socket_path.empty()) return config_.socket_path;
   // The first allocation's context is the job's: its GPU's coordinator.
@@ -174,7 +181,7 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
   h.now_ns = DeviceNow();
   h.priority = config_.priority;
   h.job_class = config_.job_class;
-  const std::string& name = config_.job_name.empty() ? ProgramName() : config_.job_name;
+  const std::string name = JobName(config_);
   h.name = proto::SanitizeName(name);
   if (name.compare(0, h.name.size(), h.name) != 0) {
     LogOnce("job-name", spdlog::level::err,
@@ -193,6 +200,39 @@ Result<int> CoordClient::Connect(uint64_t allocated) {
     return s;
   }
   return fd;
+}
+
+void CoordClient::RunConnection(void* ctx, bool here) {
+  // On a real GPU nothing else sees an idle job's time pass (on the
+  // simulator, its idle alarm does, in virtual time): the timer thread
+  // carries out a yield in the job's context.
+  if (!DeviceIsSimulated()) {
+    std::thread([this, ctx] {
+      if (auto set = RealDriver().cuCtxSetCurrent; set != nullptr && ctx != nullptr) set(static_cast<CUcontext>(ctx));
+      IdleTimerLoop();
+    }).detach();
+  }
+  if (here) {
+    ReaderLoop();
+  } else {
+    std::thread(&CoordClient::ReaderLoop, this).detach();
+  }
+}
+
+void CoordClient::JoinWhenOneAppears(void* ctx) {
+  Result<int> fd = Status::Unavailable("not yet");
+  while (!fd.ok() && fd.status().code() != StatusCode::kPermissionDenied) {
+    std::this_thread::sleep_for(kJoinLaterEvery);
+    fd = Connect(0);  // what the job holds now (JobSide::Hello)
+  }
+  if (!fd.ok()) {
+    LogWarn("cannot join the coordinator at {} ({}); running alone", socket_, fd.status().message());
+    return;
+  }
+  LogWarn("a coordinator started at {}: this job, running alone until now, joins it", socket_);
+  std::atexit(SayGoodbye);  // the welcome makes this job Active(); its goodbye frees its place
+  UseConnection(*fd);
+  RunConnection(ctx, /*here=*/true);
 }
 
 void CoordClient::ReaderLoop() {
@@ -239,6 +279,7 @@ void CoordClient::ReaderLoop() {
       gate_slot_ = w->slot;
       job_id_.store(w->job);
       side_.OnWelcome(*w);
+      progress_.Welcomed(w->job, w->admitted);
       DeviceSetIdleAlarm(w->idle_yield_ns, &CoordClient::OnIdleAlarm);
       active_.store(this, std::memory_order_release);
       LogInfo("registered with the coordinator as job {}{}", w->job, w->admitted ? "" : " (queued)");
@@ -301,6 +342,7 @@ void CoordClient::Send(const proto::Message& m) {
 void CoordClient::SayGoodbye() {
   CoordClient* c = Active();
   if (c == nullptr) return;
+  c->progress_.Done();
   c->Send(proto::Goodbye{DeviceNow(), c->Counters()});
   // The goodbye may wake waiting jobs at this moment of the clock; leaving
   // the simulator first would let the running ones pass them.

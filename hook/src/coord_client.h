@@ -60,6 +60,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "coord/coord_shm.h"
+#include "coord/job_progress.h"
 #include "coord/job_side.h"
 #include "hook_guard.h"
 #include "log.h"
@@ -136,7 +137,8 @@ class CoordClient : private JobClock, private JobDevice, private CoordLink {
   friend class NoDestructor<CoordClient>;  // Get's one client
   // How often a waiting job looks again when nothing wakes it.
   static constexpr auto kRecheckEvery = std::chrono::milliseconds(50);
-  CoordClient(Runtime& rt, const Config& config) : rt_(rt), config_(config) {}
+  CoordClient(Runtime& rt, const Config& config)
+      : rt_(rt), config_(config), progress_(config.progress, JobName(config)) {}
 
   // Marks the thread carrying out an order: the simulator's idle alarm,
   // which a Go's move of the clock may fire, does nothing there.
@@ -203,12 +205,22 @@ class CoordClient : private JobClock, private JobDevice, private CoordLink {
   static void OnIdleAlarm();
   // Real GPU: the timer thread's loop.
   void IdleTimerLoop() MSCHED_EXCLUDES(side_.order_mu(), side_.mu());
+  // Starts the threads a connection needs: the reader (on this thread when
+  // `here`, else its own) and, on a real GPU, the idle timer, which works
+  // in the job's context `ctx` (a CUcontext, current at registration).
+  void RunConnection(void* ctx, bool here) MSCHED_EXCLUDES(side_.mu());
+  // MSCHED_COORD=auto found no coordinator at registration: looks for one
+  // every kJoinLaterEvery and joins it when it appears, so that a job
+  // started before its coordinator does not run unmanaged to its end.
+  void JoinWhenOneAppears(void* ctx) MSCHED_EXCLUDES(side_.mu());
 
   // No coordinator can be joined, because of `why`: with MSCHED_COORD=
   // required that is the job's refusal (its allocations fail; `waited`
   // says how long it tried), else the job runs alone, said at `alone_level`.
   Status JoinNone(const std::string& why, const std::string& waited, spdlog::level::level_enum alone_level)
       MSCHED_REQUIRES(register_mu_);
+  // How the job shows in `msched status`: MSCHED_JOB_NAME, else the program's name.
+  static std::string JobName(const Config& config);
   // The coordinator's socket: MSCHED_SOCKET, else that of the machine GPU
   // of the current context (the first allocation's); Unavailable with no
   // current context.
@@ -277,6 +289,7 @@ class CoordClient : private JobClock, private JobDevice, private CoordLink {
   std::atomic<uint64_t> messages_sent_{0};
   std::atomic<uint64_t> job_id_{0};
   std::atomic<uint32_t> passes_held_{0};  // calls between passing the gate and returning
+  JobProgress progress_;                  // MSCHED_PROGRESS's lines
 };
 
 void GatePass::Release() {

@@ -111,10 +111,12 @@ void CoordClient::Execute(const proto::Message& m) {
   const ExecutingOrder executing;
   if (auto* go = std::get_if<proto::Go>(&m)) {
     if (side_.OnGo(*go)) DeviceSetIdleAlarm(go->idle_yield_ns, &CoordClient::OnIdleAlarm);
+    progress_.TurnBegan();
   } else if (auto* stop = std::get_if<proto::Stop>(&m)) {
     const uint64_t taken = DeviceNow();
     side_.OnStop(*stop);
     rt_.counters().coord_stop_ns->Add(DeviceNow() - taken);
+    if (stop->reason == proto::StopReason::kPause) progress_.Paused();
   } else if (auto* budget = std::get_if<proto::Budget>(&m)) {
     side_.OnBudget(*budget);
     return;

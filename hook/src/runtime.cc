@@ -130,7 +130,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   if (config().mode != Mode::kOff) LoadTemplates();
   if (!config().stats_path.empty()) std::atexit(WriteStatsAtExit);
   JobTrace::Start(config(), c_);
-  LogInfo("msched {} mode, {} templates", ModeName(config().mode), templates_.size());
+  LogInfo("mode {}, {} kernel templates loaded", ModeName(config().mode), templates_.size());
 }
 
 void Runtime::LoadTemplates() {

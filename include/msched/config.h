@@ -45,6 +45,7 @@ struct Config {
   Mode mode = Mode::kMsched;
   std::vector<std::string> template_paths;  // files or directories
   bool shipped_templates = true;            // load the templates shipped with msched first
+  bool progress = false;                    // say on stderr when the job queues, is admitted, paused, resumed
   std::optional<uint64_t> gpu_memory;       // budget; unset = what the device reports
   UnknownPolicy unknown = UnknownPolicy::kPointers;
   EvictionPolicy eviction = EvictionPolicy::kOpt;

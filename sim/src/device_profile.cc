@@ -13,6 +13,20 @@ namespace {
 
 using json = nlohmann::json;
 
+bool Flag(const json& doc, const char* key, bool* out, std::string* error) {
+  auto it = doc.find(key);
+  if (it == doc.end()) {
+    *error = std::string("missing field '") + key + "'";
+    return false;
+  }
+  if (!it->is_boolean()) {
+    *error = std::string("field '") + key + "' must be true or false";
+    return false;
+  }
+  *out = it->get<bool>();
+  return true;
+}
+
 bool Number(const json& doc, const char* key, bool required, double lo, double hi, double* out, std::string* error) {
   auto it = doc.find(key);
   if (it == doc.end()) {
@@ -35,7 +49,8 @@ bool Number(const json& doc, const char* key, bool required, double lo, double h
 
 // Version 2's "link": the rate of every other kind of move, each required
 // and positive (a profile that leaves one out would quietly model it as
-// free). Version 1 has none: each move then costs what it did before.
+// free), and whether a prefetch to the host holds its caller. Version 1 has
+// none: each move then costs what it did before, and no call waits.
 bool ParseLink(const json& doc, int version, DeviceProfile* p, std::string* error) {
   auto link = doc.find("link");
   if (version == 1) {
@@ -62,7 +77,8 @@ bool ParseLink(const json& doc, int version, DeviceProfile* p, std::string* erro
                   Number(*link, "prefetch_move_us", true, 1e-3, 1e6, &p->prefetch_move_us, error) &&
                   Number(*link, "batch_range_us", true, 1e-3, 1e6, &p->batch_range_us, error) &&
                   Number(*link, "collapse_us_per_page", true, 1e-3, 1e6, &p->collapse_us_per_page, error) &&
-                  Number(*link, "unset_duplicate_gbps", true, 0.01, 1e5, &p->unset_duplicate_gbps, error);
+                  Number(*link, "unset_duplicate_gbps", true, 0.01, 1e5, &p->unset_duplicate_gbps, error) &&
+                  Flag(*link, "host_prefetch_waits", &p->host_prefetch_waits, error);
   if (!ok) *error = "link: " + *error;
   return ok;
 }

@@ -32,12 +32,17 @@ struct DeviceProfile {
   double batch_range_us = 0;             // what each range of a batched prefetch adds to the call's cost
   double collapse_us_per_page = 0;       // a GPU write collapsing a read duplicate: each 4 KiB page's fault
   double unset_duplicate_gbps = 0;       // unsetting read-mostly over duplicated data: the copies it drops
-  double fault_control_us = 0;           // control-plane round trip of one fault batch (one lone fault: one batch)
-  double fault_min_transfer_us = 0;      // floor on one batch's data transfer
-  uint32_t fault_batch_size = 256;       // fault entries (4 KiB pages) serviced per batch
-  double prefetch_call_us = 0;           // device-side setup of one prefetch call
-  double kernel_launch_us = 0;           // fixed device-side cost of a kernel
-  double launch_api_us = 0;              // host cost of a launch call
+  // A prefetch to the host returns to its caller only when its copy is done:
+  // nvidia-uvm's UVM_MIGRATE ioctl maps the CPU pages after the copy and
+  // waits for it to do so (uvm_va_block.c, block_map_cpu_page_to). The
+  // calling thread, not only the stream, waits.
+  bool host_prefetch_waits = false;
+  double fault_control_us = 0;       // control-plane round trip of one fault batch (one lone fault: one batch)
+  double fault_min_transfer_us = 0;  // floor on one batch's data transfer
+  uint32_t fault_batch_size = 256;   // fault entries (4 KiB pages) serviced per batch
+  double prefetch_call_us = 0;       // device-side setup of one prefetch call
+  double kernel_launch_us = 0;       // fixed device-side cost of a kernel
+  double launch_api_us = 0;          // host cost of a launch call
   // Host cost of other driver calls. At least 1 ns: a process that polls
   // the driver must move its clock, or peers waiting their turn behind it
   // (SharedDevice::WaitForTurn) would wait for ever.

@@ -77,6 +77,7 @@ CUresult Prefetch(Process& p, CUdeviceptr ptr, size_t count, Where where, CUstre
   const uint64_t end = where == Where::kDevice ? msim::PrefetchToDevice(*p.dev, touches, start, &p.counters)
                                                : msim::PrefetchToHost(*p.dev, touches, start, &p.counters);
   p.OpEnd(s, end);
+  if (where == Where::kHost && p.dev->profile().host_prefetch_waits) p.AdvanceTo(end);
   ++p.counters.prefetch_calls;
   p.PublishClock();
   return CUDA_SUCCESS;

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "msched/config.h"
+
 namespace msim {
 namespace {
 
@@ -117,11 +119,20 @@ void DoInit() {
     g_init_result = CUDA_ERROR_NO_DEVICE;
     return;
   }
-  p->dev = SharedDevice::Attach(SharedDeviceName(p->visible[0]), profile, EnvBytes("MSIM_HBM_BYTES"), Rank(), &error);
+  const uint64_t hbm = EnvBytes("MSIM_HBM_BYTES");
+  const std::string device = SharedDeviceName(p->visible[0]);
+  p->dev = SharedDevice::Attach(device, profile, hbm, Rank(), &error);
   if (p->dev == nullptr) {
     ReportError(error);
     g_init_result = CUDA_ERROR_NO_DEVICE;
     return;
+  }
+  // A shared device keeps the size it was made with (its first process's);
+  // a later process asking for another is told, not silently given it.
+  if (hbm != 0 && p->dev->capacity() != hbm) {
+    ReportError("MSIM_HBM_BYTES asks for " + std::to_string(hbm) + " bytes, but the shared device " + device +
+                " already exists with " + std::to_string(p->dev->capacity()) +
+                ": it keeps its size (remove /dev/shm/msim-" + device + " when no process uses it, to make it anew)");
   }
   if (const char* group = std::getenv("MSIM_START_BARRIER")) {
     const long n = std::strtol(group, nullptr, 10);
@@ -146,13 +157,13 @@ void ReportError(const std::string& message) { std::fprintf(stderr, "msim: %s\n"
 uint64_t EnvBytes(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return 0;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end != '\0' || n < (1ull << 20)) {
-    ReportError(std::string(name) + "='" + v + "' must be a byte count of at least 1048576; ignored");
+  const msched::Result<uint64_t> n = msched::ParseBytes(v);
+  if (!n.ok() || *n < (1ull << 20)) {
+    ReportError(std::string(name) + "='" + v + "' must be a size of at least 1 MiB, such as 64MiB or 16GiB (" +
+                (n.ok() ? "it is smaller" : n.status().message()) + "); ignored");
     return 0;
   }
-  return n;
+  return *n;
 }
 
 bool LoadEnvironmentProfile(DeviceProfile* profile, std::string* error) {

@@ -23,7 +23,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 9;              // 9: the profile's link rates, host_pages_mask
+inline constexpr uint32_t kLayoutVersion = 10;             // 10: host_prefetch_waits
 
 struct DeviceHeader {
   uint64_t magic;

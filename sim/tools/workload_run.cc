@@ -47,6 +47,7 @@ RunResult Runner::Run() {
     return result;
   };
   if (Status s = Setup(); !s.ok()) return failed(s);
+  result.started_ns = started_ns_;
   if (Status s = Arrive(); !s.ok()) return failed(s);
   result.arrival_ns = Now();
   for (int attempt = 1;; ++attempt) {
@@ -101,6 +102,7 @@ msched::Result<int64_t> Runner::Eval(const ExprPtr& e, const std::string& what) 
 
 msched::Status Runner::Setup() {
   MSCHED_RETURN_IF_ERROR(Check(cuInit(0), "cuInit"));
+  started_ns_ = Now();  // the process's clock joins the device's at its first driver call
   CUdevice dev;
   MSCHED_RETURN_IF_ERROR(Check(cuDeviceGet(&dev, 0), "cuDeviceGet"));
   CUcontext ctx;

@@ -18,6 +18,7 @@ struct RunResult {
   std::map<std::string, uint64_t> checksums;  // FNV-1a 64 of each buffer's final bytes
   uint64_t launches = 0;
   uint64_t first_launch_ns = 0;           // the clock once the first launch was queued (a job's start, past any wait)
+  uint64_t started_ns = 0;                // the process's virtual clock at its start (a shared device's runs on)
   uint64_t virtual_ns = 0;                // the process's virtual clock at the end
   std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
   std::vector<uint64_t> latencies_ns;     // each request a "serve" step answered, arrival to answer

@@ -77,6 +77,7 @@ class Runner {
   std::map<std::string, std::string> aliases_;  // a serve step's swap_as: the model buffer it names now
   std::vector<uint64_t> latencies_;
   std::map<std::string, CUfunction> functions_;
+  uint64_t started_ns_ = 0;  // the clock once the driver is initialised (Setup)
   uint64_t launches_ = 0;
   uint64_t first_launch_ns_ = 0;
   std::map<std::string, uint64_t> marks_;

@@ -94,6 +94,9 @@ const VarSpec kVars[] = {
       "load the templates shipped with msched (templates/) before MSCHED_TEMPLATES; off: only one's own, to "
       "measure them"},
      [](std::string_view v, Config* c) { return PickEnum(v, kOnOff, &c->shipped_templates); }},
+    {{"MSCHED_PROGRESS", "on|off", "off (msched run: on)",
+      "say on stderr, one line each, when the job is queued for admission, admitted, paused, resumed and done"},
+     [](std::string_view v, Config* c) { return PickEnum(v, kOnOff, &c->progress); }},
     {{"MSCHED_GPU_MEMORY", "a size such as 8GiB or 512M", "what the device reports",
       "HBM budget msched keeps this job within"},
      [](std::string_view v, Config* c) {

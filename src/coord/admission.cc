@@ -31,13 +31,8 @@ MemoryLimits LimitsFor(const SchedulerOptions& o) {
 std::string NeverFits(const Job& j, const SchedulerOptions& o) {
   const MemoryLimits m = LimitsFor(o);
   const uint64_t need = j.Footprint();
-  if (need > m.admit_limit) {
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%g", o.oversubscribe);
-    return "needs " + FormatBytes(need) + ", more than this GPU serves even time-sliced (" +
-           FormatBytes(m.admit_limit) + " = " + ratio + " x " + FormatBytes(o.hbm_bytes) +
-           "; see mschedd --oversubscribe)";
-  }
+  // More than the GPU serves time-sliced is not a reason: such a job runs
+  // alone (AdmitWaiting). Where evicted data lives is.
   if (need > m.host_limit) {
     return "needs " + FormatBytes(need) + ", more than the host memory msched may use to hold evicted data (" +
            FormatBytes(m.host_limit) + ")";
@@ -73,10 +68,14 @@ std::vector<uint64_t> AdmitWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, 
   std::vector<uint64_t> out;
   for (Job* j : RankWaiting(jobs, now, o, history)) {
     const uint64_t need = j->Footprint();
-    // Until the GPU's size is known, jobs run one at a time.
-    const bool fits = o.hbm_bytes == 0 ? running == 0
-                                       : need <= m.admit_limit - std::min(admitted, m.admit_limit) &&
-                                             need <= m.host_limit - std::min(held, m.host_limit);
+    // Until the GPU's size is known, jobs run one at a time. A job declared
+    // larger than the GPU serves even time-sliced (--oversubscribe x HBM)
+    // runs alone, paging beyond its grant, as an undeclared job that grows
+    // that large does; while it runs, its footprint keeps the others out.
+    const bool host_fits = need <= m.host_limit - std::min(held, m.host_limit);
+    const bool fits = o.hbm_bytes == 0       ? running == 0
+                      : need > m.admit_limit ? running == 0 && host_fits
+                                             : need <= m.admit_limit - std::min(admitted, m.admit_limit) && host_fits;
     if (fits) {
       j->state = JobState::kRunning;
       j->was_admitted = true;

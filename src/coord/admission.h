@@ -34,7 +34,8 @@ struct MemoryLimits {
 };
 MemoryLimits LimitsFor(const SchedulerOptions& o);
 
-// Why `j` can never be admitted, or "" if it could be.
+// Why `j` can never be admitted (its footprint exceeds the host memory that
+// would hold its evicted data), or "" if it could be.
 std::string NeverFits(const Job& j, const SchedulerOptions& o);
 
 // Waiting jobs in the order they should start.

@@ -1,5 +1,8 @@
 #include "coord/coord_metrics.h"
 
+#include "coord/status_report.h"
+#include "msched/config.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -114,6 +117,10 @@ MetricsSnapshot CoordMetrics::Snapshot(const Scheduler& s) {
     jm.budget_bytes = j.budget;
     jm.waited_ns = WaitedNs(j, s.now());
     jm.on_gpu = j.active;
+    jm.run_state = RunStateOf(j);
+    jm.wait_reason = WaitReasonName(WaitReasonOf(j, s.jobs()));
+    jm.job_class = JobClassName(j.job_class);
+    jm.priority = j.priority;
     if (auto t = jobs_.find(id); t != jobs_.end()) {
       jm.faults = t->second.reported.faults;
       jm.prefetched_bytes = t->second.reported.prefetched;

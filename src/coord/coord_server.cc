@@ -57,8 +57,14 @@ uint64_t CoordServer::CheckedTime(Conn& c, uint64_t claimed) {
   return own;
 }
 
+uint64_t CoordServer::WallNow() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
 std::string CoordServer::Who(uint32_t uid, int32_t pid) {
-  return "pid " + std::to_string(pid) + " (uid " + std::to_string(uid) + ")";
+  return "pid " + std::to_string(pid) + ", uid " + std::to_string(uid);
 }
 
 Result<std::unique_ptr<CoordServer>> CoordServer::Start(ServerOptions options) {
@@ -286,6 +292,11 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     Apply(scheduler_.Stopped(c.job, *stopped));
   } else if (auto* bye = std::get_if<proto::Goodbye>(&m)) {
     if (metrics_) metrics_->Counted(c.job, bye->counters);
+    if (const Job* j = scheduler_.Find(c.job); j != nullptr && j->state != JobState::kFinished) {
+      Log("job " + std::to_string(c.job) + " (" + j->name + ") finished, " +
+          std::to_string((bye->now_ns - std::min(bye->now_ns, j->submitted_ns)) / 1000000) +
+          " ms after it registered (device clock)");
+    }
     Apply(scheduler_.Exited(c.job, bye->now_ns));
   } else {
     return violation("a coordinator-to-job message sent by a job");

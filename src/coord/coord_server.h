@@ -56,6 +56,7 @@
 #include "coord/coord_metrics.h"
 #include "coord/coord_shm.h"
 #include "coord/coord_trace.h"
+#include "coord/job_wall_clock.h"
 #include "coord/metrics.h"
 #include "coord/scheduler.h"
 #include "coord/unix_socket.h"
@@ -137,6 +138,8 @@ class CoordServer {
   // `commands`: whatever a job is told, its gate already agrees.
   void Apply(const Commands& commands);
   void SyncSlots();
+  // A line in the log for the switches since the last one, at most a second apart.
+  void LogSwitches();
   void Watchdog();
   void ExpireConnections();
   void PauseAccepting(bool paused);
@@ -152,6 +155,8 @@ class CoordServer {
   void Log(const std::string& line) const { options_.log(line); }
   // How the log names a peer.
   static std::string Who(uint32_t uid, int32_t pid);
+  // Wall time (a monotonic clock), in nanoseconds: the waits status shows.
+  static uint64_t WallNow();
 
   ServerOptions options_;
   int listen_fd_;
@@ -161,6 +166,9 @@ class CoordServer {
   Scheduler scheduler_;
   std::unique_ptr<CoordTrace> trace_;      // null: no timeline
   std::unique_ptr<CoordMetrics> metrics_;  // null: no metrics
+  JobWallClock wall_;                      // the jobs' waits in wall time, for status
+  uint64_t switches_logged_ = 0;           // switches the log has told of (LogSwitches)
+  uint64_t switch_logged_ms_ = 0;          // when it last did, in wall milliseconds
   uint64_t metrics_published_ms_ = 0;
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::map<uint64_t, int> fd_of_job_;

@@ -10,7 +10,7 @@ void CoordServer::HandleControl(Conn& c, const proto::Control& m) {
   proto::ControlReply reply;
   if (m.op == proto::ControlOp::kStatus) {
     reply.ok = true;
-    reply.text = StatusReport(scheduler_, {options_.socket_path, c.peer.uid});
+    reply.text = StatusReport(scheduler_, {options_.socket_path, c.peer.uid, &wall_, WallNow()});
   } else {
     const Job* j = scheduler_.Find(m.job);
     Result<Commands> r = Status::NotFound("no job " + std::to_string(m.job));

@@ -108,6 +108,25 @@ void CoordServer::SyncSlots() {
   }
   if (trace_) trace_->Sync(scheduler_);
   if (metrics_) metrics_->Sync(scheduler_);
+  wall_.Sync(scheduler_.jobs(), WallNow());
+  LogSwitches();
+}
+
+void CoordServer::LogSwitches() {
+  // At most a line a second: slices of a few milliseconds would otherwise
+  // fill the log. Each line says how many switches it covers and who holds
+  // the GPU after the last.
+  const uint64_t switches = scheduler_.switches(), now_ms = WallNow() / 1000000;
+  if (switches == switches_logged_ || now_ms - switch_logged_ms_ < 1000) return;
+  std::string holders;
+  for (const auto& [id, j] : scheduler_.jobs()) {
+    if (j.active) holders += (holders.empty() ? "job " : ", job ") + std::to_string(id) + " (" + j.name + ")";
+  }
+  const uint64_t n = switches - switches_logged_;
+  Log(std::to_string(n) + (n == 1 ? " switch" : " switches") + " of the GPU since the last such line; it is now " +
+      (holders.empty() ? std::string("idle") : "with " + holders));
+  switches_logged_ = switches;
+  switch_logged_ms_ = now_ms;
 }
 
 }  // namespace msched

@@ -129,7 +129,9 @@ std::string RenderPrometheus(const MetricsSnapshot& s) {
            "coordinator's starting assumption); it sizes slices.",
            s.link_bytes_per_second);
 
-  e.Family("msched_jobs", "gauge", "Live jobs by state: waiting (not admitted yet), running (admitted) or paused.");
+  e.Family("msched_jobs", "gauge",
+           "Live jobs by admission state: waiting (not admitted yet), running (admitted, on the GPU or waiting for "
+           "its turn) or paused; msched_job_info says which are on the GPU.");
   e.Sample("msched_jobs", Label("state", "waiting"), s.jobs_waiting);
   e.Sample("msched_jobs", Label("state", "running"), s.jobs_running);
   e.Sample("msched_jobs", Label("state", "paused"), s.jobs_paused);
@@ -212,6 +214,17 @@ std::string RenderPrometheus(const MetricsSnapshot& s) {
   for (const PerJob& m : per_job) {
     e.Family(m.name, m.type, m.help);
     for (const JobMetrics& j : s.jobs) e.Sample(m.name, JobLabels(j, s.job_names), m.value(j));
+  }
+  e.Family("msched_job_info", "gauge",
+           "Always 1; its labels say what msched status shows of the job: state (running on the GPU, waiting, "
+           "swapped out, paused), wait_reason (why it is off the GPU: admission, turn, priority, paused, idle, "
+           "unresponsive; empty on it), class and priority. msched_jobs{state=\"running\"} counts admitted jobs; "
+           "count(msched_job_info{state=\"running\"}) those on the GPU.");
+  for (const JobMetrics& j : s.jobs) {
+    e.Sample("msched_job_info",
+             JobLabels(j, s.job_names) + "," + Label("state", j.run_state) + "," + Label("wait_reason", j.wait_reason) +
+                 "," + Label("class", j.job_class) + "," + Label("priority", std::to_string(j.priority)),
+             uint64_t{1});
   }
   return e.Take();
 }

@@ -47,6 +47,11 @@ struct JobMetrics {
   bool on_gpu = false;
   uint64_t faults = 0;
   uint64_t prefetched_bytes = 0;
+  // What `msched status` shows of it (msched_job_info's labels): its run
+  // state ("running" on the GPU, "waiting", "swapped out", "paused"), why
+  // it is off the GPU ("" when on it), its class and priority.
+  std::string run_state, wait_reason, job_class;
+  int priority = 0;
 };
 
 // The bounds of msched_slice_seconds: from the shortest slices tests use

@@ -80,6 +80,9 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
     auto user = users.find(j.uid);
     if (user == users.end()) user = users.emplace(j.uid, UserName(j.uid)).first;
     const bool off_gpu = !j.active && j.state != JobState::kFinished;
+    JobWallClock::Waits waits{admitted_or_now - std::min(admitted_or_now, j.submitted_ns),
+                              off_gpu ? now - std::min(now, j.off_gpu_ns) : 0};
+    if (c.wall != nullptr) waits = c.wall->Of(id, c.wall_now);
     jobs.push_back({{"id", id},
                     {"name", shown ? j.name : std::string()},
                     {"uid", j.uid},
@@ -98,8 +101,8 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
                     {"resident_bytes", j.resident},
                     {"budget_bytes", j.budget},
                     {"submitted_ns", j.submitted_ns},
-                    {"waited_ns", admitted_or_now - std::min(admitted_or_now, j.submitted_ns)},
-                    {"wait_ns", off_gpu ? now - std::min(now, j.off_gpu_ns) : 0},
+                    {"waited_ns", waits.waited_ns},
+                    {"wait_ns", waits.wait_ns},
                     {"finished_ns", j.finished_ns},
                     {"slices", j.slices},
                     {"swaps_in", j.swaps_in},

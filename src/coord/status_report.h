@@ -12,6 +12,7 @@
 #include <string>
 
 #include "coord/job.h"
+#include "coord/job_wall_clock.h"
 #include "coord/scheduler.h"
 
 namespace msched {
@@ -42,6 +43,10 @@ std::string UserName(uint32_t uid);
 struct StatusContext {
   std::string socket_path;  // where the coordinator listens
   uint32_t requester = 0;   // uid of the asker: root and each job's owner see it in full
+  // The jobs' waits in wall time at `wall_now` (waited_ns, wait_ns); null:
+  // on the device's clock.
+  const JobWallClock* wall = nullptr;
+  uint64_t wall_now = 0;
 };
 
 // The document, as indented JSON.

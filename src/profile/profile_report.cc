@@ -20,6 +20,18 @@ RangeSet AlignedOut(const RangeSet& s, uint64_t align) {
   return out;
 }
 
+// Whether every call of a kernel had the same argument words but its
+// pointers: one size seen, whatever the number of calls.
+bool OneSize(const std::vector<const Observation*>& obs) {
+  for (const Observation* o : obs) {
+    if (o->words.size() != obs[0]->words.size()) return false;
+    for (size_t w = 0; w < o->words.size(); ++w) {
+      if (!o->is_pointer[w] && !obs[0]->is_pointer[w] && o->words[w].value != obs[0]->words[w].value) return false;
+    }
+  }
+  return true;
+}
+
 std::string KindOf(const KernelTemplate& t) {
   std::string kind = "T1";
   bool rest = false;
@@ -108,6 +120,8 @@ ProfileReport Analyze(const Trace& trace) {
       continue;
     }
     k.kind = KindOf(full.tmpl);
+    k.one_size = !full.tmpl.regions.empty() && OneSize(obs);
+    report.one_size_kernels += k.one_size ? 1 : 0;
     if (obs.size() < 2) {
       k.reason = "seen once: fitted from one call, accuracy not measured";
     } else {
@@ -273,13 +287,22 @@ std::string FormatReport(const ProfileReport& r, const Trace& trace, const std::
       "\nHeld-out accuracy: templates fitted on each kernel's even-numbered calls, measured on its odd-numbered "
       "calls, beside predicting whole allocations (the naive baseline). FN: touched but not predicted; FP: "
       "predicted but not touched. In bytes: exact ranges; in pages: the 4 KiB pages each side covers (what migration "
-      "moves).\n\n";
+      "moves). Measured at the sizes this trace ran at: it says nothing of other sizes (msched-profile check does, "
+      "on a trace at another size).\n";
+  if (r.one_size_kernels > 0) {
+    out += "One size: " + std::to_string(r.one_size_kernels) + (r.one_size_kernels == 1 ? " kernel" : " kernels") +
+           " (marked \"one size\") had the same arguments in every call but their pointers, so this trace "
+           "cannot tell a fixed region from one that grows with a size: run the program at a second size and fit "
+           "both traces (msched-profile analyze A.trace B.trace).\n";
+  }
+  out += "\n";
   out +=
       "| kernel | template | calls | held out | FN % bytes | FN % pages | FP % bytes | FP % pages | "
       "whole-alloc FN % | whole-alloc FP % |\n";
   out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const KernelReport& k : r.kernels) {
-    out += "| " + k.name + " | " + k.kind + " | " + std::to_string(k.calls) + " | " + std::to_string(k.heldout_calls);
+    out += "| " + k.name + " | " + k.kind + (k.one_size ? " (one size)" : "") + " | " + std::to_string(k.calls) +
+           " | " + std::to_string(k.heldout_calls);
     if (k.heldout_calls > 0) {
       out += " | " + Pct(k.tmpl.FnBytesPct()) + " | " + Pct(k.tmpl.FnPagesPct()) + " | " + Pct(k.tmpl.FpBytesPct()) +
              " | " + Pct(k.tmpl.FpPagesPct()) + " | " + Pct(k.naive.FnPagesPct()) + " | " + Pct(k.naive.FpPagesPct()) +

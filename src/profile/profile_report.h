@@ -47,8 +47,12 @@ struct KernelReport {
   uint64_t calls = 0;
   uint64_t heldout_calls = 0;
   uint64_t failed_calls = 0;  // check: calls with a region that failed in the job's memory (FailuresInJobMemory)
-  Accuracy tmpl;              // template, held-out calls
-  Accuracy naive;             // whole allocations, held-out calls
+  // Analyze: every call had the same arguments but its pointers, so the
+  // trace cannot say how its regions grow with a size (a fixed region and
+  // one that follows an argument fit it alike): a run at another size can.
+  bool one_size = false;
+  Accuracy tmpl;   // template, held-out calls
+  Accuracy naive;  // whole allocations, held-out calls
 };
 
 struct ProfileReport {
@@ -56,6 +60,7 @@ struct ProfileReport {
   TemplateFile templates;
   Accuracy tmpl_total, naive_total;    // over predictable kernels' held-out calls
   uint64_t regions[4] = {0, 0, 0, 0};  // T1, T2, T3 and rest regions in the templates
+  size_t one_size_kernels = 0;         // predictable kernels whose calls all had the same sizes (KernelReport)
 };
 
 ProfileReport Analyze(const Trace& trace);

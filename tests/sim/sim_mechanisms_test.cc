@@ -157,9 +157,11 @@ TEST_F(SimMechanismsTest, SmallPrefetchesCostWhatTheH200Measured) {
              39.140);
 }
 
-// Both directions at once: an eviction and a load on two streams share the
-// link, where each alone moves at its own rate.
-TEST_F(SimMechanismsTest, AnEvictionAndALoadShareTheLink) {
+// An eviction's call returns only when its copy is done (nvidia-uvm maps the
+// host pages after it), so a load issued next on another stream starts
+// after it: the H200's "both directions at once" row is the two one after
+// the other, and the caller's clock has moved by the whole copy.
+TEST_F(SimMechanismsTest, AnEvictionsCallWaitsForItsCopyAndTheLoadAfterIt) {
   const uint64_t half = kGiB / 2;
   const CUdeviceptr out = GpuWritten(half);
   Prefetch(out, half, false);  // host pages now: the next eviction is not a first one
@@ -178,6 +180,14 @@ TEST_F(SimMechanismsTest, AnEvictionAndALoadShareTheLink) {
              21.789);
   CU_ASSERT(cuStreamDestroy(a));
   CU_ASSERT(cuStreamDestroy(b));
+  // The call alone, no synchronisation after it: the caller waited for
+  // the half GiB to cross at the eviction's rate (11.9 GB/s: 45 ms).
+  Prefetch(out, half, true);
+  Scribble(out, half);
+  CU_ASSERT(cuCtxSynchronize());
+  const uint64_t before = Now();
+  Prefetch(out, half, false);
+  EXPECT_GE(Now() - before, half * 1000 / 11900 * 95 / 100) << "the caller waits for the copy";
 }
 
 TEST_F(SimMechanismsTest, ALoneFaultAndFaultDrivenMigrationCostWhatTheH200Measured) {

@@ -115,7 +115,8 @@ TEST(SimWorkloadTest, MalformedDeviceProfileFailsInitialisationClearly) {
 
 // A version 2 profile gives every kind of move its rate: one left out, or
 // zero, or negative, is refused with the field named (it would otherwise be
-// modelled as free). A version 1 profile, with one d2h_gbps, still loads.
+// modelled as free), as is its flag left out or not a boolean. A version 1
+// profile, with one d2h_gbps, still loads.
 TEST(SimWorkloadTest, AProfileMissingOrZeroingALinkRateIsRefusedWithItsName) {
   std::ifstream in(std::string(DEVICES_DIR) + "/h200-measured.json");
   const nlohmann::json shipped = nlohmann::json::parse(in, nullptr, false);
@@ -127,10 +128,15 @@ TEST(SimWorkloadTest, AProfileMissingOrZeroingALinkRateIsRefusedWithItsName) {
     missing["link"].erase(rate);
     zero["link"][rate] = 0;
     negative["link"][rate] = -1;
-    for (const auto& [what, doc, said] :
-         {std::tuple{"missing", missing, "link: missing field '" + rate + "'"},
-          std::tuple{"zero", zero, "link: field '" + rate + "' = 0 is outside"},
-          std::tuple{"negative", negative, "link: field '" + rate + "' = -1 is outside"}}) {
+    // A flag (whether a call waits) is refused when missing or not a boolean.
+    const bool flag = value.is_boolean();
+    for (const auto& [what, doc, said] : {std::tuple{"missing", missing, "link: missing field '" + rate + "'"},
+                                          std::tuple{"zero", zero,
+                                                     flag ? "link: field '" + rate + "' must be true or false"
+                                                          : "link: field '" + rate + "' = 0 is outside"},
+                                          std::tuple{"negative", negative,
+                                                     flag ? "link: field '" + rate + "' must be true or false"
+                                                          : "link: field '" + rate + "' = -1 is outside"}}) {
       const Outcome o = RunMsim({integrity}, {{"MSIM_PROFILE", Write(rate + "-" + what + ".json", doc.dump())}});
       EXPECT_EQ(o.status, 1) << rate << " " << what;
       EXPECT_NE(o.err.find(said), std::string::npos) << o.err;
@@ -145,6 +151,36 @@ TEST(SimWorkloadTest, AProfileMissingOrZeroingALinkRateIsRefusedWithItsName) {
   old["version"] = 1;
   EXPECT_EQ(RunMsim({integrity}, {{"MSIM_PROFILE", Write("old.json", old.dump())}}).status, 0)
       << "a version 1 profile loads";
+}
+
+// MSIM_HBM_BYTES takes a size with its unit; a shared device keeps the size
+// it was made with, and a later process asking for another is told so; a
+// run reports its own time, not the shared clock's.
+TEST(SimWorkloadTest, TheGpusSizeTakesUnitsAndAnExistingDeviceSaysItKeepsItsOwn) {
+  const std::string integrity = std::string(WORKLOADS_DIR) + "/integrity.json";
+  const std::string stats = testing::TempDir() + "hbm_stats.json";
+  for (const std::string size : {"64MiB", "64M", "67108864"}) {
+    ASSERT_EQ(RunMsim({integrity}, {{"MSIM_HBM_BYTES", size}, {"MSIM_STATS", stats}}).status, 0) << size;
+    std::ifstream in(stats);
+    EXPECT_EQ(nlohmann::json::parse(in, nullptr, false)["device"]["hbm_bytes"], 64u << 20) << size;
+  }
+  const Outcome bad = RunMsim({integrity}, {{"MSIM_HBM_BYTES", "64 parsecs"}});
+  EXPECT_NE(bad.err.find("MSIM_HBM_BYTES='64 parsecs' must be a size of at least 1 MiB"), std::string::npos) << bad.err;
+  const std::string name = "hbm-test-" + std::to_string(getpid());
+  const Outcome made = RunMsim({integrity}, {{"MSIM_HBM_BYTES", "64MiB"}, {"MSIM_DEVICE", name}});
+  ASSERT_EQ(made.status, 0) << made.err;
+  EXPECT_EQ(made.err.find("already exists"), std::string::npos) << made.err;
+  const Outcome again = RunMsim({integrity}, {{"MSIM_HBM_BYTES", "128MiB"}, {"MSIM_DEVICE", name}});
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.err.find("MSIM_HBM_BYTES asks for 134217728 bytes, but the shared device " + name +
+                           " already exists with 67108864: it keeps its size"),
+            std::string::npos)
+      << again.err;
+  // Its time is its own; the device's clock, which ran on from the first
+  // run, is given beside it.
+  EXPECT_EQ(made.out.find("the device's clock from"), std::string::npos) << made.out;
+  EXPECT_NE(again.out.find("ms virtual time (the device's clock from "), std::string::npos) << again.out;
+  std::filesystem::remove("/dev/shm/msim-" + name);
 }
 
 TEST(SimWorkloadTest, DeviceAllocationsBeyondHbmFailWithOutOfMemory) {

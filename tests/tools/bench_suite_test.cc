@@ -19,6 +19,7 @@
 
 #include "msched/trace_layout.h"
 #include "run_program.h"
+#include "suite/report.h"
 #include "suite/runner.h"
 #include "suite/scenario.h"
 
@@ -298,6 +299,66 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
   EXPECT_NE(report.find("57.88x"), std::string::npos) << "the paper's figures are beside ours";
   EXPECT_TRUE(std::filesystem::exists(out + "/micro.png"));
   std::filesystem::remove_all(out);
+}
+
+// A policy's run that took `ns` of device time, for the report's tables.
+b::PolicyResult Ran(b::Policy policy, uint64_t ns) {
+  b::PolicyResult r;
+  r.variant.name = b::PolicyName(policy);
+  r.variant.policy = policy;
+  r.run.makespan_ns = ns;
+  r.seconds = static_cast<double>(ns) / 1e9;
+  return r;
+}
+
+// A sweep row of msched's that falls short of 0.95x the jobs run one at a
+// time carries a note on where its time went, even at over 90% of ideal;
+// a row at or above both marks carries none.
+TEST(BenchReportTest, ARowShortOfExclusiveCarriesItsNoteEvenNearIdeal) {
+  b::Scenario s;
+  s.name = "mine";
+  s.title = "mine";
+  auto section = [&](uint64_t msched_ns) {
+    b::PointResult pr;
+    pr.point.percent = 200;
+    pr.point.hbm_bytes = 1 << 30;
+    pr.point.footprint = 2u << 30;
+    pr.ideal_ns = 930;
+    pr.compute_ns = 930;
+    pr.policies = {Ran(b::Policy::kUm, 100000), Ran(b::Policy::kMsched, msched_ns), Ran(b::Policy::kExclusive, 935)};
+    b::ScenarioResult result;
+    result.scenario = &s;
+    result.points.push_back(pr);
+    return b::ScenarioSection(result, b::DeviceFacts{.name = "dev", .h2d_gbps = 49, .d2h_gbps = 12});
+  };
+  const std::string short_row = section(1000);  // 0.94x exclusive, 93% of ideal
+  EXPECT_NE(short_row.find("msched at 200%: 93.0% of ideal, 0.94x exclusive. Of its"), std::string::npos) << short_row;
+  const std::string fine_row = section(960);  // 0.97x exclusive, 96.9% of ideal
+  EXPECT_EQ(fine_row.find("msched at 200%"), std::string::npos) << fine_row;
+}
+
+// The headline's "% of ideal" comes with what the jobs run one at a time
+// reach of the same ideal, which no sharing policy is expected to pass.
+TEST(BenchReportTest, TheHeadlineSaysWhatRunningAloneReachesOfTheIdeal) {
+  b::Scenario s;
+  s.name = "mine";
+  s.headline = true;
+  b::ScenarioResult result;
+  result.scenario = &s;
+  for (auto [percent, exclusive_ns] : {std::pair{150, uint64_t{2500}}, std::pair{300, uint64_t{3000}}}) {
+    b::PointResult pr;
+    pr.point.percent = percent;
+    pr.point.hbm_bytes = 100;
+    pr.point.footprint = static_cast<uint64_t>(percent);
+    pr.ideal_ns = 1000;
+    pr.policies = {Ran(b::Policy::kMsched, 3500), Ran(b::Policy::kExclusive, exclusive_ns)};
+    result.points.push_back(pr);
+  }
+  const std::string headline = b::HeadlineTable({result});
+  EXPECT_NE(headline.find("| mine | 150% (150%) |"), std::string::npos) << headline;
+  EXPECT_NE(headline.find("the jobs run one at a time (exclusive) reach 33.3-40.0% of it at these points."),
+            std::string::npos)
+      << headline;
 }
 
 TEST(BenchSuiteTest, FullFormMatchesOneJobAtATimeRunsJobsBiggerThanTheGpuAndRepeats) {

@@ -240,7 +240,7 @@ TEST_F(CoordinatorProcessTest, JobsOutliveTheCoordinatorAndJoinANewOne) {
 TEST_F(CoordinatorProcessTest, PauseEvictsAJobAndResumeBringsItBackIntact) {
   StartDaemon();
   const uint64_t foot = 40 * kMiB;
-  StartJob(foot, 1500);
+  StartJob(foot, 1500, {{"MSCHED_PROGRESS", "on"}});
   StartJob(foot, 1500);
   ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["state"] == "running"; }));
   ts::ProgramRun r = Cli({"pause", "job0"});
@@ -254,6 +254,20 @@ TEST_F(CoordinatorProcessTest, PauseEvictsAJobAndResumeBringsItBackIntact) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(jobs_[0].Wait(), 0) << Err(0);
   EXPECT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  // MSCHED_PROGRESS: the job said each step on its stderr.
+  for (const char* line : {"(job0) joined the coordinator and is admitted\n",
+                           "(job0) is paused: its memory is on the host until msched resume\n",
+                           "(job0) is resumed after ", "(job0) is done\n"}) {
+    EXPECT_NE(Err(0).find(line), std::string::npos) << line << "\n" << Err(0);
+  }
+  EXPECT_EQ(Err(1).find("msched: job"), std::string::npos) << "silent without MSCHED_PROGRESS";
+  // The coordinator's log says who paused it, when each job finished, and
+  // (at most once a second) the switches between the two.
+  const std::string log = ts::Slurp(dir_ + "/mschedd.log");
+  EXPECT_NE(log.find("paused by pid "), std::string::npos) << log;
+  EXPECT_NE(log.find(" of the GPU since the last such line; it is now with job "), std::string::npos) << log;
+  EXPECT_NE(log.find("(job0) finished, "), std::string::npos) << log;
+  EXPECT_NE(log.find("(job1) finished, "), std::string::npos) << log;
   const std::string alone = AloneChecksum(foot, 1500);
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), alone);
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), alone);
@@ -292,6 +306,20 @@ TEST_F(CoordinatorProcessTest, RequiredWithoutACoordinatorFailsClearlyAndAutoRun
   i = StartJob(8 * kMiB, 2, {{"MSCHED_COORD", "auto"}});
   EXPECT_EQ(jobs_[i].Wait(), 0) << Err(i);
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(8 * kMiB, 2));
+}
+
+// A job under MSCHED_COORD=auto that starts before its coordinator runs
+// alone, joins the coordinator when it starts (it once ran unmanaged to its
+// end), and finishes with the checksums of a run alone.
+TEST_F(CoordinatorProcessTest, AJobStartedBeforeItsCoordinatorJoinsItWhenItStarts) {
+  const uint64_t foot = 40 * kMiB;
+  const size_t i = StartJob(foot, 1500, {{"MSCHED_COORD", "auto"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  StartDaemon();
+  EXPECT_TRUE(Eventually([&] { return Job("job0").is_object(); }, 10)) << Err(i);
+  EXPECT_EQ(jobs_[i].Wait(), 0) << Err(i);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(foot, 1500));
+  EXPECT_NE(Err(i).find("this job, running alone until now, joins it"), std::string::npos) << Err(i);
 }
 
 // Waits for `p` at most `seconds`, then kills it; its status and how long it took.
@@ -396,20 +424,30 @@ TEST_F(CoordinatorProcessTest, LongJobNamesAreCutOnACharacterBoundary) {
   EXPECT_TRUE(Job(accents.substr(0, 62)).is_object()) << Status().dump();
 }
 
-TEST_F(CoordinatorProcessTest, AJobThatCanNeverFitIsRefusedWithAReason) {
-  StartDaemon();
-  const size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_MEM", "1G"}});
+// A job declared larger than the GPU serves time-sliced runs alone, as an
+// undeclared one does; only one larger than the host memory that would hold
+// its evicted data is refused, with the reason.
+TEST_F(CoordinatorProcessTest, AJobDeclaredLargerThanTheGpuRunsAloneAndOneLargerThanTheHostIsRefused) {
+  StartDaemon({"--host-memory", "512MiB"});
+  size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_MEM", "300MiB"}});  // over 4 x 64 MiB
+  EXPECT_EQ(jobs_[i].Wait(), 0) << Err(i);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(i))), AloneChecksum(8 * kMiB, 2));
+  i = StartJob(8 * kMiB, 2, {{"MSCHED_MEM", "1GiB"}});
   EXPECT_NE(jobs_[i].Wait(), 0);
-  EXPECT_NE(Err(i).find("the coordinator refused this job: needs 1.0 GiB"), std::string::npos) << Err(i);
+  EXPECT_NE(Err(i).find("the coordinator refused this job: needs 1.0 GiB, more than the host memory"),
+            std::string::npos)
+      << Err(i);
 }
 
 TEST_F(CoordinatorProcessTest, MschedRunStartsACoordinatorWhenNoneRuns) {
   const ts::ProgramRun r = ts::RunProgram(
-      {MSCHED_CLI, "--socket", socket(), "run", "--mem", "8M", "--class", "short", "--name", "viaRun", "--templates",
+      {MSCHED_CLI, "--socket", socket(), "run", "--mem", "8MiB", "--class", "short", "--name", "viaRun", "--templates",
        Templates(), "--", MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=8388608"},
       {{"LD_LIBRARY_PATH", SIM_LIB_DIR}, {"MSIM_DEVICE", device_}, {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("checksum C"), std::string::npos);
+  EXPECT_NE(r.err.find("msched: no coordinator ran at " + socket() + ": started one for this job"), std::string::npos)
+      << r.err;
   const json j = Job("viaRun");
   ASSERT_TRUE(j.is_object()) << "the coordinator msched run started still answers";
   EXPECT_EQ(j["class"], "short");
@@ -420,6 +458,21 @@ TEST_F(CoordinatorProcessTest, MschedRunStartsACoordinatorWhenNoneRuns) {
   // Stop the coordinator msched run left behind.
   const std::string pid = std::to_string(Status()["coordinator"]["pid"].get<int>());
   ::kill(std::stoi(pid), SIGTERM);
+}
+
+// Log rotation: after the log is moved away, SIGHUP has mschedd write its
+// next lines to a new file at the --log path, and it carries on serving.
+TEST_F(CoordinatorProcessTest, SighupReopensTheLogForRotation) {
+  StartDaemon();
+  const std::string log = dir_ + "/mschedd.log";
+  ASSERT_EQ(::rename(log.c_str(), (log + ".1").c_str()), 0);
+  ASSERT_EQ(::kill(daemon_->pid(), SIGHUP), 0);
+  const size_t i = StartJob(8 * kMiB, 2, {{"MSCHED_JOB_NAME", "after-rotation"}});
+  EXPECT_EQ(jobs_[i].Wait(), 0) << Err(i);
+  EXPECT_TRUE(Eventually([&] { return ts::Slurp(log).find("(after-rotation, pid ") != std::string::npos; }, 10))
+      << "new file: " << ts::Slurp(log) << "\nold file: " << ts::Slurp(log + ".1");
+  EXPECT_EQ(ts::Slurp(log + ".1").find("after-rotation"), std::string::npos);
+  EXPECT_TRUE(Status().is_object()) << "still serving";
 }
 
 // mschedd --log on a full disk must not lose every line silently. The first

@@ -121,8 +121,17 @@ TEST_F(InstallTest, LaysOutTheProgramsLibraryDataUnitAndDocs) {
         Share() + "/bench/scenarios/micro.json", Share() + "/bench/traces/llama-8x1024-t3.trace.xz",
         Share() + "/bench/scenarios/real-llama.json", Unit(Prefix()), Prefix() + "/lib/sysusers.d/msched.conf",
         Prefix() + "/libexec/msched/slurm-taskprolog", Prefix() + "/share/doc/msched/operate.md",
-        Prefix() + "/share/doc/msched/README.md", Prefix() + "/share/doc/msched/LICENSE"}) {
+        Prefix() + "/share/doc/msched/README.md", Prefix() + "/share/doc/msched/LICENSE",
+        Prefix() + "/share/doc/msched/quickstart.md", Share() + "/grafana/msched-dashboard.json",
+        Share() + "/prometheus/msched-alerts.yml"}) {
     EXPECT_TRUE(fs::is_regular_file(file)) << file;
+  }
+  // A man page for each program, made from its own --help and --version.
+  for (const char* program : {"msched", "mschedd", "msched-profile"}) {
+    const std::string page = ts::Slurp(Prefix() + "/share/man/man1/" + program + ".1");
+    EXPECT_NE(page.find(".TH "), std::string::npos) << program;
+    EXPECT_NE(page.find(" " MSCHED_VERSION "\""), std::string::npos) << program << ": its version\n" << page;
+    EXPECT_NE(page.find("usage: "), std::string::npos) << program << ": its usage\n" << page;
   }
   // Only the three programs, and no piece of the simulator anywhere.
   std::set<std::string> bin;

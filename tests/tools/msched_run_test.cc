@@ -2,13 +2,18 @@
 // its MSCHED_* variables, the program's own arguments arrive intact, its
 // exit status comes back, and mistakes give one clear line and exit 2.
 // The jobs here are plain programs with the coordinator off; the
-// coordinator tests run real simulated-GPU jobs through `msched run`.
+// coordinator tests run real simulated-GPU jobs through `msched run`. Also
+// the commands that need no coordinator: --version, --help, trace merge.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "run_program.h"
 
@@ -140,6 +145,8 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
       {{"run", "--mem"}, "--mem needs a value"},
       {{"run", "--bogus", "1", "--", "true"}, "unknown run option --bogus"},
       {{"run", "--mem", "lots", "--", "true"}, "MSCHED_MEM='lots' is not valid"},
+      {{"run", "--mem", "8", "--", "true"}, "--mem 8: give the size with its unit, such as 8GiB or 8MiB"},
+      {{"run", "--gpu-memory=512", "--", "true"}, "--gpu-memory 512: give the size with its unit"},
       {{"run", "--priority=500", "true"}, "MSCHED_PRIORITY='500' is not valid"},
       {{"run", "--class", "bogus", "--", "true"},
        "MSCHED_CLASS='bogus' is not valid: expected short|long|service\n"
@@ -162,6 +169,50 @@ TEST(MschedRunTest, MistakesGiveOneClearLineAndUsage) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << testing::PrintToString(c.args) << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << "errors go to stderr";
   }
+}
+
+// Every program answers --version with its name and the project's version,
+// and --help with its usage, both on stdout with status 0.
+TEST(MschedRunTest, EveryProgramSaysItsVersionAndHelpOnStdout) {
+  for (const std::string program : {MSCHED_CLI, MSCHEDD, MSCHED_PROFILE}) {
+    const std::string name = program.substr(program.rfind('/') + 1);
+    const ts::ProgramRun version = ts::RunProgram({program, "--version"}, {{"LD_PRELOAD", ""}});
+    EXPECT_EQ(version.status, 0) << program;
+    EXPECT_EQ(version.out, name + " (msched) " MSCHED_VERSION "\n") << program;
+    const ts::ProgramRun help = ts::RunProgram({program, "--help"}, {{"LD_PRELOAD", ""}});
+    EXPECT_EQ(help.status, 0) << program;
+    EXPECT_EQ(help.out.rfind("usage: " + name, 0), 0u) << program << ": " << help.out;
+  }
+  const ts::ProgramRun msim = ts::RunProgram({MSIM_RUN, "--help"}, {{"LD_PRELOAD", ""}});
+  EXPECT_EQ(msim.status, 0);
+  EXPECT_NE(msim.out.find("MSIM_DEVICE=NAME"), std::string::npos) << msim.out;
+  EXPECT_NE(msim.out.find("MSIM_HBM_BYTES=SIZE"), std::string::npos) << msim.out;
+}
+
+// msched trace merge: the coordinator's and the jobs' files become one
+// array of their events, a file its coordinator could not close included;
+// what is not a timeline, and an output that is an input, are refused.
+TEST(MschedTraceTest, MergeJoinsTheEventsOfEveryFile) {
+  const std::string dir = ::testing::TempDir() + "merge_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/coord.json") << "[{\"ph\":\"M\",\"pid\":1},\n{\"ph\":\"X\",\"pid\":7,\"ts\":1},\n";
+  std::ofstream(dir + "/job-7.json") << "{\"traceEvents\":[{\"ph\":\"i\",\"pid\":7,\"ts\":2}]}";
+  std::ofstream(dir + "/bad.json") << "not a timeline";
+  ts::ProgramRun r = Msched({"trace", "merge", dir + "/all.json", dir + "/coord.json", dir + "/job-7.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote 3 events from 2 files to " + dir + "/all.json\n");
+  std::ifstream in(dir + "/all.json");
+  const nlohmann::json all = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(all.is_array());
+  EXPECT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2]["ph"], "i");
+  r = Msched({"trace", "merge", dir + "/all.json", dir + "/bad.json"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("bad.json is not a timeline"), std::string::npos) << r.err;
+  r = Msched({"trace", "merge", dir + "/coord.json", dir + "/coord.json"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("is one of the inputs"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -197,6 +197,16 @@ TEST_F(MschedMetricsTest, TwoJobsTakingTurnsShowInTheSeriesAndTheirSeriesGoWithT
   double on_gpu = 0;
   for (const auto& [labels, value] : PerJob(s, "msched_job_on_gpu")) on_gpu += value;
   EXPECT_LE(on_gpu, 1) << "one group at a time";
+  // Each job's status as labels: its run state, why it waits, class, priority.
+  const std::map<std::string, double> info = PerJob(s, "msched_job_info");
+  ASSERT_EQ(info.size(), 2u);
+  const std::regex info_labels(
+      "\\{job_id=\"[12]\",uid=\"[0-9]+\",state=\"(running|waiting|swapped out)\",wait_reason=\"(|turn)\","
+      "class=\"unset\",priority=\"0\"\\}");
+  for (const auto& [labels, value] : info) {
+    EXPECT_TRUE(std::regex_match(labels, info_labels)) << labels;
+    EXPECT_EQ(value, 1);
+  }
 
   // A job that is gone has no series; what it added to the totals stays.
   const double faults = s["msched_faults_total"];
@@ -242,6 +252,20 @@ TEST_F(MschedMetricsTest, EveryMetricServedIsDocumentedWithItsType) {
     if (std::regex_match(line, m, type)) served[m[1]] = m[2];
   }
   EXPECT_EQ(served, documented);
+  // The operator's kit (packaging/grafana, packaging/prometheus) queries
+  // only what is served: a renamed metric breaks its panel or alert here.
+  const std::regex used(R"(\bmsched_[a-z_]+)");
+  for (const char* kit : {DOCS_DIR "/../packaging/grafana/msched-dashboard.json",
+                          DOCS_DIR "/../packaging/prometheus/msched-alerts.yml"}) {
+    const std::string text = ts::Slurp(kit);
+    ASSERT_FALSE(text.empty()) << kit;
+    int names = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), used); it != std::sregex_iterator(); ++it, ++names) {
+      const std::string name = std::regex_replace(it->str(), std::regex("_(bucket|sum|count)$"), "");
+      EXPECT_TRUE(served.count(name)) << kit << " uses " << name << ", which mschedd does not serve";
+    }
+    EXPECT_GT(names, 5) << kit;
+  }
 }
 
 TEST_F(MschedMetricsTest, NamesArePublishedOnlyWithMetricsNames) {

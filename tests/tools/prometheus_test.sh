@@ -3,8 +3,8 @@
 # `prometheus`, installed by scripts/setup.sh): mschedd serves /metrics on a
 # free loopback port, Prometheus scrapes it every second, two simulated jobs
 # that do not fit the GPU together take turns for a while, and Prometheus'
-# HTTP API must show the target healthy (it parsed every scrape) and the
-# series with the values expected. Skipped (exit 77) only when the
+# HTTP API must show the target healthy (it parsed every scrape), the
+# series with the values expected, and the shipped alert rules evaluating. Skipped (exit 77) only when the
 # prometheus program is missing. Everything it starts is killed on exit.
 #   prometheus_test.sh MSCHEDD LIBMSCHED MSIM_RUN SIM_LIB_DIR WORKLOADS_DIR
 set -euo pipefail
@@ -49,7 +49,11 @@ done
 [ -n "$metrics" ] || { echo "FAIL: mschedd did not start serving metrics"; exit 1; }
 
 web=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# The shipped alert rules (packaging/prometheus) are loaded and evaluated
+# against the live series.
+rules="$(cd "$(dirname "$0")/../../packaging/prometheus" && pwd)/msched-alerts.yml"
 cat >"$tmp/prometheus.yml" <<EOF
+rule_files: ['$rules']
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -117,6 +121,8 @@ checks = {
     'swap bytes in and out > 0': lambda: len(values("msched_swap_bytes_total > 0")) == 2,
     "faults reported": lambda: any(v > 0 for v in values("msched_faults_total").values()),
     "prefetched bytes reported": lambda: any(v > 0 for v in values("msched_prefetched_bytes_total").values()),
+    "the shipped alert rules load and evaluate": lambda: (lambda groups: len(groups) >= 3 and all(
+        r["health"] == "ok" for g in groups for r in g["rules"]))(api("rules")["data"]["groups"]),
     "no names published": lambda: all("name" not in s["metric"] for s in query("msched_job_resident_bytes")),
     # A label of ours that clashed with one Prometheus sets (job, instance)
     # would come back renamed exported_*.

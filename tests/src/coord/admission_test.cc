@@ -107,14 +107,28 @@ TEST(AdmitWaitingTest, UntilTheGpuSizeIsKnownJobsRunOneAtATime) {
   EXPECT_EQ(AdmitWaiting(jobs, 10, o, JobHistory()), (std::vector<uint64_t>{1}));
 }
 
-TEST(NeverFitsTest, SaysWhyAJobCanNeverRun) {
+TEST(NeverFitsTest, OnlyHostMemoryMakesAJobNeverFit) {
   const Job big = MakeJob(1, 40 * kGiB, 0);
-  EXPECT_NE(NeverFits(big, Options(2.0)).find("more than this GPU serves even time-sliced"), std::string::npos)
-      << NeverFits(big, Options(2.0));
-  EXPECT_EQ(NeverFits(big, Options(3.0)), "");
+  EXPECT_EQ(NeverFits(big, Options(2.0)), "") << "larger than the GPU serves time-sliced: it runs alone";
   SchedulerOptions o = Options(3.0);
   o.host_bytes = 32 * kGiB;
-  EXPECT_NE(NeverFits(big, o).find("host memory"), std::string::npos);
+  EXPECT_NE(NeverFits(big, o).find("more than the host memory msched may use"), std::string::npos);
+}
+
+// A job declared larger than oversubscribe x HBM waits until it can run
+// alone, then keeps the others out while it runs.
+TEST(AdmitWaitingTest, AJobLargerThanTheGpuServesRunsAlone) {
+  std::map<uint64_t, Job> jobs;
+  jobs[1] = MakeJob(1, 8 * kGiB, 0);
+  jobs[1].state = JobState::kRunning;
+  jobs[2] = MakeJob(2, 40 * kGiB, 1);  // over 2 x 16 GiB
+  jobs[3] = MakeJob(3, 1 * kGiB, 2);
+  const SchedulerOptions o = Options(2.0);
+  EXPECT_EQ(AdmitWaiting(jobs, 10, o, JobHistory()), (std::vector<uint64_t>{3})) << "not beside job 1";
+  jobs.erase(1);
+  jobs.erase(3);
+  jobs[4] = MakeJob(4, 1 * kGiB, 3);
+  EXPECT_EQ(AdmitWaiting(jobs, 20, o, JobHistory()), (std::vector<uint64_t>{2})) << "alone, and nothing beside it";
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ class CoordTraceTest : public ::testing::Test {
     o.hbm_bytes = 16 * kGiB;
     o.usable_fraction = 1.0;
     o.fixed_slice_ns = 1000;
+    o.host_bytes = 1024 * kGiB;
     return o;
   }
   void Apply(const Commands& c) {
@@ -132,7 +133,7 @@ TEST_F(CoordTraceTest, ASwitchEndsOneRunningSpanStartsTheOtherAndSwapsBetween) {
 
 TEST_F(CoordTraceTest, RefusalsAndPriorityChangesAreInstants) {
   Submit(1, 101, 10 * kGiB, 0);
-  Submit(2, 102, 64 * kGiB, 10);  // can never fit
+  Submit(2, 102, 2 * 1024 * kGiB, 10);  // can never fit: more than the host memory
   ASSERT_TRUE(s_.SetPriority(1, 5).ok());
   trace_->Sync(s_);
   std::vector<std::string> instants;

@@ -173,7 +173,7 @@ TEST(MetricsTest, EveryFamilyFollowsTheFormatAndTheNamingConventions) {
           << family << ": counters, and only they, end in _total";
       EXPECT_TRUE(family.ends_with("_bytes") || family.ends_with("_bytes_total") || family.ends_with("_seconds") ||
                   family.ends_with("_seconds_total") || family.ends_with("_per_second") || family == "msched_jobs" ||
-                  family == "msched_groups" || family == "msched_build_info" || family == "msched_job_on_gpu" ||
+                  family == "msched_groups" || family.ends_with("_info") || family == "msched_job_on_gpu" ||
                   family_type == "counter")
           << family << ": a quantity with a unit names its base unit";
     } else {

@@ -197,12 +197,26 @@ TEST(SchedulerTest, WhenAJobLeavesTheRestStopTakingTurns) {
 }
 
 TEST(SchedulerTest, AJobThatCanNeverFitIsRefusedAtOnce) {
-  Scheduler s(Options(2.0));
+  SchedulerOptions o = Options(2.0);
+  o.host_bytes = 32 * kGiB;
+  Scheduler s(o);
   const Commands c = s.Submit(NewJob(1, 40 * kGiB), 0, 0);
   const proto::Refused* r = Find<proto::Refused>(c, 1);
   ASSERT_NE(r, nullptr);
-  EXPECT_NE(r->reason.find("more than this GPU serves"), std::string::npos);
+  EXPECT_NE(r->reason.find("more than the host memory"), std::string::npos);
   EXPECT_EQ(s.Find(1)->state, JobState::kFinished);
+}
+
+TEST(SchedulerTest, AJobLargerThanTheGpuServesRunsAloneWhenTheOthersEnd) {
+  Scheduler s(Options(2.0));
+  s.Submit(NewJob(1, 8 * kGiB), 0, 0);
+  EXPECT_EQ(Find<proto::Refused>(s.Submit(NewJob(2, 40 * kGiB), 0, 10), 2), nullptr) << "over 2 x 16 GiB";
+  s.Submit(NewJob(3, 1 * kGiB), 0, 20);
+  EXPECT_EQ(s.Find(3)->state, JobState::kRunning) << "a small job passes it";
+  s.Exited(1, 500);
+  EXPECT_EQ(s.Find(2)->state, JobState::kWaiting) << "not beside job 3";
+  ASSERT_NE(Find<proto::Go>(s.Exited(3, 600), 2), nullptr) << "alone";
+  EXPECT_EQ(s.Find(2)->state, JobState::kRunning);
 }
 
 TEST(SchedulerTest, WithoutOversubscriptionJobsQueueUntilMemoryFrees) {

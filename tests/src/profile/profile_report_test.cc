@@ -106,6 +106,28 @@ TEST(FormatReportTest, ListsEveryKernelTheTotalsAndTheReasons) {
   EXPECT_NE(text.find("- once: seen once"), std::string::npos) << text;
 }
 
+// A kernel whose calls all had the same sizes leaves its regions' rules
+// unpinned: the report marks it and says to profile a second size; one
+// whose sizes varied is not marked.
+TEST(FormatReportTest, AKernelSeenAtOneSizeIsMarkedWithWhatToDo) {
+  TraceBuilder b;
+  b.Alloc(kA, kSize).Alloc(kB, kSize);
+  for (uint64_t i = 0; i < 4; ++i) {
+    b.Launch("weights", {kA, 64}, {Read(kA, kA + 256)});
+    b.Launch("vadd", {kA, kB, 1000 + 100 * i}, {Read(kA, kA + 4000 + 400 * i)});
+  }
+  const Trace t = b.trace();
+  const ProfileReport r = Analyze(t);
+  EXPECT_EQ(r.one_size_kernels, 1u);
+  const std::string text = FormatReport(r, t, "app.jsonl");
+  // One size seen: the argument 64 explains the extent as well as a constant.
+  EXPECT_NE(text.find("| weights | T2 (one size) | 4 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| vadd | T2 | 4 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("One size: 1 kernel (marked \"one size\")"), std::string::npos) << text;
+  EXPECT_NE(text.find("msched-profile analyze A.trace B.trace"), std::string::npos) << text;
+  EXPECT_NE(text.find("it says nothing of other sizes"), std::string::npos) << text;
+}
+
 TEST(FormatReportTest, ACoarseTraceSaysWhatItsPrecisionMeans) {
   TraceBuilder b(65536);
   b.Alloc(kA, kSize);

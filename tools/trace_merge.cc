@@ -26,8 +26,9 @@ Result<json> EventsOf(const std::string& path) {
   }
   if (doc.is_object() && doc.contains("traceEvents")) doc = doc["traceEvents"];
   if (!doc.is_array()) {
-    return Status::InvalidArgument(path + " is not a timeline (a JSON array of trace events, or an object with "
-                                          "traceEvents)");
+    return Status::InvalidArgument(path +
+                                   " is not a timeline (a JSON array of trace events, or an object with "
+                                   "traceEvents)");
   }
   return doc;
 }

@@ -1,7 +1,6 @@
 #include "coord/admission.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <tuple>
 
 #include "msched/config.h"

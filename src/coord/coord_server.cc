@@ -25,11 +25,14 @@ constexpr size_t kSpareConnectionsPerUser = 8;  // a guest's CLI requests and jo
 #error "the build defines MSCHED_VERSION (src/CMakeLists.txt)"
 #endif
 
-uint64_t NowMs() {
+// The coordinator's real time: a monotonic clock, in nanoseconds.
+uint64_t SteadyNowNs() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
 }
+
+uint64_t NowMs() { return SteadyNowNs() / 1000000; }
 
 // The job's clock reading a message from a job carries, if it has one.
 uint64_t* TimeIn(proto::Message& m) {
@@ -57,11 +60,7 @@ uint64_t CoordServer::CheckedTime(Conn& c, uint64_t claimed) {
   return own;
 }
 
-uint64_t CoordServer::WallNow() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
+uint64_t CoordServer::WallNow() { return SteadyNowNs(); }
 
 std::string CoordServer::Who(uint32_t uid, int32_t pid) {
   return "pid " + std::to_string(pid) + ", uid " + std::to_string(uid);

@@ -90,5 +90,8 @@ bool DeviceOp(Process& p, Stream* s, const std::string& name, const std::vector<
 CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* params, const msimLaunchInfo& dims);
 // Records the touched ranges of the calling thread's last device operation.
 void SetLastAccesses(const std::vector<TouchedRange>& ranges);
+// What cuGetProcAddress returns for msched's device environment
+// (msched/device_env.h): its MschedDeviceEnvFn (device_env_export.cc).
+void* DeviceEnvEntry();
 
 }  // namespace msim

@@ -1,10 +1,12 @@
 // Driver API: cuGetProcAddress (both ABIs) with version and per-thread-stream
-// flag semantics, error names and strings, counting of unimplemented calls,
-// and msimCallCount (fault_injection.h keeps the counts).
+// flag semantics, and msched's device environment through it
+// (msched/device_env.h); error names and strings, counting of unimplemented
+// calls, and msimCallCount (fault_injection.h keeps the counts).
 #include <cstring>
 
 #include "api.h"
 #include "fault_injection.h"
+#include "msched/device_env.h"
 #include "proc_table.h"
 
 using msim::ProcEntry;
@@ -65,6 +67,11 @@ CUresult Lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
   if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (cuda_version > CUDA_VERSION) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
+  if (std::strcmp(symbol, MSCHED_DEVICE_ENV_SYMBOL) == 0) {  // msched's seam, any version
+    *pfn = msim::DeviceEnvEntry();
+    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+  }
   CUdriverProcAddressQueryResult result = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   size_t n = 0;

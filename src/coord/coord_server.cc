@@ -301,7 +301,8 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     return violation("a coordinator-to-job message sent by a job");
   }
   // Published after the orders and gates the message brought: a job waits
-  // for this before it lets other jobs run on (coord_client.cc, WaitTurn).
+  // for this before it lets other jobs run on (hook/src/client/coord_orders.cc,
+  // WaitTurn).
   if (auto s = slot_of_job_.find(c.job); s != slot_of_job_.end()) {
     shm_.slot(s->second).messages_handled.fetch_add(1, std::memory_order_release);
   }

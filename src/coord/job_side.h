@@ -3,7 +3,7 @@
 // it asks the coordinator to see what it holds before launching again, when
 // a launch may pass its gate, when its slice is over, and when it gives its
 // turn up for being idle. The hook's coordinator client
-// (hook/src/coord_client.h) owns the connection, the threads, the shared
+// (hook/src/client/coord_client.h) owns the connection, the threads, the shared
 // gate page and the simulator's lockstep, and asks this for every decision;
 // unit tests drive it with a fake clock and fake ops, as they drive the
 // coordinator's Scheduler.

@@ -69,8 +69,15 @@ class JobMemory {
   void SetGranted(uint64_t bytes);
   void AddPinned(int64_t delta);
 
-  MemoryManager& manager() { return manager_; }
+  // What the manager knows, to read: every change goes through JobMemory.
   const MemoryManager& manager() const { return manager_; }
+  // For tests that build a manager's plans by hand for Execute.
+  MemoryManager& mutable_manager_for_tests() { return manager_; }
+
+  // A synchronisation succeeded with every launch up to `completed` (a
+  // sequence number) in its scope: their chunks can be evicted without
+  // waiting for them.
+  void Synchronized(uint64_t completed) { manager_.MarkCompleted(completed); }
 
   // The job's allocations, whatever their kind.
   const AllocationMap& allocations() const { return manager_.allocations(); }

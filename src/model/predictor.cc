@@ -73,10 +73,33 @@ const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* m
   return source == PredictionSource::kPointers ? memo : nullptr;
 }
 
-void CompletePrediction(const ArgView& args, const AllocationMap& allocs, PredictionSource source,
-                        std::optional<PointerExtent> rule, ExtentMemo* memo, Prediction* out) {
-  ClipToAllocations(allocs, 0, out, memo);
-  if (rule) PredictFromPointers(args, allocs, LearnedExtentsFor(source, memo), *rule, out);
+LaunchPrediction::LaunchPrediction(const LaunchToPredict& launch, Prediction* out)
+    : args_(launch.args),
+      out_(out),
+      source_(ChoosePrediction(launch.mode, launch.unknown, launch.tmpl != nullptr, launch.args.layout() != nullptr)),
+      unknown_(launch.unknown) {
+  if (source_ == PredictionSource::kTemplate) launch.tmpl->Evaluate(launch.args, launch.dims, out);
+}
+
+void LaunchPrediction::Judge(const AllocationMap& allocs) {
+  failed_ = FailuresInJobMemory(*out_, allocs);
+  rule_ = PointerRuleFor(source_, unknown_, failed_);
+  if (source_ == PredictionSource::kNone && args_.layout() != nullptr) rule_ = PointerExtent::kToAllocationEnd;
+}
+
+bool LaunchPrediction::Complete(const AllocationMap& allocs, ExtentMemo* memo) {
+  if (!rule_ && out_->regions().empty()) return false;
+  ClipToAllocations(allocs, 0, out_, memo);
+  if (rule_) PredictFromPointers(args_, allocs, LearnedExtentsFor(source_, memo), *rule_, out_);
+  return true;
+}
+
+LaunchPrediction PredictLaunch(const LaunchToPredict& launch, const AllocationMap& allocs, ExtentMemo* memo,
+                               Prediction* out) {
+  LaunchPrediction lp(launch, out);
+  lp.Judge(allocs);
+  lp.Complete(allocs, memo);
+  return lp;
 }
 
 PredictionSource ChoosePrediction(Mode mode, UnknownPolicy unknown, bool has_template, bool args_readable) {

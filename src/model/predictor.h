@@ -84,12 +84,71 @@ std::optional<PointerExtent> PointerRuleFor(PredictionSource source, UnknownPoli
 // whole reach counts as the job's.
 const ExtentMemo* LearnedExtentsFor(PredictionSource source, const ExtentMemo* memo);
 
-// Completes a launch's prediction under the AllocationMap's lock, as the
-// hook and the profiler's check both do: cuts the template's regions in
-// `out` to their allocations, teaching `memo`, then appends what `rule` (if
-// any) says from the argument pointers, with the memo where
-// LearnedExtentsFor allows it.
-void CompletePrediction(const ArgView& args, const AllocationMap& allocs, PredictionSource source,
-                        std::optional<PointerExtent> rule, ExtentMemo* memo, Prediction* out);
+// One launch as every caller that predicts it sees it: the launch path,
+// the graph path (a kernel node, as if launched) and the profiler's check.
+struct LaunchToPredict {
+  Mode mode = Mode::kMsched;
+  UnknownPolicy unknown = UnknownPolicy::kPointers;
+  const CompiledTemplate* tmpl = nullptr;  // the kernel's template; null: none
+  ArgView args;
+  LaunchDims dims;
+};
+
+// The prediction of one launch: the rule chain (ChoosePrediction, the
+// template, FailuresInJobMemory, PointerRuleFor, the fault rule, the cut to
+// allocations and the pointer fallback), written once for every caller. In
+// steps, so that the template is evaluated without the lock that guards
+// the job's allocation map and extent memo, and the rest under it:
+//   LaunchPrediction lp(launch, &pred);   // no lock
+//   (lock) lp.Judge(allocs); ... lp.Complete(allocs, &memo);
+// PredictLaunch runs them all for a caller with nothing to lock.
+class LaunchPrediction {
+ public:
+  // Chooses how the launch is predicted and evaluates its template into
+  // `out` (appending). Reads only the template and the arguments.
+  LaunchPrediction(const LaunchToPredict& launch, Prediction* out);
+
+  PredictionSource source() const { return source_; }
+  // Under the map's lock: counts the template's failed regions that leave
+  // data unpredicted (FailuresInJobMemory), and decides the pointer rule:
+  // the fallbacks' own; for a template with such failures, the
+  // MSCHED_UNKNOWN=pointers fallback as well; for a launch left to faults
+  // whose arguments are readable, its pointers' whole reach, which its
+  // faults load and which counts as the job's.
+  void Judge(const AllocationMap& allocs);
+  // After Judge: the failed regions that mattered.
+  uint32_t failed() const { return failed_; }
+  // After Judge: the pointer rule applies (the prediction is not the
+  // template's alone).
+  bool uses_pointer_rule() const { return rule_.has_value(); }
+  // After Judge: some of the launch's data is not predicted, or comes from
+  // a template that failed to say all of it: read-mostly duplicates cannot
+  // be trusted to stay clean.
+  bool leaves_data_unpredicted() const { return source_ == PredictionSource::kNone || failed_ > 0; }
+  // After Judge: every region the launch needs is predicted (a graph node
+  // that is not is left to faults whole).
+  bool covers_working_set() const { return source_ != PredictionSource::kNone && (rule_.has_value() || failed_ == 0); }
+  // Nothing is loaded ahead of the launch (known before Judge): its
+  // regions, once complete, say what its faults will load.
+  bool left_to_faults() const { return source_ == PredictionSource::kNone; }
+  // After Judge, under the same lock: cuts the template's regions to their
+  // allocations, teaching `memo`, then appends what the pointer rule says
+  // (with the memo where LearnedExtentsFor allows it). False, doing
+  // nothing, when there was nothing to complete: no rule and no region.
+  bool Complete(const AllocationMap& allocs, ExtentMemo* memo);
+
+ private:
+  ArgView args_;
+  Prediction* out_;
+  PredictionSource source_;
+  UnknownPolicy unknown_;
+  uint32_t failed_ = 0;
+  std::optional<PointerExtent> rule_;
+};
+
+// All of LaunchPrediction's steps at once, for a caller whose map and memo
+// nothing else changes (the profiler's check).
+LaunchPrediction PredictLaunch(const LaunchToPredict& launch, const AllocationMap& allocs, ExtentMemo* memo,
+                               Prediction* out);
 
 }  // namespace msched

@@ -177,24 +177,21 @@ TemplateCheck CheckTemplates(const TemplateFile& templates, const Trace& trace) 
     }
     const std::optional<CompiledTemplate>& t = it->second.second;
     KernelReport& k = check.kernels[it->second.first];
-    // As the hook predicts (launch_hooks.cc, model/predictor.h): the
-    // template, teaching the memo; the fallback where there is none (from
-    // the memo's extents) or where one of its regions failed in the job's
-    // memory (to the allocations' ends). The check's predictions are exact
+    // As the hook predicts (LaunchPrediction, model/predictor.h), with
+    // MSCHED_UNKNOWN=pointers: the template, teaching the memo; the fallback
+    // where there is none (from the memo's extents) or where one of its
+    // regions failed in the job's memory (to the allocations' ends). The check's predictions are exact
     // to the byte where the hook's are page-aligned, so the ends it learns
     // can be up to a page shorter than the hook's.
-    const AllocationMap& allocs = replay.At(*o.launch);
     Prediction p(/*alignment=*/1);
-    if (t) t->Evaluate(o.args, o.launch->dims, &p);
-    const PredictionSource source = t ? PredictionSource::kTemplate : PredictionSource::kPointers;
-    const uint32_t failed = FailuresInJobMemory(p, allocs);
-    const std::optional<PointerExtent> rule = PointerRuleFor(source, UnknownPolicy::kPointers, failed);
-    CompletePrediction(o.args, allocs, source, rule, &learned, &p);
+    const LaunchPrediction lp =
+        PredictLaunch({Mode::kMsched, UnknownPolicy::kPointers, t ? &*t : nullptr, o.args, o.launch->dims},
+                      replay.At(*o.launch), &learned, &p);
     RangeSet predicted;
     for (const PredictedRegion& r : p.regions()) predicted.Add(r.range);
     ++check.launches;
-    if (!rule) ++check.template_launches;
-    if (failed > 0) ++k.failed_calls;
+    if (lp.source() == PredictionSource::kTemplate && !lp.uses_pointer_rule()) ++check.template_launches;
+    if (lp.failed() > 0) ++k.failed_calls;
     const Accuracy a = Compare(predicted, o.touched);
     const Accuracy naive = Compare(o.naive, o.touched);
     ++k.calls;

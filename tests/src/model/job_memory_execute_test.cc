@@ -16,7 +16,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 TEST(JobMemoryExecuteTest, EvictsThenLoadsThenOrdersTheLaunchStream) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);
-  MemoryManager& mm = jm.manager();
+  MemoryManager& mm = jm.mutable_manager_for_tests();
   EXPECT_TRUE(mm.AddAllocation(0, 8 * kMiB).ok());
   MemoryActions warm;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);
@@ -34,7 +34,7 @@ TEST(JobMemoryExecuteTest, EvictionsWaitForTheirVictimsLastLaunchNotTheWholeQueu
   // for c (a is needed furthest ahead: launch 5 uses b again).
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(8 * kMiB);
-  MemoryManager& mm = jm.manager();
+  MemoryManager& mm = jm.mutable_manager_for_tests();
   const ByteRange a{0, 4 * kMiB}, b{4 * kMiB, 8 * kMiB}, c{8 * kMiB, 12 * kMiB};
   for (const ByteRange& r : {a, b, c}) EXPECT_TRUE(mm.AddAllocation(r.begin, r.size()).ok());
   MemoryActions act;
@@ -78,7 +78,7 @@ TEST(JobMemoryExecuteTest, CommonPathCallsNothing) {
 TEST(JobMemoryExecuteTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(8 * kMiB);
-  MemoryManager& mm = jm.manager();
+  MemoryManager& mm = jm.mutable_manager_for_tests();
   EXPECT_TRUE(mm.AddAllocation(0, 4 * kMiB).ok());
   MemoryActions act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &act);
@@ -94,7 +94,7 @@ TEST(JobMemoryExecuteTest, AFailedLoadIsForgottenSoItIsTriedAgain) {
 TEST(JobMemoryExecuteTest, NoEvictionWhenTheQueueCannotBeWaitedFor) {
   JobMemory jm(EvictionPolicy::kOpt);
   jm.SetConfigured(4 * kMiB);
-  MemoryManager& mm = jm.manager();
+  MemoryManager& mm = jm.mutable_manager_for_tests();
   EXPECT_TRUE(mm.AddAllocation(0, 8 * kMiB).ok());
   MemoryActions warm, act;
   mm.PlanAccess({{{0, 4 * kMiB}, AccessMode::kRead}}, 1, &warm);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <vector>
+
 namespace msched {
 namespace {
 
@@ -170,6 +173,125 @@ TEST(PointerRuleTest, FallbacksApplyTheirRuleAndATemplateFallsBackOnlyWhereItFai
   EXPECT_EQ(PointerRuleFor(P::kTemplate, UnknownPolicy::kPointers, 1), PointerExtent::kToAllocationEnd);
   EXPECT_EQ(PointerRuleFor(P::kTemplate, UnknownPolicy::kFault, 1), std::nullopt);
   EXPECT_EQ(PointerRuleFor(P::kNone, UnknownPolicy::kPointers, 0), std::nullopt);
+}
+
+// LaunchPrediction: the one rule chain the launch path, the graph path and
+// the profiler's check all follow. A launch of (ptr into A, ptr into B, 0,
+// n) whose template reads n bytes at A and, when `with_failure`, a region
+// at B whose extent comes out negative (it fails, based in managed memory).
+struct TwoBuffers {
+  static constexpr uint64_t kA = 0x100000, kB = 0x200000, kSize = 0x10000;
+  const ParamLayout layout = {{0, 8}, {8, 8}, {16, 8}, {24, 8}};
+  uint64_t a = kA + 0x100, b = kB + 0x200, zero = 0, n = 0x300;
+  void* params[4] = {&a, &b, &zero, &n};
+  AllocationMap allocs;
+  ExtentMemo memo;
+  std::optional<CompiledTemplate> tmpl;
+
+  explicit TwoBuffers(bool with_failure) {
+    EXPECT_TRUE(allocs.Insert(kA, kSize, AllocKind::kManaged).ok());
+    EXPECT_TRUE(allocs.Insert(kB, kSize, AllocKind::kManaged).ok());
+    std::vector<Region> regions{Linear(0, {3}, 0)};
+    if (with_failure) regions.push_back(Linear(1, {2}, -10));
+    tmpl.emplace(KernelTemplate{"k", layout, regions, {}, 0});
+  }
+  static Region Linear(uint16_t base, std::vector<uint16_t> args, int64_t add) {
+    Region r;
+    r.kind = Region::Kind::kLinear;
+    r.base = {base, 0, 8};
+    std::vector<Factor> factors;
+    for (uint16_t p : args) factors.push_back({Factor::Kind::kArg, {p, 0, 8}});
+    r.extent = {1, 1, std::move(factors), add};
+    r.mode = AccessMode::kRead;
+    return r;
+  }
+  LaunchToPredict Launch(Mode mode, UnknownPolicy unknown, bool with_template) const {
+    return {mode, unknown, with_template ? &*tmpl : nullptr, ArgView::FromKernelParams(layout, params), {}};
+  }
+};
+
+std::vector<ByteRange> Ranges(const Prediction& p) {
+  std::vector<ByteRange> out;
+  for (const PredictedRegion& r : p.regions()) out.push_back(r.range);
+  return out;
+}
+
+TEST(LaunchPredictionTest, ATemplateThatSaysEverythingNeedsNoPointerRule) {
+  TwoBuffers t(/*with_failure=*/false);
+  Prediction p(/*alignment=*/1);
+  LaunchPrediction lp(t.Launch(Mode::kMsched, UnknownPolicy::kFault, true), &p);
+  EXPECT_EQ(lp.source(), PredictionSource::kTemplate);
+  lp.Judge(t.allocs);
+  EXPECT_EQ(lp.failed(), 0u);
+  EXPECT_FALSE(lp.uses_pointer_rule());
+  EXPECT_TRUE(lp.covers_working_set());
+  EXPECT_FALSE(lp.leaves_data_unpredicted());
+  EXPECT_TRUE(lp.Complete(t.allocs, &t.memo));
+  EXPECT_EQ(Ranges(p), (std::vector<ByteRange>{{t.a, t.a + t.n}}));
+  EXPECT_EQ(t.memo.Find(t.a, t.allocs.Find(t.a)->id), t.a + t.n) << "the template's region taught the memo";
+}
+
+TEST(LaunchPredictionTest, AFailedRegionInJobMemoryFallsBackToPointersUnderThePointersPolicy) {
+  TwoBuffers t(/*with_failure=*/true);
+  Prediction p(/*alignment=*/1);
+  const LaunchPrediction lp =
+      PredictLaunch(t.Launch(Mode::kMsched, UnknownPolicy::kPointers, true), t.allocs, &t.memo, &p);
+  EXPECT_EQ(lp.failed(), 1u);
+  EXPECT_TRUE(lp.uses_pointer_rule());
+  EXPECT_TRUE(lp.covers_working_set());
+  EXPECT_TRUE(lp.leaves_data_unpredicted()) << "a template that failed cannot vouch for what is written";
+  EXPECT_EQ(Ranges(p), (std::vector<ByteRange>{{t.a, t.a + t.n},
+                                               {t.a, TwoBuffers::kA + TwoBuffers::kSize},
+                                               {t.b, TwoBuffers::kB + TwoBuffers::kSize}}))
+      << "the template's region, then each pointer to its allocation's end";
+}
+
+TEST(LaunchPredictionTest, UnderTheFaultPolicyAFailedRegionLeavesTheLaunchPartlyPredicted) {
+  TwoBuffers t(/*with_failure=*/true);
+  Prediction p(/*alignment=*/1);
+  const LaunchPrediction lp =
+      PredictLaunch(t.Launch(Mode::kMsched, UnknownPolicy::kFault, true), t.allocs, &t.memo, &p);
+  EXPECT_EQ(lp.failed(), 1u);
+  EXPECT_FALSE(lp.uses_pointer_rule());
+  EXPECT_FALSE(lp.covers_working_set()) << "a graph node like it is left to faults whole";
+  EXPECT_EQ(Ranges(p), (std::vector<ByteRange>{{t.a, t.a + t.n}})) << "a launch keeps what the template said";
+}
+
+TEST(LaunchPredictionTest, ALaunchLeftToFaultsStillCountsItsPointersWholeReach) {
+  TwoBuffers t(/*with_failure=*/false);
+  t.memo.Learn(t.a, t.allocs.Find(t.a)->id, t.a + 0x10);  // not read: faults may touch anything there
+  Prediction p(/*alignment=*/1);
+  LaunchPrediction lp(t.Launch(Mode::kMsched, UnknownPolicy::kFault, false), &p);
+  EXPECT_EQ(lp.source(), PredictionSource::kNone);
+  EXPECT_TRUE(lp.left_to_faults());
+  lp.Judge(t.allocs);
+  EXPECT_TRUE(lp.leaves_data_unpredicted());
+  EXPECT_FALSE(lp.covers_working_set());
+  EXPECT_TRUE(lp.Complete(t.allocs, &t.memo));
+  EXPECT_EQ(Ranges(p), (std::vector<ByteRange>{{t.a, TwoBuffers::kA + TwoBuffers::kSize},
+                                               {t.b, TwoBuffers::kB + TwoBuffers::kSize}}));
+}
+
+TEST(LaunchPredictionTest, UnreadableArgumentsPredictNothing) {
+  TwoBuffers t(/*with_failure=*/false);
+  LaunchToPredict launch = t.Launch(Mode::kMsched, UnknownPolicy::kPointers, true);
+  launch.args = ArgView();
+  Prediction p(/*alignment=*/1);
+  LaunchPrediction lp(launch, &p);
+  EXPECT_EQ(lp.source(), PredictionSource::kNone);
+  lp.Judge(t.allocs);
+  EXPECT_FALSE(lp.uses_pointer_rule());
+  EXPECT_FALSE(lp.Complete(t.allocs, &t.memo)) << "nothing to complete";
+  EXPECT_TRUE(p.regions().empty());
+}
+
+TEST(LaunchPredictionTest, AllocModeTakesWholeAllocationsOverATemplate) {
+  TwoBuffers t(/*with_failure=*/false);
+  Prediction p(/*alignment=*/1);
+  const LaunchPrediction lp = PredictLaunch(t.Launch(Mode::kAlloc, UnknownPolicy::kFault, true), t.allocs, &t.memo, &p);
+  EXPECT_EQ(lp.source(), PredictionSource::kWholeAllocations);
+  EXPECT_EQ(Ranges(p), (std::vector<ByteRange>{{TwoBuffers::kA, TwoBuffers::kA + TwoBuffers::kSize},
+                                               {TwoBuffers::kB, TwoBuffers::kB + TwoBuffers::kSize}}));
 }
 
 }  // namespace

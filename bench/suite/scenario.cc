@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "msched/config.h"
+#include "msched/json_checked.h"
+#include "msched/leading_int.h"
 #include "msched/seeded_draws.h"
 #include "suite/json_file.h"
 
@@ -17,209 +21,319 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// Malformed files are reported with the file and the field, never thrown past LoadScenarios.
-struct Bad {
-  std::string what;
-};
+// A malformed file's problem, naming the field; LoadScenarios names the file.
+Status Bad(std::string what) { return Status::InvalidArgument(std::move(what)); }
+
+// j.at(key).get<std::string>().
+Result<std::string> StringAt(const json& j, const std::string& key) {
+  Result<const json*> field = JsonAt(j, key);
+  if (!field.ok()) return field.status();
+  return JsonGetString(**field);
+}
+
+// j.at(key).get<double>().
+Result<double> NumberAt(const json& j, const std::string& key) {
+  Result<const json*> field = JsonAt(j, key);
+  if (!field.ok()) return field.status();
+  return JsonGetNumber<double>(**field);
+}
 
 // `obj`, named `what` in errors: an object of integer variables.
-std::map<std::string, int64_t> VarsOf(const json& obj, const std::string& what) {
+Result<std::map<std::string, int64_t>> VarsOf(const json& obj, const std::string& what) {
   std::map<std::string, int64_t> out;
-  if (!obj.is_object()) throw Bad{what + ": must be an object"};
+  if (!obj.is_object()) return Bad(what + ": must be an object");
   for (const auto& [k, v] : obj.items()) {
-    if (!v.is_number_integer()) throw Bad{what + "." + k + ": must be an integer"};
+    if (!v.is_number_integer()) return Bad(what + "." + k + ": must be an integer");
     out[k] = v.get<int64_t>();
   }
   return out;
 }
 
-std::map<std::string, int64_t> Vars(const json& j, const char* key) {
-  return j.contains(key) ? VarsOf(j[key], key) : std::map<std::string, int64_t>{};
+Result<std::map<std::string, int64_t>> Vars(const json& j, const char* key) {
+  if (!j.contains(key)) return std::map<std::string, int64_t>{};
+  return VarsOf(j[key], key);
 }
 
-std::vector<int> Points(const json& j, const char* key) {
+Result<std::vector<int>> Points(const json& j, const char* key) {
+  Result<const json*> points = JsonAt(j, "points");
+  if (!points.ok()) return points.status();
+  Result<const json*> list = JsonAt(**points, key);
+  if (!list.ok()) return list.status();
   std::vector<int> out;
-  for (const json& p : j.at("points").at(key)) {
+  for (const json& p : **list) {
     if (!p.is_number_integer() || p.get<int>() <= 0 || p.get<int>() > 1000) {
-      throw Bad{std::string("points.") + key + ": each a percentage from 1 to 1000"};
+      return Bad(std::string("points.") + key + ": each a percentage from 1 to 1000");
     }
     out.push_back(p.get<int>());
   }
   return out;
 }
 
-PolicyVariant Variant(const json& p) {
+Result<PolicyVariant> Variant(const json& p) {
   PolicyVariant v;
-  const std::string policy = p.is_string() ? p.get<std::string>() : p.at("policy").get<std::string>();
-  Result<Policy> parsed = ParsePolicy(policy);
-  if (!parsed.ok()) throw Bad{"policies: " + parsed.status().message()};
+  const Result<std::string> policy = p.is_string() ? JsonGetString(p) : StringAt(p, "policy");
+  if (!policy.ok()) return policy.status();
+  Result<Policy> parsed = ParsePolicy(*policy);
+  if (!parsed.ok()) return Bad("policies: " + parsed.status().message());
   v.policy = *parsed;
-  v.name = p.is_string() ? policy : p.at("name").get<std::string>();
+  if (p.is_string()) {
+    v.name = *policy;
+  } else {
+    MSCHED_RETURN_IF_ERROR(Assign(StringAt(p, "name"), &v.name));
+  }
   if (p.is_object()) {
-    v.fixed_slice_ns = p.value("fixed_slice_ms", uint64_t{0}) * 1'000'000;
-    v.undeclared = p.value("undeclared", false);
+    const Result<uint64_t> fixed_slice_ms = JsonNumberOr(p, "fixed_slice_ms", uint64_t{0});
+    if (!fixed_slice_ms.ok()) return fixed_slice_ms.status();
+    v.fixed_slice_ns = *fixed_slice_ms * 1'000'000;
+    MSCHED_RETURN_IF_ERROR(Assign(JsonBoolOr(p, "undeclared", false), &v.undeclared));
   }
   return v;
 }
 
-Arrivals ArrivalsOf(const json& a, const std::string& what) {
+Result<Arrivals> ArrivalsOf(const json& a, const std::string& what) {
   Arrivals out;
-  if (!a.is_object()) throw Bad{what + ": an object with at_ms or poisson_per_s"};
+  if (!a.is_object()) return Bad(what + ": an object with at_ms or poisson_per_s");
   if (a.contains("at_ms")) {
     for (const json& t : a["at_ms"]) {
-      if (!t.is_number() || t.get<double>() < 0) throw Bad{what + ".at_ms: times in milliseconds, none negative"};
+      if (!t.is_number() || t.get<double>() < 0) return Bad(what + ".at_ms: times in milliseconds, none negative");
       out.at_ms.push_back(t.get<double>());
     }
-    if (out.at_ms.empty()) throw Bad{what + ".at_ms: at least one time"};
-  } else {
-    out.per_s = a.at("poisson_per_s").get<double>();
-    if (!(out.per_s > 0 && out.per_s < 1e6)) throw Bad{what + ".poisson_per_s: a rate above 0"};
-    out.seed = a.value("seed", uint64_t{1});
-    out.start_ms = a.value("start_ms", 0.0);
-    if (out.start_ms < 0) throw Bad{what + ".start_ms: not negative"};
+    if (out.at_ms.empty()) return Bad(what + ".at_ms: at least one time");
+    return out;
   }
+  MSCHED_RETURN_IF_ERROR(Assign(NumberAt(a, "poisson_per_s"), &out.per_s));
+  if (!(out.per_s > 0 && out.per_s < 1e6)) return Bad(what + ".poisson_per_s: a rate above 0");
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(a, "seed", uint64_t{1}), &out.seed));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(a, "start_ms", 0.0), &out.start_ms));
+  if (out.start_ms < 0) return Bad(what + ".start_ms: not negative");
   return out;
 }
 
-ScenarioJob Job(const json& j) {
+// A job's "arrivals": one form for both, or "full" and "quick".
+Status JobArrivals(const json& j, ScenarioJob* out) {
+  if (!j.contains("arrivals")) return Status::Ok();
+  const json& a = j["arrivals"];
+  const std::string what = "jobs." + out->label + ".arrivals";
+  MSCHED_RETURN_IF_ERROR(Assign(ArrivalsOf(a.contains("full") ? a["full"] : a, what), &out->full_arrivals));
+  MSCHED_RETURN_IF_ERROR(Assign(ArrivalsOf(a.contains("quick") ? a["quick"] : a, what), &out->quick_arrivals));
+  for (const Arrivals* arr : {&out->full_arrivals, &out->quick_arrivals}) {
+    if (!arr->at_ms.empty() && out->count > 0 && static_cast<int>(arr->at_ms.size()) != out->count) {
+      return Bad(what + ".at_ms: one time per job (count " + std::to_string(out->count) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// What a job runs: a replayed trace or a workload, and its share.
+Status JobProgram(const json& j, ScenarioJob* out) {
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(j, "share", 0.0), &out->share));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(j, "hbm_share", 0.0), &out->hbm_share));
+  if (!j.contains("trace")) {
+    MSCHED_RETURN_IF_ERROR(Assign(StringAt(j, "workload"), &out->workload));
+    if ((out->share > 0) == (out->hbm_share > 0) || out->share > 1 || out->hbm_share > 1) {
+      return Bad("jobs." + out->label + ": exactly one of share and hbm_share, a fraction from 0 to 1");
+    }
+    MSCHED_RETURN_IF_ERROR(Assign(StringAt(j, "work"), &out->work_var));
+    return Assign(JsonStringOr(j, "unit", "tasks"), &out->unit);
+  }
+  if (j.contains("workload")) return Bad("jobs." + out->label + ": a workload or a trace, not both");
+  const json& t = j["trace"];
+  if (t.is_string()) {
+    out->trace_full = out->trace_quick = t.get<std::string>();
+  } else {
+    MSCHED_RETURN_IF_ERROR(Assign(StringAt(t, "full"), &out->trace_full));
+    MSCHED_RETURN_IF_ERROR(Assign(StringAt(t, "quick"), &out->trace_quick));
+  }
+  for (const std::string& name : {out->trace_full, out->trace_quick}) {
+    if (name.empty() || name.find('/') != std::string::npos || !name.ends_with(".trace.xz")) {
+      return Bad("jobs." + out->label + ".trace: a NAME.trace.xz file under bench/traces");
+    }
+  }
+  if (out->hbm_share > 0 || out->share > 1) {
+    return Bad("jobs." + out->label + ": a trace job takes share (0 to 1), not hbm_share");
+  }
+  if (out->share <= 0) out->share = 1;
+  return Assign(JsonStringOr(j, "unit", "runs"), &out->unit);
+}
+
+// A job's variables: its own, each form's, and each profiling run's.
+Status JobVars(const json& j, ScenarioJob* out) {
+  MSCHED_RETURN_IF_ERROR(Assign(Vars(j, "vars"), &out->vars));
+  MSCHED_RETURN_IF_ERROR(Assign(Vars(j, "full_vars"), &out->full_vars));
+  MSCHED_RETURN_IF_ERROR(Assign(Vars(j, "quick_vars"), &out->quick_vars));
+  if (!j.contains("profile_vars")) return Status::Ok();
+  const json& pv = j["profile_vars"];
+  if (!pv.is_array() || pv.size() < 2 || pv.size() > 4) {
+    return Bad("jobs." + out->label + ".profile_vars: an array of two to four objects");
+  }
+  for (const json& run : pv) {
+    Result<std::map<std::string, int64_t>> vars = VarsOf(run, "profile_vars");
+    if (!vars.ok()) return vars.status();
+    out->profile_vars.push_back(std::move(*vars));
+  }
+  return Status::Ok();
+}
+
+Result<ScenarioJob> Job(const json& j) {
   ScenarioJob out;
-  out.label = j.at("label").get<std::string>();
+  MSCHED_RETURN_IF_ERROR(Assign(StringAt(j, "label"), &out.label));
   // Unset: as many as the footprint calls for, where a job's size is known.
-  out.count = j.value("count", j.contains("hbm_share") || j.contains("trace") ? 0 : 1);
-  out.user = j.value("user", std::string("user"));
-  if (const std::string c = j.value("class", std::string()); !c.empty()) {
-    const std::optional<JobClass> named = JobClassNamed(c);
-    if (!named) throw Bad{"jobs." + out.label + ".class: short, long or service"};
+  MSCHED_RETURN_IF_ERROR(
+      Assign(JsonNumberOr(j, "count", j.contains("hbm_share") || j.contains("trace") ? 0 : 1), &out.count));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "user", "user"), &out.user));
+  std::string job_class;
+  MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "class", ""), &job_class));
+  if (!job_class.empty()) {
+    const std::optional<JobClass> named = JobClassNamed(job_class);
+    if (!named) return Bad("jobs." + out.label + ".class: short, long or service");
     out.job_class = *named;
   }
-  out.priority = j.value("priority", 0);
-  if (j.contains("arrivals")) {
-    const json& a = j["arrivals"];
-    const std::string what = "jobs." + out.label + ".arrivals";
-    out.full_arrivals = ArrivalsOf(a.contains("full") ? a["full"] : a, what);
-    out.quick_arrivals = ArrivalsOf(a.contains("quick") ? a["quick"] : a, what);
-    for (const Arrivals* arr : {&out.full_arrivals, &out.quick_arrivals}) {
-      if (!arr->at_ms.empty() && out.count > 0 && static_cast<int>(arr->at_ms.size()) != out.count) {
-        throw Bad{what + ".at_ms: one time per job (count " + std::to_string(out.count) + ")"};
-      }
-    }
-  }
-  out.share = j.value("share", 0.0);
-  out.hbm_share = j.value("hbm_share", 0.0);
-  if (j.contains("trace")) {
-    if (j.contains("workload")) throw Bad{"jobs." + out.label + ": a workload or a trace, not both"};
-    const json& t = j["trace"];
-    out.trace_full = t.is_string() ? t.get<std::string>() : t.at("full").get<std::string>();
-    out.trace_quick = t.is_string() ? out.trace_full : t.at("quick").get<std::string>();
-    for (const std::string& name : {out.trace_full, out.trace_quick}) {
-      if (name.empty() || name.find('/') != std::string::npos || !name.ends_with(".trace.xz")) {
-        throw Bad{"jobs." + out.label + ".trace: a NAME.trace.xz file under bench/traces"};
-      }
-    }
-    if (out.hbm_share > 0 || out.share > 1)
-      throw Bad{"jobs." + out.label + ": a trace job takes share (0 to 1), not hbm_share"};
-    if (out.share <= 0) out.share = 1;
-    out.unit = j.value("unit", std::string("runs"));
-  } else {
-    out.workload = j.at("workload").get<std::string>();
-    if ((out.share > 0) == (out.hbm_share > 0) || out.share > 1 || out.hbm_share > 1) {
-      throw Bad{"jobs." + out.label + ": exactly one of share and hbm_share, a fraction from 0 to 1"};
-    }
-    out.work_var = j.at("work").get<std::string>();
-    out.unit = j.value("unit", std::string("tasks"));
-  }
-  if (out.count < 0 || out.count > 64) throw Bad{"jobs." + out.label + ".count: from 0 to 64"};
-  out.instance_var = j.value("instance_var", std::string());
-  out.vars = Vars(j, "vars");
-  out.full_vars = Vars(j, "full_vars");
-  out.quick_vars = Vars(j, "quick_vars");
-  if (j.contains("profile_vars")) {
-    const json& pv = j["profile_vars"];
-    if (!pv.is_array() || pv.size() < 2 || pv.size() > 4) {
-      throw Bad{"jobs." + out.label + ".profile_vars: an array of two to four objects"};
-    }
-    for (const json& run : pv) out.profile_vars.push_back(VarsOf(run, "profile_vars"));
-  }
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(j, "priority", 0), &out.priority));
+  MSCHED_RETURN_IF_ERROR(JobArrivals(j, &out));
+  MSCHED_RETURN_IF_ERROR(JobProgram(j, &out));
+  if (out.count < 0 || out.count > 64) return Bad("jobs." + out.label + ".count: from 0 to 64");
+  MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "instance_var", ""), &out.instance_var));
+  MSCHED_RETURN_IF_ERROR(JobVars(j, &out));
   return out;
 }
 
-Scenario Parse(const json& j, const std::map<std::string, json>& by_name) {
-  if (j.value("format", std::string()) != "msched-scenario" || j.value("version", 0) != 1) {
-    throw Bad{"expected \"format\": \"msched-scenario\", \"version\": 1"};
+// Each element of the array `key` of `j`, as `parse` reads it, appended to
+// *out: at least one.
+template <typename T>
+Status EachOf(const json& j, const char* key, Result<T> (*parse)(const json&), std::vector<T>* out) {
+  Result<const json*> list = JsonAt(j, key);
+  if (!list.ok()) return list.status();
+  for (const json& element : **list) {
+    Result<T> parsed = parse(element);
+    if (!parsed.ok()) return parsed.status();
+    out->push_back(std::move(*parsed));
   }
-  Scenario s;
-  s.name = j.at("name").get<std::string>();
-  s.title = j.at("title").get<std::string>();
-  s.description = j.value("description", std::string());
-  const std::string kind = j.value("kind", std::string("sweep"));
-  if (kind != "sweep" && kind != "multiuser") throw Bad{"kind: sweep or multiuser"};
-  s.multiuser = kind == "multiuser";
-  s.headline = j.value("headline", false);
-  s.declare_memory = j.value("declare_memory", false);
-  const json* jobs_source = &j;
+  if (out->empty()) return Bad(std::string(key) + ": at least one");
+  return Status::Ok();
+}
+
+// The HBM and the jobs: the scenario's own, or those of the one it names in
+// "jobs_from" (which must have its own).
+Status Jobs(const json& j, const std::map<std::string, json>& by_name, Scenario* s) {
+  const json* source = &j;
   if (j.contains("jobs_from")) {
-    const auto it = by_name.find(j["jobs_from"].get<std::string>());
+    Result<std::string> from = JsonGetString(j["jobs_from"]);
+    if (!from.ok()) return from.status();
+    const auto it = by_name.find(*from);
     if (it == by_name.end() || it->second.contains("jobs_from")) {
-      throw Bad{"jobs_from: no scenario '" + j["jobs_from"].get<std::string>() + "' with jobs of its own"};
+      return Bad("jobs_from: no scenario '" + *from + "' with jobs of its own");
     }
-    jobs_source = &it->second;
+    source = &it->second;
   }
-  s.hbm_full = jobs_source->at("hbm").at("full").get<std::string>();
-  s.hbm_quick = jobs_source->at("hbm").at("quick").get<std::string>();
-  for (const json& job : jobs_source->at("jobs")) s.jobs.push_back(Job(job));
-  if (s.jobs.empty()) throw Bad{"jobs: at least one"};
-  s.points_full = Points(j, "full");
-  s.points_quick = Points(j, "quick");
-  for (const json& p : j.at("policies")) s.policies.push_back(Variant(p));
-  if (s.policies.empty()) throw Bad{"policies: at least one"};
-  s.oversubscribe = j.value("oversubscribe", 4.0);
-  if (j.contains("targets")) {
-    const json& t = j["targets"];
-    s.targets.short_wait_vs_exclusive = t.value("short_wait_vs_exclusive", 0.0);
-    s.targets.makespan_vs_exclusive = t.value("makespan_vs_exclusive", 0.0);
-    s.targets.busy_points = t.value("busy_points", 0.0);
-    s.targets.urgent_vs_alone = t.value("urgent_vs_alone", 0.0);
-    s.targets.spread_below_baselines = t.value("spread_below_baselines", false);
-    s.targets.p99_vs_swap = t.value("p99_vs_swap", 0.0);
+  Result<const json*> hbm = JsonAt(*source, "hbm");
+  if (!hbm.ok()) return hbm.status();
+  MSCHED_RETURN_IF_ERROR(Assign(StringAt(**hbm, "full"), &s->hbm_full));
+  MSCHED_RETURN_IF_ERROR(Assign(StringAt(**hbm, "quick"), &s->hbm_quick));
+  return EachOf(*source, "jobs", Job, &s->jobs);
+}
+
+// The footprints and the policies compared at each.
+Status PointsAndPolicies(const json& j, Scenario* s) {
+  MSCHED_RETURN_IF_ERROR(Assign(Points(j, "full"), &s->points_full));
+  MSCHED_RETURN_IF_ERROR(Assign(Points(j, "quick"), &s->points_quick));
+  return EachOf(j, "policies", Variant, &s->policies);
+}
+
+// "targets": what the multi-user report checks msched against.
+Status Targets(const json& j, Scenario::Targets* out) {
+  if (!j.contains("targets")) return Status::Ok();
+  const json& t = j["targets"];
+  for (auto [key, field] :
+       {std::pair{"short_wait_vs_exclusive", &out->short_wait_vs_exclusive},
+        std::pair{"makespan_vs_exclusive", &out->makespan_vs_exclusive}, std::pair{"busy_points", &out->busy_points},
+        std::pair{"urgent_vs_alone", &out->urgent_vs_alone}}) {
+    MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(t, key, 0.0), field));
   }
-  if (j.contains("slo_ms")) {
-    s.slo_ms_full = j["slo_ms"].at("full").get<double>();
-    s.slo_ms_quick = j["slo_ms"].at("quick").get<double>();
-  }
+  MSCHED_RETURN_IF_ERROR(Assign(JsonBoolOr(t, "spread_below_baselines", false), &out->spread_below_baselines));
+  return Assign(JsonNumberOr(t, "p99_vs_swap", 0.0), &out->p99_vs_swap);
+}
+
+// j[key]'s "full" and "quick" numbers, where `j` has `key`.
+Status FullAndQuick(const json& j, const char* key, double* full, double* quick) {
+  if (!j.contains(key)) return Status::Ok();
+  MSCHED_RETURN_IF_ERROR(Assign(NumberAt(j[key], "full"), full));
+  return Assign(NumberAt(j[key], "quick"), quick);
+}
+
+// Services: the SLO, and the swap server that the swap policy runs.
+Status Services(const json& j, Scenario* s) {
+  MSCHED_RETURN_IF_ERROR(FullAndQuick(j, "slo_ms", &s->slo_ms_full, &s->slo_ms_quick));
   if (j.contains("swap_server")) {
-    s.swap_workload = j["swap_server"].at("workload").get<std::string>();
-    s.swap_vars = Vars(j["swap_server"], "vars");
+    MSCHED_RETURN_IF_ERROR(Assign(StringAt(j["swap_server"], "workload"), &s->swap_workload));
+    MSCHED_RETURN_IF_ERROR(Assign(Vars(j["swap_server"], "vars"), &s->swap_vars));
   }
-  for (const PolicyVariant& v : s.policies) {
-    if (v.policy == Policy::kSwap && s.swap_workload.empty()) throw Bad{"policies: swap needs a swap_server"};
+  for (const PolicyVariant& v : s->policies) {
+    if (v.policy == Policy::kSwap && s->swap_workload.empty()) return Bad("policies: swap needs a swap_server");
   }
-  if (j.contains("shortfalls")) {
-    static const std::set<std::string> kTargets = {"ooms",        "short_wait_vs_exclusive", "makespan_vs_exclusive",
-                                                   "busy_points", "spread_below_baselines",  "urgent_vs_alone",
-                                                   "p99_vs_swap"};
-    for (const auto& [target, why] : j["shortfalls"].items()) {
-      if (!kTargets.count(target) || !why.is_string())
-        throw Bad{"shortfalls." + target + ": a target's name and a text"};
-      s.shortfalls[target] = why.get<std::string>();
+  return Status::Ok();
+}
+
+// "shortfalls": why a target is missed, by the target's name.
+Status Shortfalls(const json& j, Scenario* s) {
+  if (!j.contains("shortfalls")) return Status::Ok();
+  static const std::set<std::string> kTargets = {"ooms",        "short_wait_vs_exclusive", "makespan_vs_exclusive",
+                                                 "busy_points", "spread_below_baselines",  "urgent_vs_alone",
+                                                 "p99_vs_swap"};
+  for (const auto& [target, why] : j["shortfalls"].items()) {
+    if (!kTargets.count(target) || !why.is_string())
+      return Bad("shortfalls." + target + ": a target's name and a text");
+    s->shortfalls[target] = why.get<std::string>();
+  }
+  return Status::Ok();
+}
+
+// "paper": its speedups by footprint percent, and a note.
+Status Paper(const json& j, Scenario* s) {
+  if (!j.contains("paper")) return Status::Ok();
+  const json& paper = j["paper"];
+  if (paper.contains("speedup")) {
+    for (const auto& [pct, v] : paper["speedup"].items()) {
+      const Result<double> speedup = JsonGetNumber<double>(v);
+      if (!speedup.ok()) return speedup.status();
+      const std::optional<int> percent = LeadingInt(pct);
+      if (!percent) return Bad("paper.speedup." + pct + ": a footprint percentage");
+      s->paper_speedup[*percent] = *speedup;
     }
   }
-  if (j.contains("retry_delay_ms")) {
-    s.retry_delay_ms_full = j["retry_delay_ms"].at("full").get<double>();
-    s.retry_delay_ms_quick = j["retry_delay_ms"].at("quick").get<double>();
-    if (s.retry_delay_ms_full < 0 || s.retry_delay_ms_quick < 0) throw Bad{"retry_delay_ms: not negative"};
-  }
-  s.source = j.value("source", std::string());
-  s.link_passes_per_unit = j.value("link_passes_per_unit", 0.0);
+  return Assign(JsonStringOr(paper, "note", ""), &s->paper_note);
+}
+
+Result<Scenario> Parse(const json& j, const std::map<std::string, json>& by_name) {
+  const Result<std::string> format = JsonStringOr(j, "format", "");
+  if (!format.ok()) return format.status();
+  const bool named = *format == "msched-scenario";
+  const Result<int> version = named ? JsonNumberOr(j, "version", 0) : Result<int>(0);  // read only when named
+  if (!version.ok()) return version.status();
+  if (!named || *version != 1) return Bad("expected \"format\": \"msched-scenario\", \"version\": 1");
+  Scenario s;
+  MSCHED_RETURN_IF_ERROR(Assign(StringAt(j, "name"), &s.name));
+  MSCHED_RETURN_IF_ERROR(Assign(StringAt(j, "title"), &s.title));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "description", ""), &s.description));
+  std::string kind;
+  MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "kind", "sweep"), &kind));
+  if (kind != "sweep" && kind != "multiuser") return Bad("kind: sweep or multiuser");
+  s.multiuser = kind == "multiuser";
+  MSCHED_RETURN_IF_ERROR(Assign(JsonBoolOr(j, "headline", false), &s.headline));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonBoolOr(j, "declare_memory", false), &s.declare_memory));
+  MSCHED_RETURN_IF_ERROR(Jobs(j, by_name, &s));
+  MSCHED_RETURN_IF_ERROR(PointsAndPolicies(j, &s));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(j, "oversubscribe", 4.0), &s.oversubscribe));
+  MSCHED_RETURN_IF_ERROR(Targets(j, &s.targets));
+  MSCHED_RETURN_IF_ERROR(Services(j, &s));
+  MSCHED_RETURN_IF_ERROR(Shortfalls(j, &s));
+  MSCHED_RETURN_IF_ERROR(FullAndQuick(j, "retry_delay_ms", &s.retry_delay_ms_full, &s.retry_delay_ms_quick));
+  if (s.retry_delay_ms_full < 0 || s.retry_delay_ms_quick < 0) return Bad("retry_delay_ms: not negative");
+  MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "source", ""), &s.source));
+  MSCHED_RETURN_IF_ERROR(Assign(JsonNumberOr(j, "link_passes_per_unit", 0.0), &s.link_passes_per_unit));
   if (s.link_passes_per_unit < 0 || s.link_passes_per_unit > 100) {
-    throw Bad{"link_passes_per_unit: a number from 0 to 100"};
+    return Bad("link_passes_per_unit: a number from 0 to 100");
   }
-  if (j.contains("paper")) {
-    const json& paper = j["paper"];
-    if (paper.contains("speedup")) {
-      for (const auto& [pct, v] : paper["speedup"].items()) s.paper_speedup[std::stoi(pct)] = v.get<double>();
-    }
-    s.paper_note = j["paper"].value("note", std::string());
-  }
+  MSCHED_RETURN_IF_ERROR(Paper(j, &s));
   return s;
 }
 
@@ -238,20 +352,18 @@ Result<std::vector<Scenario>> LoadScenarios(const std::string& dir) {
       return Status::InvalidArgument(e.path().string() + ": not a scenario (a JSON object with a name)");
     }
     const std::string name = j["name"].get<std::string>();
-    order.push_back({j.value("order", 1000), name});
+    const Result<int> rank = JsonNumberOr(j, "order", 1000);
+    if (!rank.ok()) return Status::InvalidArgument("scenario " + name + ": " + rank.status().message());
+    order.push_back({*rank, name});
     by_name[name] = std::move(j);
   }
   if (ec) return Status::IoError("cannot read " + dir + ": " + ec.message());
   std::sort(order.begin(), order.end());
   std::vector<Scenario> out;
   for (const auto& [unused, name] : order) {
-    try {
-      out.push_back(Parse(by_name[name], by_name));
-    } catch (const Bad& b) {
-      return Status::InvalidArgument("scenario " + name + ": " + b.what);
-    } catch (const json::exception& e) {
-      return Status::InvalidArgument("scenario " + name + ": " + e.what());
-    }
+    Result<Scenario> s = Parse(by_name[name], by_name);
+    if (!s.ok()) return Status::InvalidArgument("scenario " + name + ": " + s.status().message());
+    out.push_back(std::move(*s));
   }
   return out;
 }

@@ -1,16 +1,17 @@
 // File: msched/json_checked.h
 // Non-throwing forms of the nlohmann::json accessors that throw on a missing
-// key or a wrong type: at(key), value(key, default) for a string or a bool,
-// and get<std::string>() / get<bool>(); and JsonU64, a counter read through
-// nested objects. Each returns a Result whose error
-// message is, word for word, the what() of the exception the accessor would
-// have thrown (nlohmann/json 3.10-3.11, JSON_DIAGNOSTICS off), e.g.
-// "[json.exception.out_of_range.403] key 'steps' not found", so a parser
-// that moves off exceptions reports what it reported before.
+// key or a wrong type: at(key), value(key, default) for a string, a bool or
+// a number, and get<std::string>() / get<bool>() / get<number>(); and
+// JsonU64, a counter read through nested objects. Each returns a Result
+// whose error message is, word for word, the what() of the exception the
+// accessor would have thrown (nlohmann/json 3.10-3.11, JSON_DIAGNOSTICS
+// off), e.g. "[json.exception.out_of_range.403] key 'steps' not found", so
+// a parser that moves off exceptions reports what it reported before.
 // Stateless templates (nlohmann::json and ordered_json alike); thread-safe.
 //
 // Header-only, like msched/bounded_input.h: the simulator's msim-run, which
-// links nothing of msched, uses it as well as the core.
+// links nothing of msched, and its driver's module parser use it as well as
+// the core.
 //
 // Example:
 //   Result<const json*> steps = JsonAt(doc, "steps");
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "msched/status.h"
 
@@ -57,6 +59,21 @@ Result<bool> JsonGetBool(const Json& j) {
   return j.template get<bool>();
 }
 
+// j.get<T>() for an arithmetic T (int, int64_t, uint64_t, double...): a
+// number, converted as nlohmann converts it. Like nlohmann, a boolean is
+// taken too (as 0 or 1) for any T but the json's own three number types.
+template <typename T, typename Json>
+Result<T> JsonGetNumber(const Json& j) {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "a bool is JsonGetBool's");
+  constexpr bool kTakesBool = !std::is_same_v<T, typename Json::number_integer_t> &&
+                              !std::is_same_v<T, typename Json::number_unsigned_t> &&
+                              !std::is_same_v<T, typename Json::number_float_t>;
+  if (!j.is_number() && !(kTakesBool && j.is_boolean())) {
+    return json_checked_internal::TypeError(302, "type must be number, but is ", j);
+  }
+  return j.template get<T>();
+}
+
 // j.value(key, fallback) for a string: the member if present (it must be a
 // string), else `fallback`. `j` must be an object.
 template <typename Json>
@@ -74,6 +91,15 @@ Result<bool> JsonBoolOr(const Json& j, const std::string& key, bool fallback) {
   auto it = j.find(key);
   if (it == j.end()) return fallback;
   return JsonGetBool(*it);
+}
+
+// j.value(key, fallback) for an arithmetic T, the type of `fallback`.
+template <typename T, typename Json>
+Result<T> JsonNumberOr(const Json& j, const std::string& key, T fallback) {
+  if (!j.is_object()) return json_checked_internal::TypeError(306, "cannot use value() with ", j);
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  return JsonGetNumber<T>(*it);
 }
 
 // The unsigned number at `path` through nested objects (a run's statistics:

@@ -198,7 +198,6 @@ struct Go {
 };
 
 enum class StopReason : uint8_t { kSlice, kPause, kPreempt, kEvictOnly };
-const char* StopReasonName(StopReason r);
 
 struct Stop {
   static constexpr MsgType kType = MsgType::kStop;

@@ -103,6 +103,16 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
+// Moves the value of `r` into *out; the Status of `r` (*out is untouched
+// when it is not OK). With MSCHED_RETURN_IF_ERROR, one field per line:
+//   MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "name", ""), &spec.name));
+template <typename T>
+Status Assign(Result<T> r, T* out) {
+  if (!r.ok()) return r.status();
+  *out = std::move(*r);
+  return Status::Ok();
+}
+
 }  // namespace msched
 
 // Returns from the calling function when `expr` (a Status) is not OK.

@@ -19,8 +19,12 @@ CUresult LoadText(Process& p, const std::string& text, const std::string& origin
   auto m = std::make_unique<Module>();
   std::string error;
   // Depth first: the JSON parser and its messages recurse over nesting.
-  if (!msched::CheckJsonDepth(text, msched::kMaxJsonDepth, &error) || !msim::ParseModule(text, m.get(), &error)) {
+  if (!msched::CheckJsonDepth(text, msched::kMaxJsonDepth, &error)) {
     msim::ReportError("module " + origin + ": " + error);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  if (const msched::Status parsed = msim::ParseModule(text, m.get()); !parsed.ok()) {
+    msim::ReportError("module " + origin + ": " + parsed.message());
     return CUDA_ERROR_INVALID_IMAGE;
   }
   for (const auto& k : m->kernels) p.functions.insert(k.get());

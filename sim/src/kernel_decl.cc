@@ -4,15 +4,23 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "expr_json.h"
+#include "msched/json_checked.h"
+#include "msched/leading_int.h"
 #include "msched/no_destructor.h"
 
 namespace msim {
 namespace {
 
 using json = nlohmann::json;
+using msched::Assign;
+using msched::Result;
+using msched::Status;
 
 class LaunchContext : public ExprContext {
  public:
@@ -48,81 +56,78 @@ void AddRange(uint64_t begin, uint64_t end, uint32_t mode, std::vector<TouchedRa
   if (end > begin) out->push_back({begin, end, mode});
 }
 
-ExprPtr ParseField(const json& obj, const char* key, bool required, const std::string& where) {
+Status Bad(std::string message) { return Status::InvalidArgument(std::move(message)); }
+
+// The expression in member `key` of `obj`; nullptr when it is absent and
+// not `required`.
+Result<ExprPtr> ParseField(const json& obj, const char* key, bool required, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) {
-    if (required) throw std::runtime_error(where + ": missing '" + key + "'");
-    return nullptr;
+    if (required) return Bad(where + ": missing '" + key + "'");
+    return ExprPtr();
   }
-  std::string text;
-  if (it->is_string())
-    text = it->get<std::string>();
-  else if (it->is_number_integer())
-    text = std::to_string(it->get<int64_t>());
-  else
-    throw std::runtime_error(where + "." + key + ": must be an expression string or integer");
-  std::string err;
-  ExprPtr e = Expr::Parse(text, &err);
-  if (!e) throw std::runtime_error(where + "." + key + ": " + err);
-  return e;
+  return ExprFromJson(*it, where + "." + key);
 }
 
-AccessSpec ParseAccess(const json& j, const KernelDecl& k, const std::string& where) {
-  if (!j.is_object()) throw std::runtime_error(where + ": must be an object");
-  AccessSpec a;
+// An access's pointer word, "pN" or "pN@off", into a.param and a.offset:
+// each number as std::stoi reads it.
+Status ParseArg(const json& j, const KernelDecl& k, const std::string& where, AccessSpec* a) {
   auto arg = j.find("arg");
-  if (arg == j.end() || !arg->is_string()) throw std::runtime_error(where + ": 'arg' must be \"pN\" or \"pN@off\"");
+  if (arg == j.end() || !arg->is_string()) return Bad(where + ": 'arg' must be \"pN\" or \"pN@off\"");
   const std::string s = arg->get<std::string>();
-  if (s.size() < 2 || s[0] != 'p') throw std::runtime_error(where + ".arg: '" + s + "' is not pN[@off]");
+  if (s.size() < 2 || s[0] != 'p') return Bad(where + ".arg: '" + s + "' is not pN[@off]");
   const size_t at = s.find('@');
-  try {
-    a.param = std::stoi(s.substr(1, at == std::string::npos ? std::string::npos : at - 1));
-    if (at != std::string::npos) a.offset = std::stoi(s.substr(at + 1));
-  } catch (const std::exception&) {
-    throw std::runtime_error(where + ".arg: '" + s + "' is not pN[@off]");
+  const std::optional<int> param =
+      msched::LeadingInt(s.substr(1, at == std::string::npos ? std::string::npos : at - 1));
+  const std::optional<int> offset = at == std::string::npos ? 0 : msched::LeadingInt(s.substr(at + 1));
+  if (!param || !offset) return Bad(where + ".arg: '" + s + "' is not pN[@off]");
+  a->param = *param;
+  a->offset = *offset;
+  if (a->param < 0 || static_cast<size_t>(a->param) >= k.params.size() || a->offset < 0 ||
+      static_cast<uint32_t>(a->offset) + 8 > k.params[a->param].second) {
+    return Bad(where + ".arg: '" + s + "' is not a 64-bit word of a declared parameter");
   }
-  if (a.param < 0 || static_cast<size_t>(a.param) >= k.params.size() || a.offset < 0 ||
-      static_cast<uint32_t>(a.offset) + 8 > k.params[a.param].second) {
-    throw std::runtime_error(where + ".arg: '" + s + "' is not a 64-bit word of a declared parameter");
-  }
-  const std::string mode = j.value("mode", std::string("readwrite"));
+  return Status::Ok();
+}
+
+Result<AccessSpec> ParseAccess(const json& j, const KernelDecl& k, const std::string& where) {
+  if (!j.is_object()) return Bad(where + ": must be an object");
+  AccessSpec a;
+  MSCHED_RETURN_IF_ERROR(ParseArg(j, k, where, &a));
+  std::string mode;
+  MSCHED_RETURN_IF_ERROR(Assign(msched::JsonStringOr(j, "mode", "readwrite"), &mode));
   a.mode = mode == "read" ? 1 : mode == "write" ? 2 : mode == "readwrite" ? 3 : 0;
-  if (a.mode == 0) throw std::runtime_error(where + ".mode: '" + mode + "' is not read, write or readwrite");
-  const std::string kind = j.value("kind", std::string("range"));
-  a.base_offset = ParseField(j, "offset", false, where);
-  a.extent = ParseField(j, "extent", true, where);
+  if (a.mode == 0) return Bad(where + ".mode: '" + mode + "' is not read, write or readwrite");
+  std::string kind;
+  MSCHED_RETURN_IF_ERROR(Assign(msched::JsonStringOr(j, "kind", "range"), &kind));
+  MSCHED_RETURN_IF_ERROR(Assign(ParseField(j, "offset", false, where), &a.base_offset));
+  MSCHED_RETURN_IF_ERROR(Assign(ParseField(j, "extent", true, where), &a.extent));
   if (kind == "range") {
     a.kind = AccessSpec::Kind::kRange;
   } else if (kind == "strided") {
     a.kind = AccessSpec::Kind::kStrided;
-    a.count = ParseField(j, "count", true, where);
-    a.stride = ParseField(j, "stride", true, where);
+    MSCHED_RETURN_IF_ERROR(Assign(ParseField(j, "count", true, where), &a.count));
+    MSCHED_RETURN_IF_ERROR(Assign(ParseField(j, "stride", true, where), &a.stride));
   } else if (kind == "gather") {
     a.kind = AccessSpec::Kind::kGather;
-    a.pages = ParseField(j, "pages", true, where);
+    MSCHED_RETURN_IF_ERROR(Assign(ParseField(j, "pages", true, where), &a.pages));
   } else if (kind == "indirect") {
     a.kind = AccessSpec::Kind::kIndirect;
-    const json deref = j.value("deref", json(0));
+    const json deref = j.value("deref", json(0));  // value() with a json default never throws on an object
     if (!deref.is_number_integer() || deref.get<int64_t>() < 0 || deref.get<int64_t>() > INT32_MAX) {
-      throw std::runtime_error(where + ".deref: must be an integer >= 0");
+      return Bad(where + ".deref: must be an integer >= 0");
     }
     a.deref = static_cast<int>(deref.get<int64_t>());
   } else {
-    throw std::runtime_error(where + ".kind: '" + kind + "' is not range, strided, gather or indirect");
+    return Bad(where + ".kind: '" + kind + "' is not range, strided, gather or indirect");
   }
   return a;
 }
 
-std::unique_ptr<KernelDecl> ParseKernel(const json& j, size_t index) {
-  std::string where = "kernels[" + std::to_string(index) + "]";
-  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
-    throw std::runtime_error(where + ": needs a string 'name'");
-  }
-  auto k = std::make_unique<KernelDecl>();
-  k->name = j["name"].get<std::string>();
-  where = "kernel '" + k->name + "'";
+// A kernel's "params": each a size (laid out naturally) or [offset, size].
+Status ParseParams(const json& j, const std::string& where, KernelDecl* k) {
   auto params = j.find("params");
-  if (params == j.end() || !params->is_array()) throw std::runtime_error(where + ": 'params' must be an array");
+  if (params == j.end() || !params->is_array()) return Bad(where + ": 'params' must be an array");
   uint32_t next = 0;
   for (const json& p : *params) {
     uint32_t offset = 0, size = 0;
@@ -135,25 +140,37 @@ std::unique_ptr<KernelDecl> ParseKernel(const json& j, size_t index) {
       offset = p[0].get<uint32_t>();
       size = p[1].get<uint32_t>();
     } else {
-      throw std::runtime_error(where + ".params: each entry is a size or [offset, size]");
+      return Bad(where + ".params: each entry is a size or [offset, size]");
     }
-    if (size == 0 || size > 4096 || offset > 32764) throw std::runtime_error(where + ".params: bad size or offset");
+    if (size == 0 || size > 4096 || offset > 32764) return Bad(where + ".params: bad size or offset");
     k->params.push_back({offset, size});
     next = offset + size;
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<KernelDecl>> ParseKernel(const json& j, size_t index) {
+  std::string where = "kernels[" + std::to_string(index) + "]";
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return Bad(where + ": needs a string 'name'");
+  auto k = std::make_unique<KernelDecl>();
+  k->name = j["name"].get<std::string>();
+  where = "kernel '" + k->name + "'";
+  MSCHED_RETURN_IF_ERROR(ParseParams(j, where, k.get()));
   if (auto acc = j.find("accesses"); acc != j.end()) {
-    if (!acc->is_array()) throw std::runtime_error(where + ".accesses: must be an array");
+    if (!acc->is_array()) return Bad(where + ".accesses: must be an array");
     for (size_t i = 0; i < acc->size(); ++i) {
-      k->accesses.push_back(ParseAccess((*acc)[i], *k, where + ".accesses[" + std::to_string(i) + "]"));
+      Result<AccessSpec> a = ParseAccess((*acc)[i], *k, where + ".accesses[" + std::to_string(i) + "]");
+      if (!a.ok()) return a.status();
+      k->accesses.push_back(std::move(*a));
     }
   }
   if (auto cost = j.find("cost"); cost != j.end()) {
-    if (!cost->is_object()) throw std::runtime_error(where + ".cost: must be an object");
-    k->cost_bytes = ParseField(*cost, "bytes", false, where + ".cost");
-    k->cost_flops = ParseField(*cost, "flops", false, where + ".cost");
+    if (!cost->is_object()) return Bad(where + ".cost: must be an object");
+    MSCHED_RETURN_IF_ERROR(Assign(ParseField(*cost, "bytes", false, where + ".cost"), &k->cost_bytes));
+    MSCHED_RETURN_IF_ERROR(Assign(ParseField(*cost, "flops", false, where + ".cost"), &k->cost_flops));
   }
   if (auto host = j.find("host"); host != j.end()) {
-    if (!host->is_string()) throw std::runtime_error(where + ".host: must be a string");
+    if (!host->is_string()) return Bad(where + ".host: must be a string");
     k->host_impl = host->get<std::string>();
   }
   return k;
@@ -177,28 +194,22 @@ const KernelDecl* Module::Find(const std::string& name) const {
   return nullptr;
 }
 
-bool ParseModule(const std::string& text, Module* out, std::string* error) {
+Status ParseModule(const std::string& text, Module* out) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    *error = "module is not a JSON object (truncated or malformed)";
-    return false;
+  if (doc.is_discarded() || !doc.is_object()) return Bad("module is not a JSON object (truncated or malformed)");
+  Result<std::string> format = msched::JsonStringOr(doc, "format", "");
+  if (!format.ok()) return format.status();
+  if (*format != "msim-module") return Bad("'format' must be \"msim-module\"");
+  if (doc.value("version", json()) != 1) return Bad("'version' must be 1");  // never throws on an object
+  auto kernels = doc.find("kernels");
+  if (kernels == doc.end() || !kernels->is_array()) return Bad("'kernels' must be an array");
+  for (size_t i = 0; i < kernels->size(); ++i) {
+    Result<std::unique_ptr<KernelDecl>> k = ParseKernel((*kernels)[i], i);
+    if (!k.ok()) return k.status();
+    if (out->Find((*k)->name)) return Bad("kernel '" + (*k)->name + "' declared twice");
+    out->kernels.push_back(std::move(*k));
   }
-  try {
-    if (doc.value("format", std::string()) != "msim-module")
-      throw std::runtime_error("'format' must be \"msim-module\"");
-    if (doc.value("version", json()) != 1) throw std::runtime_error("'version' must be 1");
-    auto kernels = doc.find("kernels");
-    if (kernels == doc.end() || !kernels->is_array()) throw std::runtime_error("'kernels' must be an array");
-    for (size_t i = 0; i < kernels->size(); ++i) {
-      std::unique_ptr<KernelDecl> k = ParseKernel((*kernels)[i], i);
-      if (out->Find(k->name)) throw std::runtime_error("kernel '" + k->name + "' declared twice");
-      out->kernels.push_back(std::move(k));
-    }
-  } catch (const std::exception& e) {  // json type errors included
-    *error = e.what();
-    return false;
-  }
-  return true;
+  return Status::Ok();
 }
 
 bool EvaluateAccesses(const LaunchArgs& args, const std::function<bool(uint64_t, uint64_t*)>& read_u64,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "expr.h"
+#include "msched/status.h"
 #include "msim/msim.h"
 
 namespace msim {
@@ -50,8 +51,9 @@ struct Module {
   const KernelDecl* Find(const std::string& name) const;
 };
 
-// Parses a module file's text. False with *error naming the kernel and field.
-bool ParseModule(const std::string& text, Module* out, std::string* error);
+// Parses a module file's text into *out. InvalidArgument naming the kernel
+// and field where it is malformed.
+msched::Status ParseModule(const std::string& text, Module* out);
 
 // One byte range a launch touches (exact, not page-aligned).
 struct TouchedRange {

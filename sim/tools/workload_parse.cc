@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "expr_json.h"
 #include "msched/bounded_input.h"
 #include "msched/json_checked.h"
 
@@ -12,18 +13,11 @@ namespace msim {
 namespace {
 
 using json = nlohmann::ordered_json;
+using msched::Assign;
 using msched::Result;
 using msched::Status;
 
 Status Bad(std::string message) { return Status::InvalidArgument(std::move(message)); }
-
-// Moves the value of `r` into *out; the Status of `r`.
-template <typename T>
-Status Assign(Result<T> r, T* out) {
-  if (!r.ok()) return r.status();
-  *out = std::move(*r);
-  return Status::Ok();
-}
 
 // A regular file of bounded size and JSON nesting (msched/bounded_input.h):
 // module files read here are parsed as JSON later, by the driver. `what`
@@ -34,32 +28,18 @@ Result<std::string> ReadFile(const std::string& path, const std::string& what) {
   return text;
 }
 
-Result<ExprPtr> ParseExprField(const json& j, const std::string& where) {
-  std::string text;
-  if (j.is_string())
-    text = j.get<std::string>();
-  else if (j.is_number_integer())
-    text = std::to_string(j.get<int64_t>());
-  else
-    return Bad(where + ": must be an expression string or integer");
-  std::string err;
-  ExprPtr e = Expr::Parse(text, &err);
-  if (!e) return Bad(where + ": " + err);
-  return e;
-}
-
-// ParseExprField of the member `key`, which must be there.
+// ExprFromJson of the member `key`, which must be there.
 Result<ExprPtr> RequiredExpr(const json& j, const char* key, const std::string& where) {
   Result<const json*> field = msched::JsonAt(j, key);
   if (!field.ok()) return field.status();
-  return ParseExprField(**field, where);
+  return ExprFromJson(**field, where);
 }
 
-// ParseExprField of the member `key`; nullptr when it is absent.
+// ExprFromJson of the member `key`; nullptr when it is absent.
 Result<ExprPtr> Optional(const json& j, const char* key, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end()) return ExprPtr();
-  return ParseExprField(*it, where + "." + key);
+  return ExprFromJson(*it, where + "." + key);
 }
 
 Result<std::string> Str(const json& j, const char* key, const std::string& where, const std::string& def = "") {
@@ -80,7 +60,7 @@ Result<ArgSpec> ParseArg(const json& j, const std::map<std::string, bool>& buffe
     return a;
   }
   if (j.is_string() || j.is_number_integer()) {
-    MSCHED_RETURN_IF_ERROR(Assign(ParseExprField(j, where), &a.value));
+    MSCHED_RETURN_IF_ERROR(Assign(ExprFromJson(j, where), &a.value));
     return a;
   }
   if (!j.is_object() || j.size() != 1 + (j.contains("offset") ? 1 : 0)) {
@@ -92,10 +72,10 @@ Result<ArgSpec> ParseArg(const json& j, const std::map<std::string, bool>& buffe
     if (!buffers.count(a.buffer)) return Bad(where + ": no buffer '" + a.buffer + "'");
     MSCHED_RETURN_IF_ERROR(Assign(Optional(j, "offset", where), &a.value));
   } else if (j.contains("u64")) {
-    MSCHED_RETURN_IF_ERROR(Assign(ParseExprField(j["u64"], where + ".u64"), &a.value));
+    MSCHED_RETURN_IF_ERROR(Assign(ExprFromJson(j["u64"], where + ".u64"), &a.value));
   } else if (j.contains("u32")) {
     a.kind = ArgSpec::Kind::kU32;
-    MSCHED_RETURN_IF_ERROR(Assign(ParseExprField(j["u32"], where + ".u32"), &a.value));
+    MSCHED_RETURN_IF_ERROR(Assign(ExprFromJson(j["u32"], where + ".u32"), &a.value));
   } else if (j.contains("f32")) {
     a.kind = ArgSpec::Kind::kF32;
     if (!j["f32"].is_number()) return Bad(where + ".f32: must be a number");
@@ -151,7 +131,7 @@ Status ParseLaunch(const json& j, const std::map<std::string, bool>& buffers, co
     if (it != j.end() && (!it->is_array() || it->size() > 3)) return Bad(where + "." + dim + ": up to 3 values");
     for (size_t i = 0; i < 3; ++i) {
       if (it != j.end() && i < it->size()) {
-        MSCHED_RETURN_IF_ERROR(Assign(ParseExprField((*it)[i], where + "." + dim), &out[i]));
+        MSCHED_RETURN_IF_ERROR(Assign(ExprFromJson((*it)[i], where + "." + dim), &out[i]));
       } else {
         out[i] = Expr::Parse("1", nullptr);
       }
@@ -294,7 +274,7 @@ Status ParseVars(const json& vars, const std::map<std::string, int64_t>& overrid
     if (overrides.count(k)) {
       value = overrides.at(k);
     } else {
-      Result<ExprPtr> e = ParseExprField(v, "vars." + k);
+      Result<ExprPtr> e = ExprFromJson(v, "vars." + k);
       if (!e.ok()) return e.status();
       if (!(*e)->Eval(VarContext(w->vars), &value)) {
         return Bad("vars." + k + ": cannot evaluate (it may refer to a later variable)");

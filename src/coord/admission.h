@@ -6,7 +6,9 @@
 // so nothing starves), then short before long, then first come first
 // served; a smaller job may pass one that does not fit yet, unless that one
 // has waited `reserve_after_ns`, which reserves the memory for it.
-// Pure functions; thread-safe. Used by the scheduler.
+// Free functions over the caller's jobs (AdmitWaiting marks those it admits
+// running) and JobHistory, which Record updates: thread-compatible, the
+// caller serializes access. Used by the scheduler.
 #pragma once
 
 #include <map>

@@ -131,16 +131,6 @@ Status Go::Validate() const {
   return Status::Ok();
 }
 
-const char* StopReasonName(StopReason r) {
-  switch (r) {
-    case StopReason::kSlice: return "slice";
-    case StopReason::kPause: return "pause";
-    case StopReason::kPreempt: return "preempt";
-    case StopReason::kEvictOnly: return "evict";
-  }
-  return "?";
-}
-
 Status Stop::Validate() const {
   if (static_cast<uint8_t>(reason) > static_cast<uint8_t>(StopReason::kEvictOnly)) {
     return Status::Corruption("stop: unknown reason");

@@ -16,7 +16,9 @@
 //     least recently served first (their requests come at random), then
 //     from the jobs whose next turn is furthest away (OPT at job level;
 //     each job then picks its own victims by OPT over its chunks).
-// Pure functions; thread-safe. Used by the scheduler.
+// Pure functions; thread-safe. Used by the scheduler (coord/scheduler.h) and
+// by the bench runner (bench/suite/runner.cc), whose Belady replay takes its
+// budget from UsableHbm.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,8 @@
 // order), decide what to evict and what to load at each step. PlanOpt is
 // Belady's OPT (evict what is needed furthest in the future); PlanLru is the
 // baseline. Pure functions over value types; thread-safe.
-// Used by the memory manager (hook) and the coordinator's switch planning.
+// Used by the memory manager's ResidencyPlanner (model/residency_planner.h),
+// and for ChunkId by the chunk table (model/chunk_table.h).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Fuzzes msched::ParseConfig (src/config.cc) through a fake environment
+// Fuzzes msched::ParseConfig (src/base/config.cc) through a fake environment
 // built from the input: NAME=VALUE lines. The first definition of a name is
 // what the lookup returns; every line is also an environ entry, so the scan
 // for unknown MSCHED_* names sees them all. Error texts are formatted too.

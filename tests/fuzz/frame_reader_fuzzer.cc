@@ -1,4 +1,4 @@
-// Fuzzes msched::FrameReader (src/unix_socket.h): the input is a byte
+// Fuzzes msched::FrameReader (src/coord/unix_socket.h): the input is a byte
 // stream cut into chunks of the sizes its first bytes choose, appended one
 // by one with Next() drained after each, as mschedd reads a socket.
 #include <cstdlib>

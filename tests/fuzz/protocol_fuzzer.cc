@@ -1,7 +1,7 @@
-// Fuzzes the coordinator protocol's decoder (src/protocol.h): the first 12
-// bytes are a frame header, the rest its payload. A frame that decodes must
-// encode back to the bytes it came from (every field is checked, none is
-// ignored), and decode again.
+// Fuzzes the coordinator protocol's decoder (include/msched/protocol.h,
+// src/coord/protocol.cc): the first 12 bytes are a frame header, the rest
+// its payload. A frame that decodes must encode back to the bytes it came
+// from (every field is checked, none is ignored), and decode again.
 #include <cstdlib>
 #include <cstring>
 #include <string>

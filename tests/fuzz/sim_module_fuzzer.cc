@@ -11,8 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   msim::Module module;
-  std::string error;
-  if (!msim::ParseModule(std::string(reinterpret_cast<const char*>(data), size), &module, &error)) return 0;
+  if (!msim::ParseModule(std::string(reinterpret_cast<const char*>(data), size), &module).ok()) return 0;
   for (const auto& k : module.kernels) {
     if (module.Find(k->name) != k.get()) __builtin_trap();
     std::vector<std::vector<char>> storage;

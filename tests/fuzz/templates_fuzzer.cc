@@ -1,6 +1,6 @@
-// Fuzzes msched::ParseTemplates (src/template_json.cc) and, for what loads,
-// the SerializeTemplates round trip: serialised templates must read back
-// with no problems and serialise to the same text.
+// Fuzzes msched::ParseTemplates (src/model/template_json.cc) and, for what
+// loads, the SerializeTemplates round trip: serialised templates must read
+// back with no problems and serialise to the same text.
 #include <cstdlib>
 #include <string_view>
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,14 +15,18 @@
 namespace msched {
 namespace {
 
-// The what() of the exception `f` throws; "" when it throws none.
-std::string Thrown(const std::function<void()>& f) {
+// That `r` holds what `f`, the nlohmann accessor `r` stands for, returns;
+// or, where `f` throws, that `r` fails with the exception's what().
+template <typename T, typename F>
+void ExpectSame(const Result<T>& r, F f) {
   try {
-    f();
+    const T expected = f();
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(*r, expected);
   } catch (const nlohmann::json::exception& e) {
-    return e.what();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message(), e.what());
   }
-  return "";
 }
 
 template <typename Json>
@@ -34,65 +38,29 @@ std::vector<Json> Values() {
           Json(1.5),
           Json("text"),
           Json::array({1, "a"}),
-          Json::object({{"k", "v"}, {"b", false}, {"n", 3}})};
+          Json::object({{"k", "v"}, {"b", false}, {"n", 3}, {"f", 1.5}})};
 }
 
 template <typename Json>
 void CheckAgainstNlohmann() {
   for (const Json& j : Values<Json>()) {
     SCOPED_TRACE(j.dump());
-    for (const std::string key : {"k", "b", "n", "missing"}) {
+    for (const std::string key : {"k", "b", "n", "f", "missing"}) {
       SCOPED_TRACE(key);
-      Result<const Json*> at = JsonAt(j, key);
-      const std::string at_error = Thrown([&] { (void)j.at(key); });
-      if (at_error.empty()) {
-        ASSERT_TRUE(at.ok()) << at.status().message();
-        EXPECT_EQ(*at, &j.at(key));
-      } else {
-        ASSERT_FALSE(at.ok());
-        EXPECT_EQ(at.status().message(), at_error);
-      }
-
-      Result<std::string> s = JsonStringOr(j, key, "fallback");
-      const std::string s_error = Thrown([&] { (void)j.value(key, std::string("fallback")); });
-      if (s_error.empty()) {
-        ASSERT_TRUE(s.ok()) << s.status().message();
-        EXPECT_EQ(*s, j.value(key, std::string("fallback")));
-      } else {
-        ASSERT_FALSE(s.ok());
-        EXPECT_EQ(s.status().message(), s_error);
-      }
-
-      Result<bool> b = JsonBoolOr(j, key, true);
-      const std::string b_error = Thrown([&] { (void)j.value(key, true); });
-      if (b_error.empty()) {
-        ASSERT_TRUE(b.ok()) << b.status().message();
-        EXPECT_EQ(*b, j.value(key, true));
-      } else {
-        ASSERT_FALSE(b.ok());
-        EXPECT_EQ(b.status().message(), b_error);
-      }
+      ExpectSame(JsonAt(j, key), [&] { return &j.at(key); });
+      ExpectSame(JsonStringOr(j, key, "fallback"), [&] { return j.value(key, std::string("fallback")); });
+      ExpectSame(JsonBoolOr(j, key, true), [&] { return j.value(key, true); });
+      ExpectSame(JsonNumberOr(j, key, 5), [&] { return j.value(key, 5); });
+      ExpectSame(JsonNumberOr(j, key, int64_t{-5}), [&] { return j.value(key, int64_t{-5}); });
+      ExpectSame(JsonNumberOr(j, key, uint64_t{5}), [&] { return j.value(key, uint64_t{5}); });
+      ExpectSame(JsonNumberOr(j, key, 2.5), [&] { return j.value(key, 2.5); });
     }
-
-    Result<std::string> s = JsonGetString(j);
-    const std::string s_error = Thrown([&] { (void)j.template get<std::string>(); });
-    if (s_error.empty()) {
-      ASSERT_TRUE(s.ok());
-      EXPECT_EQ(*s, j.template get<std::string>());
-    } else {
-      ASSERT_FALSE(s.ok());
-      EXPECT_EQ(s.status().message(), s_error);
-    }
-
-    Result<bool> b = JsonGetBool(j);
-    const std::string b_error = Thrown([&] { (void)j.template get<bool>(); });
-    if (b_error.empty()) {
-      ASSERT_TRUE(b.ok());
-      EXPECT_EQ(*b, j.template get<bool>());
-    } else {
-      ASSERT_FALSE(b.ok());
-      EXPECT_EQ(b.status().message(), b_error);
-    }
+    ExpectSame(JsonGetString(j), [&] { return j.template get<std::string>(); });
+    ExpectSame(JsonGetBool(j), [&] { return j.template get<bool>(); });
+    ExpectSame(JsonGetNumber<int>(j), [&] { return j.template get<int>(); });
+    ExpectSame(JsonGetNumber<int64_t>(j), [&] { return j.template get<int64_t>(); });
+    ExpectSame(JsonGetNumber<uint64_t>(j), [&] { return j.template get<uint64_t>(); });
+    ExpectSame(JsonGetNumber<double>(j), [&] { return j.template get<double>(); });
   }
 }
 
@@ -107,6 +75,12 @@ TEST(JsonCheckedTest, NamesTheMissingKeyAndTheWrongType) {
             "[json.exception.type_error.302] type must be string, but is number");
   EXPECT_EQ(JsonAt(doc["steps"], "x").status().message(),
             "[json.exception.type_error.304] cannot use at() with number");
+  EXPECT_EQ(*JsonNumberOr(doc, "steps", 0.0), 3.0);
+  EXPECT_EQ(JsonGetNumber<double>(nlohmann::json("3")).status().message(),
+            "[json.exception.type_error.302] type must be number, but is string");
+  // As nlohmann does: a boolean is 0 or 1 for an int, but no double.
+  EXPECT_EQ(*JsonGetNumber<int>(nlohmann::json(true)), 1);
+  EXPECT_FALSE(JsonGetNumber<double>(nlohmann::json(true)).ok());
 }
 
 }  // namespace

@@ -170,10 +170,30 @@ CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, 
   const bool needs_location = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
                               advice == CU_MEM_ADVISE_SET_ACCESSED_BY || advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
   if (needs_location && where == Where::kInvalid) return CUDA_ERROR_INVALID_DEVICE;
+  DeviceLock dl(p.dev);
+  if (advice == CU_MEM_ADVISE_SET_READ_MOSTLY || advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY) {
+    // Read-mostly advice holds for the pages named, not their allocation.
+    // Unsetting it collapses the duplicates at once (the driver keeps one
+    // copy): here the device's, as a write would, with no fault.
+    uint64_t dropped_copies = 0;
+    for (const ChunkTouch& t : touches) {
+      msim::ChunkRec& ch = p.dev->chunk(t.idx);
+      if (advice == CU_MEM_ADVISE_SET_READ_MOSTLY) {
+        ch.read_mostly_mask |= t.units;
+        continue;
+      }
+      const uint32_t collapsing = t.units & ch.read_mostly_mask & ch.host_mask & ch.resident_mask;
+      dropped_copies += std::popcount(collapsing) * msim::kUnit;
+      ch.host_mask &= ~collapsing;
+      ch.read_mostly_mask &= ~t.units;
+    }
+    // Dropping the host's copies takes the H200 about 9 ms for 64 MiB, paid
+    // by the next GPU write there; the simulator charges it to the call.
+    if (dropped_copies != 0) p.Advance(msim::TransferNs(dropped_copies, p.dev->profile().unset_duplicate_gbps));
+    return CUDA_SUCCESS;
+  }
   for (Allocation* a : allocs) {
     switch (advice) {
-      case CU_MEM_ADVISE_SET_READ_MOSTLY: a->read_mostly = true; break;
-      case CU_MEM_ADVISE_UNSET_READ_MOSTLY: a->read_mostly = false; break;
       case CU_MEM_ADVISE_SET_PREFERRED_LOCATION: a->preferred = where == Where::kDevice ? 0 : CU_DEVICE_CPU; break;
       case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: a->preferred = -2; break;
       case CU_MEM_ADVISE_SET_ACCESSED_BY:
@@ -185,27 +205,14 @@ CUresult Advise(Process& p, CUdeviceptr ptr, size_t count, CUmem_advise advice, 
       default: return CUDA_ERROR_INVALID_VALUE;
     }
   }
-  // Chunk flags follow the advice of the allocation they belong to.
-  DeviceLock dl(p.dev);
-  uint64_t dropped_copies = 0;
+  // The location advice goes by allocation: chunk flags follow it.
   for (Allocation* a : allocs) {
     for (uint32_t idx : a->chunks) {
-      msim::ChunkRec& ch = p.dev->chunk(idx);
-      uint32_t& f = ch.flags;
-      // Unsetting read-mostly collapses the duplicates at once (the driver
-      // keeps one copy): here the device's, as a write would, with no fault.
-      if (advice == CU_MEM_ADVISE_UNSET_READ_MOSTLY && (f & msim::kReadMostly)) {
-        dropped_copies += std::popcount(ch.host_mask & ch.resident_mask) * msim::kUnit;
-        ch.host_mask &= ~ch.resident_mask;
-      }
-      f = a->read_mostly ? f | msim::kReadMostly : f & ~msim::kReadMostly;
+      uint32_t& f = p.dev->chunk(idx).flags;
       const bool remote = a->preferred == CU_DEVICE_CPU || a->accessed_by_device;
       f = remote ? f | msim::kRemoteHost : f & ~msim::kRemoteHost;
     }
   }
-  // Dropping the host's copies takes the H200 about 9 ms for 64 MiB, paid
-  // by the next GPU write there; the simulator charges it to the call.
-  if (dropped_copies != 0) p.Advance(msim::TransferNs(dropped_copies, p.dev->profile().unset_duplicate_gbps));
   return CUDA_SUCCESS;
 }
 
@@ -228,8 +235,9 @@ CUresult RangeAttribute(Process& p, void* data, size_t size, CUmem_range_attribu
   };
   switch (attr) {
     case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY: {
+      DeviceLock dl(p.dev);
       bool all = true;
-      for (const Allocation* x : allocs) all = all && x->read_mostly;
+      for (const ChunkTouch& t : touches) all = all && (t.units & ~p.dev->chunk(t.idx).read_mostly_mask) == 0;
       return put(all);
     }
     case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION: return put(a.preferred);

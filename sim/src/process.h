@@ -38,7 +38,6 @@ struct Allocation {
   uint64_t hbm_bytes = 0;        // HBM reserved outside managed memory
   std::vector<uint32_t> chunks;  // managed: one record per 2 MiB block
   // Managed-memory advice, as cuMemRangeGetAttribute reports it.
-  bool read_mostly = false;
   int preferred = -2;  // device ordinal, -1 host (CU_DEVICE_CPU), -2 none
   bool accessed_by_device = false;
   int last_prefetch = -2;

@@ -23,7 +23,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 10;             // 10: host_prefetch_waits
+inline constexpr uint32_t kLayoutVersion = 11;             // 11: read-mostly advice per unit
 
 struct DeviceHeader {
   uint64_t magic;
@@ -287,7 +287,7 @@ uint32_t SharedDevice::AllocChunk(uint64_t va, uint32_t valid_mask) {
   } else {
     return kNone;
   }
-  chunks_[idx] = ChunkRec{va, 0, 0, slot_, valid_mask, 0, 0, 0, 0, kNone, kNone, kNone, 0};
+  chunks_[idx] = ChunkRec{va, 0, 0, slot_, valid_mask, 0, 0, 0, 0, kNone, kNone, kNone, 0, 0};
   return idx;
 }
 

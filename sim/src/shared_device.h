@@ -30,7 +30,6 @@ inline constexpr uint32_t kMaxReleases = 8192;
 
 enum ChunkFlags : uint32_t {
   kInLru = 1u << 0,
-  kReadMostly = 1u << 1,  // read duplication: migrating in leaves the host copy valid
   kRemoteHost = 1u << 2,  // preferred location host or accessed-by: GPU reads it in place
 };
 
@@ -38,6 +37,9 @@ enum ChunkFlags : uint32_t {
 //   resident  the device holds a copy;
 //   host      the host holds a valid copy (both: a read duplicate, which
 //             eviction drops without copying back);
+//   read-mostly  advised read-mostly: migrating it in leaves the host
+//             copy valid (a read duplicate), as the driver's advice is per
+//             page, not per allocation;
 //   known     the model tracks the unit. An unknown unit was never written
 //             through the driver; whether the host wrote it with plain
 //             stores is learnt once, when the device first needs it. A known
@@ -59,7 +61,8 @@ struct ChunkRec {
   uint32_t lru_prev;
   uint32_t lru_next;
   uint32_t next_free;
-  uint32_t host_pages_mask;  // units the host has pages for (it held them once; an eviction then allocates none)
+  uint32_t host_pages_mask;   // units the host has pages for (it held them once; an eviction then allocates none)
+  uint32_t read_mostly_mask;  // units advised read-mostly
 };
 
 struct ProcSlot {

@@ -159,7 +159,7 @@ Populated Populate(SharedDevice& d, uint32_t idx, uint32_t units, uint64_t begin
   LearnHostWrites(ch, units);
   Populated p{Bytes(units & ch.host_mask), Bytes(units & ~ch.host_mask)};
   ch.host_pages_mask |= ch.host_mask;  // migrating in leaves the host's pages allocated
-  if (!(ch.flags & kReadMostly)) ch.host_mask &= ~units;
+  ch.host_mask &= ~(units & ~ch.read_mostly_mask);
   d.AddResident(idx, units, begin, begin);
   return p;
 }

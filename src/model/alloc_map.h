@@ -50,7 +50,7 @@ struct Extent : Allocation {
   // too large for ChunkTable::kChunkIndexBits).
   uint64_t serial = 0;
   std::vector<ChunkState> chunks;  // chunk i covers [base + i*2MiB, ...) clipped to size
-  ReadMostlyState read_mostly;
+  AllocationReads reads;
   // Some plan has brought part of it in: until then nothing of it was ever
   // on the device, nor (but for host writes) holds data, so moving it in
   // whole costs only the call.
@@ -98,7 +98,7 @@ class AllocationMap {
   Extent* ExtentAt(uint64_t base) { return At(extents_, base); }
   const Extent* ExtentAt(uint64_t base) const { return At(extents_, base); }
   // Calls fn(Extent&) for every extent overlapping `r`, in address order. fn
-  // may change only the memory manager's state (serial, chunks, read_mostly,
+  // may change only the memory manager's state (serial, chunks, reads,
   // touched).
   template <typename Fn>
   void ForEachExtent(const ByteRange& r, Fn&& fn) {

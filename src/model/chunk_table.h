@@ -6,9 +6,9 @@
 // Each chunk's and allocation's state lives in the map's entry (Extent), so
 // recording or forgetting an allocation is one change to one map. It is the
 // one table the memory manager's pieces share: each chunk carries its use
-// history (NextUsePredictor reads it) and each allocation its read-mostly
-// standing (ReadMostlyAdvisor), so no piece keeps a map of allocations of
-// its own.
+// history (NextUsePredictor reads it), its read-mostly standing
+// (ReadMostlyAdvisor) and its host copy (ResidencyPlanner prices victims
+// by it), so no piece keeps a map of allocations of its own.
 // Externally synchronized (the memory manager's). Used by the memory
 // manager's pieces (model/).
 #pragma once

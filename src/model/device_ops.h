@@ -40,9 +40,12 @@ class DeviceOps {
   virtual Status StreamAfterTransfers(StreamHandle stream) = 0;
   // Waits, on the host, until all queued transfers are complete.
   virtual Status SynchronizeTransfers() = 0;
-  // Advises `r` (a whole managed allocation) read-mostly, or no longer: a
-  // read-mostly page moved to the device keeps its host copy, so evicting it
-  // later moves nothing back.
+  // The time, in nanoseconds, on the clock the device's work is timed on:
+  // how long an eviction's calls held the caller.
+  virtual uint64_t NowNs() = 0;
+  // Advises `r` (page-aligned, within one managed allocation) read-mostly,
+  // or no longer: a read-mostly page moved to the device keeps its host
+  // copy, so evicting it later moves nothing back.
   virtual Status SetReadMostly(const ByteRange& r, bool on) = 0;
 };
 

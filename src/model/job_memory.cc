@@ -38,8 +38,10 @@ MoveOutcome JobMemory::MakeResident(const std::vector<PredictedRegion>& regions,
     actions.load.clear();
     actions.load_bytes = 0;
   }
-  // A failed mark costs only overlap: a later eviction waits longer.
-  if (actions.empty() && UnderPressure()) (void)ops.MarkQueued(stream, seq);
+  // A plan that moves nothing (advice alone included) marks its place here,
+  // one that moves marks it in Execute. A failed mark costs only overlap: a
+  // later eviction waits longer.
+  if (actions.load.empty() && actions.evict.empty() && UnderPressure()) (void)ops.MarkQueued(stream, seq);
   MoveOutcome out = Carry(actions, stream, ops, /*wait=*/false);
   out.unserved = actions.unserved_bytes;
   return out;
@@ -105,6 +107,15 @@ MoveOutcome JobMemory::ForgoReadMostly(DeviceOps& ops) {
   return Carry(actions, /*stream=*/0, ops, /*wait=*/false);
 }
 
+void JobMemory::NoteEvictionTime(uint64_t bytes, uint64_t held_ns) {
+  if (manager_.drop_preference() > 1) return;  // priced already
+  eviction_bytes_ += bytes;
+  eviction_held_ns_ += held_ns;
+  if (eviction_bytes_ >= kMinEvictionSample && eviction_held_ns_ * kFastLinkBytesPerNs >= eviction_bytes_) {
+    manager_.set_drop_preference(ResidencyPlanner::kDropPreference);
+  }
+}
+
 MoveOutcome JobMemory::Carry(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, bool wait) {
   MoveOutcome out;
   if (actions.empty()) return out;
@@ -139,17 +150,28 @@ Status JobMemory::Execute(const MemoryActions& actions, StreamHandle stream, Dev
   // This plan's evictions and loads touch different chunks and may overlap;
   // earlier plans' evictions must not overtake its loads.
   if (!actions.load.empty()) note(ops.LoadsAfterEvictions());
+  const auto load = [&] {
+    for (const ByteRange& r : actions.load) {
+      if (!note(ops.Prefetch(r, /*to_device=*/true))) failed.load.push_back(r);
+    }
+  };
+  // Loads first where the device has room for them beside the budget: an
+  // eviction waits for the kernels using its victims (and, on a GPU, holds
+  // the calling thread until its copy is done), and the launch needs only
+  // the loads.
+  const bool loads_first = actions.load_bytes <= Headroom();
+  if (loads_first) load();
   if (actions.evict_after != 0 && !note(ops.EvictionsAfter(stream, actions.evict_after))) {
     // Evicting now could take memory from queued kernels: skip the evictions.
     failed.evict = actions.evict;
-  } else {
+  } else if (!actions.evict.empty()) {
+    const uint64_t began = ops.NowNs();
     for (const ByteRange& r : actions.evict) {
       if (!note(ops.Prefetch(r, /*to_device=*/false))) failed.evict.push_back(r);
     }
+    NoteEvictionTime(TotalBytes(actions.evict) - TotalBytes(failed.evict), ops.NowNs() - began);
   }
-  for (const ByteRange& r : actions.load) {
-    if (!note(ops.Prefetch(r, /*to_device=*/true))) failed.load.push_back(r);
-  }
+  if (!loads_first) load();
   if (!actions.load.empty()) note(ops.StreamAfterTransfers(stream));
   if (!failed.empty()) manager_.Invalidate(failed);
   if (moved != nullptr) {

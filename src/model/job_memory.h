@@ -144,6 +144,20 @@ class JobMemory {
   // transfer that fails is undone in the manager's view, and the first
   // error is returned; the operation itself goes on (missing data faults in).
   Status Execute(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, MovedBytes* moved = nullptr);
+  // The device memory the budget leaves free: what a plan may load before
+  // its evictions have made room.
+  uint64_t Headroom() const { return budget_.device > budget_.Total() ? budget_.device - budget_.Total() : 0; }
+  // Notes that evicting `bytes` held the caller `held_ns`, and prices
+  // victims (ResidencyPlanner::kDropPreference) once the evictions so far,
+  // kMinEvictionSample of them at least, held it as long as their bytes
+  // take at kFastLinkBytesPerNs: then a copy back costs the program (on
+  // driver 580 a prefetch to the host returns only once its copy is done,
+  // and an H200 copies at 4.9-11.9 GB/s), and a duplicate dropped instead
+  // saves it. Where evictions are queued and overlap (the paper's testbed),
+  // victims go by next use alone.
+  void NoteEvictionTime(uint64_t bytes, uint64_t held_ns);
+  static constexpr uint64_t kFastLinkBytesPerNs = 100;  // 100 GB/s
+  static constexpr uint64_t kMinEvictionSample = 64ull << 20;
 
  private:
   // While the job's memory fills its budget, a later plan may evict what an
@@ -166,8 +180,9 @@ class JobMemory {
 
   JobBudget budget_;
   MemoryManager manager_{0};
-  std::vector<ByteRange> last_working_set_;  // the last slice's, in first-use order
-  bool evicted_ = false;                     // a plan of the manager's has evicted (UnderPressure)
+  std::vector<ByteRange> last_working_set_;             // the last slice's, in first-use order
+  bool evicted_ = false;                                // a plan of the manager's has evicted (UnderPressure)
+  uint64_t eviction_bytes_ = 0, eviction_held_ns_ = 0;  // NoteEvictionTime's totals
 };
 
 }  // namespace msched

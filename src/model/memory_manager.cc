@@ -4,11 +4,6 @@ namespace msched {
 
 void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out,
                            Granularity granularity) {
-  for (const PredictedRegion& pr : regions) {
-    if (Extent* a = table_.Find(pr.range.begin)) {
-      advisor_.NoteAccess(pr.mode, a->range(), a->read_mostly, out);
-    }
-  }
   // The launch's signature: which memory it accesses, named by allocation
   // and place in it rather than by address, so that the same program
   // numbers its launches alike in every run (addresses move with the
@@ -21,6 +16,21 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   // working set.
   LaunchSignature signature;
   bool missing = false;
+  // Read-mostly advice: each region's allocation is noted first (its count
+  // must know of every write the launch makes to it), and the chunks that
+  // qualify are advised only once every region is seen (one region may
+  // write a chunk another reads).
+  const uint64_t loop = predictor_.loop_interval();
+  std::vector<Extent*> region_allocations;
+  std::vector<ChunkId> qualified;
+  if (launch) {
+    region_allocations.reserve(regions.size());
+    for (const PredictedRegion& pr : regions) {
+      Extent* a = table_.Find(pr.range.begin);
+      if (a != nullptr) advisor_.NoteAllocation(pr.mode, seq, a->reads);
+      region_allocations.push_back(a);
+    }
+  }
   for (const PredictedRegion& pr : regions) {
     signature.Mix(static_cast<uint64_t>(pr.mode));
     ChunkId first = 0, last = 0;
@@ -38,7 +48,11 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
         first = id, first_units = units;
       }
       last = id, last_units = units;
-      if (launch) c.history.Record(seq);
+      if (launch) {
+        c.history.Record(seq);
+        if (advisor_.NoteAccess(pr.mode, seq, units, c)) ListChunk(id, &out->read_mostly_off);
+        if (advisor_.Qualifies(seq, loop, c)) qualified.push_back(id);
+      }
       c.last_touch = seq;  // seq only grows: a load uses the latest launch's
       if (c.working_set != working_set_generation_) {
         c.working_set = working_set_generation_;
@@ -49,6 +63,22 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
     mix_run();
   }
   if (launch) predictor_.NoteLaunch(signature.value(), seq);
+  for (ChunkId id : qualified) {
+    ChunkTable::ChunkRef ref;
+    if (!table_.Lookup(id, &ref) || !advisor_.Qualifies(seq, loop, ref.chunk())) continue;  // twice, or written
+    ReadMostlyAdvisor::Advise(ref.chunk());
+    ReadMostlyAdvisor::Append(ChunkTable::ChunkRange(*ref.alloc, ref.index), ref.alloc->base, &out->read_mostly_on);
+  }
+  for (Extent* a : region_allocations) {
+    if (a == nullptr || !advisor_.AllocationQualifies(seq, a->reads)) continue;
+    ++a->reads.since_write;  // advised whole once: a second region of it finds it counted past
+    for (size_t i = 0; i < a->chunks.size(); ++i) {
+      ChunkState& c = a->chunks[i];
+      if (c.advised || c.written_at == seq) continue;
+      ReadMostlyAdvisor::Advise(c);
+      ReadMostlyAdvisor::Append(ChunkTable::ChunkRange(*a, i), a->base, &out->read_mostly_on);
+    }
+  }
   // The common path ends here: everything resident, within the budget. Only
   // a plan needs the demand (each chunk once, with the units it needs), so
   // only then are the chunks walked again to list it.
@@ -69,17 +99,29 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
   ++working_set_generation_;
 }
 
-void MemoryManager::DropReadMostly(MemoryActions* out) {
+void MemoryManager::ListChunk(ChunkId id, std::vector<ByteRange>* ranges) {
+  ChunkTable::ChunkRef ref;
+  if (table_.Lookup(id, &ref))
+    ReadMostlyAdvisor::Append(ChunkTable::ChunkRange(*ref.alloc, ref.index), ref.alloc->base, ranges);
+}
+
+void MemoryManager::TakeAllReadMostlyOff(bool evict, MemoryActions* out) {
   table_.ForEachAllocation([&](Extent& a) {
-    if (!ReadMostlyAdvisor::TakeOff(a.range(), a.read_mostly, out)) return;
-    a.read_mostly.reads_since_write = 0;
-    out->evict.push_back(a.range());
+    for (size_t i = 0; i < a.chunks.size(); ++i) {
+      ChunkState& c = a.chunks[i];
+      if (!ReadMostlyAdvisor::TakeOff(c)) continue;
+      const ByteRange r = ChunkTable::ChunkRange(a, i);
+      ReadMostlyAdvisor::Append(r, a.base, &out->read_mostly_off);
+      if (!evict) continue;
+      c.reads_since_write = 0;
+      ReadMostlyAdvisor::Append(r, a.base, &out->evict);
+    }
   });
 }
 
 void MemoryManager::ForgoReadMostly(MemoryActions* out) {
   advisor_.Forgo();
-  table_.ForEachAllocation([&](Extent& a) { ReadMostlyAdvisor::TakeOff(a.range(), a.read_mostly, out); });
+  TakeAllReadMostlyOff(/*evict=*/false, out);
 }
 
 void MemoryManager::Invalidate(const MemoryActions& actions) {

@@ -9,7 +9,7 @@
 //    allocation's state for the pieces below;
 //  - NextUsePredictor (next_use.h): when a chunk is needed next, from its
 //    own reuse interval or the job's loop;
-//  - ReadMostlyAdvisor (read_mostly.h): which allocations to advise
+//  - ReadMostlyAdvisor (read_mostly.h): which chunks to advise
 //    read-mostly, and when to take the advice back;
 //  - ResidencyPlanner (residency_planner.h): what to evict (by furthest
 //    next use over the future it knows: the launch itself, then any
@@ -49,6 +49,10 @@ class MemoryManager {
   // chunk and ignores the future.
   void set_eviction_policy(EvictionPolicy p) { planner_.set_eviction_policy(p); }
   uint64_t budget() const { return planner_.budget(); }
+  // Victims priced by what evicting them copies back
+  // (ResidencyPlanner::set_drop_preference).
+  void set_drop_preference(uint64_t p) { planner_.set_drop_preference(p); }
+  uint64_t drop_preference() const { return planner_.drop_preference(); }
 
   // Allocations and the managed pool's chunks come and go, in the one map
   // (ChunkTable::Add, Remove, RemovePoolChunk); the managed ones are cut
@@ -101,16 +105,16 @@ class MemoryManager {
   // predicted is the job's too, and a prefetch of pages with nothing
   // resident costs only the call. Records nothing as resident.
   void PlanEvictAll(MemoryActions* out) { planner_.PlanEvictAll(out); }
-  // Takes read-mostly advice off every allocation that has it and plans
-  // evicting them again: a driver keeps a device duplicate when asked to
-  // move read-mostly memory to the host, and collapses the copies, to
-  // either side, when the advice goes. The advice is given again once the
-  // allocation qualifies anew.
-  void DropReadMostly(MemoryActions* out);
+  // Takes read-mostly advice off every chunk that has it and plans evicting
+  // them again: a driver keeps a device duplicate when asked to move
+  // read-mostly memory to the host, and collapses the copies, to either
+  // side, when the advice goes. The advice is given again once the chunk
+  // qualifies anew.
+  void DropReadMostly(MemoryActions* out) { TakeAllReadMostlyOff(/*evict=*/true, out); }
   // Everything may have been evicted behind the manager's back (other jobs
   // ran): treat nothing as resident, without moving anything.
   void ForgetResidency() { table_.ForgetResidency(); }
-  // Takes read-mostly advice off every allocation (listed in `out`) and
+  // Takes read-mostly advice off every chunk (listed in `out`) and
   // never gives it again: a launch msched cannot predict may write anywhere,
   // and a GPU write to duplicated data collapses it fault by fault (64 MiB
   // takes 1.66 s on an H100, against 12 ms once the advice is off:
@@ -131,6 +135,11 @@ class MemoryManager {
   // the program's, so it neither votes on the loop nor counts as a use).
   void Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out,
               Granularity granularity = Granularity::kPredicted);
+  // Appends chunk `id`'s range to `ranges` (ReadMostlyAdvisor::Append).
+  void ListChunk(ChunkId id, std::vector<ByteRange>* ranges);
+  // Takes the advice off every chunk that has it (listed in
+  // out->read_mostly_off), and lists them in out->evict as well if `evict`.
+  void TakeAllReadMostlyOff(bool evict, MemoryActions* out);
 
   // Declared before the planner, which refers to them.
   ChunkTable table_;  // also the job's allocation map

@@ -28,27 +28,36 @@ void ResidencyPlanner::SetFuture(const std::vector<std::vector<ByteRange>>& step
 }
 
 std::vector<ChunkId> ResidencyPlanner::VictimOrder() const {
-  // Sort key: (0, last touch) for chunks with no predicted next use, then
-  // (1, -predicted next use), so that ascending order puts the best victims
-  // first.
-  std::vector<std::tuple<int, uint64_t, ChunkId>> keyed;
-  const uint64_t loop = predictor_.loop_interval();
+  // Sort key: (0, copies, last touch) for chunks with no predicted next
+  // use, then (1, -priced next use), so that ascending order puts the best
+  // victims first. While copies back are priced (set_drop_preference),
+  // `copies` is 0 for a chunk that drops free (Drops): among chunks with no
+  // known future, those go first; and a priced next use is the predicted
+  // one, but as far again as the preference times the distance for a chunk
+  // that drops free: dropping it now and loading it back later costs less
+  // than copying out one needed somewhat later.
+  std::vector<std::tuple<int, uint64_t, uint64_t, ChunkId>> keyed;
+  const uint64_t loop = predictor_.loop_interval(), now = predictor_.latest();
   table_.ForEachAllocation([&](const Extent& a) {
     for (size_t i = 0; i < a.chunks.size(); ++i) {
       const ChunkState& c = a.chunks[i];
       if (!c.resident) continue;
-      const uint64_t next = policy_ == EvictionPolicy::kLru ? 0 : predictor_.NextUse(c.history, loop);
+      const bool lru = policy_ == EvictionPolicy::kLru;
+      const uint64_t next = lru ? 0 : predictor_.NextUse(c.history, loop);
+      const bool drops = drop_preference_ > 1 && !lru && Drops(c);
       if (next == 0) {
-        keyed.emplace_back(0, c.last_touch, ChunkTable::IdOf(a, i));
-      } else {
-        keyed.emplace_back(1, UINT64_MAX - next, ChunkTable::IdOf(a, i));
+        keyed.emplace_back(0, drops ? 0 : 1, c.last_touch, ChunkTable::IdOf(a, i));
+        continue;
       }
+      uint64_t priced = next;
+      if (drops && next > now) priced = now + std::min(next - now, kFar) * drop_preference_;
+      keyed.emplace_back(1, UINT64_MAX - priced, 0, ChunkTable::IdOf(a, i));
     }
   });
   std::sort(keyed.begin(), keyed.end());
   std::vector<ChunkId> out;
   out.reserve(keyed.size());
-  for (const auto& [group, key, id] : keyed) out.push_back(id);
+  for (const auto& [group, key, recency, id] : keyed) out.push_back(id);
   return out;
 }
 
@@ -133,6 +142,7 @@ void ResidencyPlanner::Apply(const StepPlan& step, MemoryActions* out) {
     const ChunkState& c = ref.chunk();
     if (c.last_touch > completed_) out->evict_after = std::max(out->evict_after, c.last_touch);
     ChunkTable::UnitRanges(*ref.alloc, ref.index, c.resident, &evict);
+    ref.chunk().host_copy |= c.resident;  // copied back, or a duplicate dropped
     out->evict_bytes += table_.MarkEvicted(ref, c.resident);
   }
   std::unordered_set<ChunkId> unserved(step.unserved.begin(), step.unserved.end());
@@ -142,10 +152,13 @@ void ResidencyPlanner::Apply(const StepPlan& step, MemoryActions* out) {
   for (ChunkId id : need_) {
     ChunkTable::ChunkRef ref;
     if (!table_.Lookup(id, &ref)) continue;
-    const ChunkState& c = ref.chunk();
+    ChunkState& c = ref.chunk();
     ref.alloc->touched = true;
     const uint32_t missing = c.need & ~c.resident;
     if (missing == 0) continue;
+    // The driver moves what it loads (or faults in), unless the chunk is
+    // advised read-mostly (advice goes before loads): then it duplicates.
+    if (!c.advised) c.host_copy &= ~missing;
     // Loaded or not, the launch brings what it touches to the device: left
     // out, it faults in (over the budget until the next plan sheds it).
     const uint64_t bytes = table_.MarkResident(ref, missing);
@@ -176,9 +189,10 @@ void ResidencyPlanner::PlanEviction(uint64_t bytes, MemoryActions* out) {
 
 void ResidencyPlanner::PlanEvictAll(MemoryActions* out) {
   out->evict_bytes += table_.resident_bytes();
-  table_.ForEachAllocation([&](const Extent& a) {
-    for (const ChunkState& c : a.chunks) {
+  table_.ForEachAllocation([&](Extent& a) {
+    for (ChunkState& c : a.chunks) {
       if (c.last_touch > completed_) out->evict_after = std::max(out->evict_after, c.last_touch);
+      c.host_copy |= c.resident;
     }
     out->evict.push_back(a.range());
   });

@@ -3,9 +3,10 @@
 // demand) is resident, and applies the decision to the table's residency.
 // Victims go by furthest next use over the future it knows (the demand,
 // then the steps the coordinator's timeline gave: SetFuture), chunks that
-// future does not mention by NextUsePredictor's prediction, and chunks with
-// no prediction first, least recently used first (the placement planner,
-// PlanOpt, does the choosing). Eviction takes whole chunks; loads take the
+// future does not mention by NextUsePredictor's prediction, priced so that
+// chunks that drop free (read duplicates) go before those that cost a copy
+// back, and chunks with no prediction first, least recently used first
+// (the placement planner, PlanOpt, does the choosing). Eviction takes whole chunks; loads take the
 // units the demand lacks, widened to whole chunks while the budget has room.
 // Externally synchronized (the memory manager's). Used by the memory
 // manager (model/).
@@ -94,9 +95,25 @@ class ResidencyPlanner {
   void PlanEvictAll(MemoryActions* out);
 
   // Resident chunks, best victim first: those with no predicted next use
-  // (least recently touched first), then by furthest predicted next use;
-  // under kLru, least recently touched first.
+  // (those that drop free first, then least recently touched first), then
+  // by furthest predicted next use, priced (VictimOrder's comment says
+  // how); under kLru, least recently touched first.
   std::vector<ChunkId> VictimOrder() const;
+
+  // How much further ahead a chunk that drops free counts as needed, for
+  // the victim order, where copies back cost the program (JobMemory says
+  // when): copying a chunk out costs 4-10 times loading it on the links
+  // measured (an H200 loads at 49 GB/s and copies what the GPU wrote back at
+  // 4.9-11.9: docs/simulator.md), and a duplicate drops for almost nothing.
+  // 1 (the default) prices nothing: victims go by next use alone. Distances
+  // are capped at kFar launches first.
+  static constexpr uint64_t kDropPreference = 4;
+  void set_drop_preference(uint64_t p) { drop_preference_ = std::max<uint64_t>(p, 1); }
+  uint64_t drop_preference() const { return drop_preference_; }
+  static constexpr uint64_t kFar = uint64_t{1} << 32;
+  // Whether evicting `c` would drop duplicates and copy nothing back: it is
+  // advised read-mostly and every resident unit has a host copy.
+  static bool Drops(const ChunkState& c) { return c.advised && (c.resident & ~c.host_copy) == 0; }
 
  private:
   // Granularity::kWholeChunks: widens the demand's chunks that lack units to
@@ -115,6 +132,7 @@ class ResidencyPlanner {
   const NextUsePredictor& predictor_;
   uint64_t budget_;
   EvictionPolicy policy_ = EvictionPolicy::kOpt;
+  uint64_t drop_preference_ = 1;
   uint64_t completed_ = 0;
   uint64_t epoch_ = 0;
   AccessStep need_;  // the demand; kept to avoid allocating per launch

@@ -29,6 +29,7 @@ inline constexpr int kTraceFormatVersion = 1;
 struct TouchedRange {
   ByteRange range;
   AccessMode mode = AccessMode::kReadWrite;
+  bool operator==(const TouchedRange&) const = default;
 };
 
 struct TraceLaunch {

@@ -139,6 +139,56 @@ TEST(HookProcessTest, ChecksumsAreIdenticalInEveryModeAndUnderASmallBudget) {
   }
 }
 
+// Templates that claim every region is only read: msched advises whatever
+// kernels touch read-mostly and never takes the advice off before their
+// writes. The driver collapses the duplicates the writes land on, so no
+// data may change; what msched believes of its host copies is wrong, which
+// may cost time only.
+TEST(HookProcessTest, ChecksumsHoldWhenTemplatesSayKernelsOnlyReadWhatTheyWrite) {
+  const std::string dir = testing::TempDir() + "read_only_templates_" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  std::string text = testsupport::Slurp(std::string(WORKLOADS_DIR) + "/kernels/basic.templates.json");
+  for (const char* mode : {"\"readwrite\"", "\"write\""}) {
+    for (size_t at = text.find(mode); at != std::string::npos; at = text.find(mode)) {
+      text.replace(at, std::string(mode).size(), "\"read\"");
+    }
+  }
+  ASSERT_EQ(text.find("write\""), std::string::npos);
+  std::ofstream(dir + "/basic.templates.json") << text;
+  for (const char* workload : {"integrity.json", "llm_decode.json"}) {
+    const Outcome reference = RunHooked({MSIM_RUN, Workload(workload)}, {}, false);
+    ASSERT_EQ(reference.status, 0) << reference.err;
+    for (const char* budget : {"", "4M"}) {
+      const Outcome r =
+          RunHooked({MSIM_RUN, Workload(workload)},
+                    {{"MSCHED_MODE", "msched"}, {"MSCHED_GPU_MEMORY", budget}, {"MSCHED_TEMPLATES", dir}});
+      ASSERT_EQ(r.status, 0) << workload << "\n" << r.err;
+      EXPECT_EQ(Checksums(r.out), Checksums(reference.out)) << workload << " budget '" << budget << "'";
+      // Under the budget, evicted data comes back duplicated and is written.
+      if (*budget != '\0') {
+        EXPECT_GT(U(r.sim, {"collapses"}), 0u) << workload << ": kernels wrote over duplicates";
+      }
+    }
+  }
+}
+
+// The driver refusing every read-mostly advice costs the copies it would
+// have saved, never data.
+TEST(HookProcessTest, ChecksumsHoldWhenTheDriverRefusesEveryAdvice) {
+  for (const char* workload : {"integrity.json", "llm_decode.json"}) {
+    const Outcome reference = RunHooked({MSIM_RUN, Workload(workload)}, {}, false);
+    ASSERT_EQ(reference.status, 0) << reference.err;
+    const Outcome r =
+        RunHooked({MSIM_RUN, Workload(workload)}, {{"MSCHED_MODE", "msched"},
+                                                   {"MSCHED_GPU_MEMORY", "4M"},
+                                                   {"MSIM_FAIL", "cuMemAdvise:1+:CUDA_ERROR_INVALID_VALUE"}});
+    ASSERT_EQ(r.status, 0) << workload << "\n" << r.err;
+    EXPECT_NE(r.err.find("msim: MSIM_FAIL: "), std::string::npos) << "the failure was not injected\n" << r.err;
+    EXPECT_EQ(Checksums(r.out), Checksums(reference.out)) << workload;
+    EXPECT_EQ(U(r.sim, {"bytes", "duplicate_dropped"}), 0u) << workload << ": nothing was advised";
+  }
+}
+
 TEST(HookProcessTest, OversubscribedWorkloadFaultsLessAndFinishesSoonerUnderMsched) {
   // Weights of 96 MiB streamed every decode step through a 64 MiB device.
   const std::vector<std::string> argv = {MSIM_RUN, Workload("llm_decode.json"),

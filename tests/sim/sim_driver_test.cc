@@ -258,6 +258,32 @@ TEST_F(SimDriverTest, UnsettingReadMostlyCollapsesTheCopiesAtOnce) {
       << "one copy now: the device's, which goes back";
 }
 
+// The driver's read-mostly advice is per page: advising half an allocation
+// duplicates that half only.
+TEST_F(SimDriverTest, ReadMostlyAdviceHoldsForTheRangeAdvisedNotTheWholeAllocation) {
+  CUdeviceptr a = HostWritten(16 * kMiB);
+  CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CU_ASSERT(cuMemAdvise(a, 8 * kMiB, CU_MEM_ADVISE_SET_READ_MOSTLY, dev));
+  int read_mostly = -1;
+  CU_ASSERT(cuMemRangeGetAttribute(&read_mostly, sizeof read_mostly, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a, 8 * kMiB));
+  EXPECT_EQ(read_mostly, 1);
+  CU_ASSERT(cuMemRangeGetAttribute(&read_mostly, sizeof read_mostly, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a, 16 * kMiB));
+  EXPECT_EQ(read_mostly, 0) << "not all of the range is advised";
+  Prefetch(a, 16 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  const auto before = Stats();
+  Prefetch(a, 16 * kMiB, false);
+  CU_ASSERT(cuCtxSynchronize());
+  const auto after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["duplicate_dropped"], before["bytes"]["duplicate_dropped"]), 8 * kMiB);
+  EXPECT_EQ(Delta(after["bytes"]["d2h"]["prefetch"], before["bytes"]["d2h"]["prefetch"]), 8 * kMiB)
+      << "the half not advised was moved in, so it goes back";
+  // Taking the advice off the advised half alone leaves nothing advised.
+  CU_ASSERT(cuMemAdvise(a, 8 * kMiB, CU_MEM_ADVISE_UNSET_READ_MOSTLY, dev));
+  CU_ASSERT(cuMemRangeGetAttribute(&read_mostly, sizeof read_mostly, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a, 4 * kMiB));
+  EXPECT_EQ(read_mostly, 0);
+}
+
 TEST_F(SimDriverTest, PreferredHostLocationIsReadInPlaceWithoutFaults) {
   CUdeviceptr a = Managed(8 * kMiB);
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};

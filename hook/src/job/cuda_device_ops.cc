@@ -7,6 +7,7 @@
 #include <string>
 
 #include "interpose/driver_functions.h"
+#include "job/device_env.h"
 #include "msched/no_destructor.h"
 #include "observe/log.h"
 
@@ -153,6 +154,8 @@ Status CudaDeviceOps::SetReadMostly(const ByteRange& r, bool on) {
       advise(r.begin, r.size(), on ? CU_MEM_ADVISE_SET_READ_MOSTLY : CU_MEM_ADVISE_UNSET_READ_MOSTLY, loc),
       "cuMemAdvise");
 }
+
+uint64_t CudaDeviceOps::NowNs() { return DeviceEnv::Get().Now(); }
 
 Status CudaDeviceOps::SynchronizeTransfers() {
   auto sync = RealDriver().cuStreamSynchronize;

@@ -23,6 +23,7 @@ class CudaDeviceOps : public DeviceOps {
   Status LoadsAfterEvictions() override;
   Status StreamAfterTransfers(StreamHandle stream) override;
   Status SynchronizeTransfers() override;
+  uint64_t NowNs() override;
   Status SetReadMostly(const ByteRange& r, bool on) override;
 
   static StreamHandle Handle(CUstream s) { return reinterpret_cast<StreamHandle>(s); }

@@ -24,6 +24,7 @@ class CurrentContextOps : public DeviceOps {
   Status LoadsAfterEvictions() override { return Ops() ? ops_->LoadsAfterEvictions() : ops_.status(); }
   Status StreamAfterTransfers(StreamHandle s) override { return Ops() ? ops_->StreamAfterTransfers(s) : ops_.status(); }
   Status SynchronizeTransfers() override { return Ops() ? ops_->SynchronizeTransfers() : ops_.status(); }
+  uint64_t NowNs() override { return DeviceEnv::Get().Now(); }
   Status SetReadMostly(const ByteRange& r, bool on) override {
     return Ops() ? ops_->SetReadMostly(r, on) : ops_.status();
   }

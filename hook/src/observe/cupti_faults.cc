@@ -58,12 +58,16 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
     if (record->kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) continue;
     const auto* um = reinterpret_cast<const CUpti_ActivityUnifiedMemoryCounter3*>(record);
     if (um->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT) {
-      const AccessMode mode = um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE  ? AccessMode::kWrite
-                              : um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ ? AccessMode::kRead
-                                                                                            : AccessMode::kReadWrite;
+      // An atomic, or a fault of no known type, may write.
+      const AccessMode mode = um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE ? AccessMode::kWrite
+                              : um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ ||
+                                      um->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_PREFETCH
+                                  ? AccessMode::kRead
+                                  : AccessMode::kReadWrite;
       d.records.push_back({um->start, {{um->address & ~uint64_t{4095}, (um->address & ~uint64_t{4095}) + 4096}, mode}});
     } else if (um->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD && um->value > 0) {
-      d.records.push_back({um->start, {{um->address, um->address + um->value}, AccessMode::kReadWrite}});
+      // A migration says nothing of writes: touched, read at least.
+      d.records.push_back({um->start, {{um->address, um->address + um->value}, AccessMode::kRead}});
     }
   }
   std::free(buffer);
@@ -132,26 +136,13 @@ uint64_t CuptiFaults::Now() {
 std::vector<TouchedRange> CuptiFaults::Collect(uint64_t t0, uint64_t t1) {
   g_api.flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::vector<TouchedRange> out;
-  {
-    Delivered& d = Pending();
-    MutexLock lock(&d.mu);
-    for (const Record& r : d.records) {
-      if (r.start >= t0 && r.start <= t1) out.push_back(r.range);
-    }
-    d.records.clear();
+  Delivered& d = Pending();
+  MutexLock lock(&d.mu);
+  for (const Record& r : d.records) {
+    if (r.start >= t0 && r.start <= t1) out.push_back(r.range);
   }
-  std::sort(out.begin(), out.end(),
-            [](const TouchedRange& a, const TouchedRange& b) { return a.range.begin < b.range.begin; });
-  std::vector<TouchedRange> merged;
-  for (const TouchedRange& r : out) {
-    if (!merged.empty() && r.range.begin <= merged.back().range.end) {
-      merged.back().range.end = std::max(merged.back().range.end, r.range.end);
-      merged.back().mode = static_cast<AccessMode>(static_cast<int>(merged.back().mode) | static_cast<int>(r.mode));
-    } else {
-      merged.push_back(r);
-    }
-  }
-  return merged;
+  d.records.clear();
+  return out;
 }
 
 }  // namespace msched::hook

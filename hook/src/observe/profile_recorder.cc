@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "base/mutex.h"
@@ -18,6 +19,7 @@
 #include "job/device_env.h"
 #include "observe/cupti_faults.h"
 #include "observe/log.h"
+#include "profile/touched_modes.h"
 #include "profile/trace.h"
 
 namespace msched::hook {
@@ -101,8 +103,9 @@ struct ProfileRecorder::State {
       Write(TraceNoteLine("no source of touched memory: " + why + "; launches are recorded without it"));
     } else if (cupti != nullptr) {
       Write(
-          TraceNoteLine("managed memory was moved to the host before each launch, so latencies include "
-                        "fault servicing"));
+          TraceNoteLine("managed memory was moved to the host and advised read-mostly before each launch, so "
+                        "latencies include fault servicing, and writes fault as writes: a range is written "
+                        "where a write fault fell in it"));
     }
   }
 };
@@ -137,17 +140,26 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
   const uint64_t host_ns = s.last_return_ns != 0 && entered > s.last_return_ns ? entered - s.last_return_ns : 0;
   auto synchronize = real.cuCtxSynchronize;
   if (synchronize) synchronize();  // earlier work done: the latency is this kernel's alone
+  // Everything managed goes to the host, so the kernel's first touches
+  // fault, and is advised read-mostly, so that its writes fault as writes
+  // (src/profile/touched_modes.h says why); the advice comes off after.
+  std::vector<ByteRange> managed;
+  std::optional<CudaDeviceOps> ops;
+  bool writes_fault = false;
   if (s.cupti != nullptr) {
-    // Everything managed goes to the host, so the kernel's first touches fault.
-    std::vector<ByteRange> managed;
     {
       MutexLock lock(&rt.mu());
       rt.allocs().ForEach([&](const Allocation& a) {
         if (IsManaged(a.kind)) managed.push_back(a.range());
       });
     }
-    if (Result<CudaDeviceOps> ops = CudaDeviceOps::ForCurrentContext(); ops.ok()) {
-      for (const ByteRange& r : managed) (void)ops->Prefetch(r, /*to_device=*/false);
+    if (Result<CudaDeviceOps> made = CudaDeviceOps::ForCurrentContext(); made.ok()) {
+      ops.emplace(std::move(*made));
+      writes_fault = true;
+      for (const ByteRange& r : managed) {
+        (void)ops->Prefetch(r, /*to_device=*/false);
+        writes_fault = ops->SetReadMostly(r, true).ok() && writes_fault;
+      }
       (void)ops->SynchronizeTransfers();
     }
   }
@@ -162,7 +174,12 @@ CUresult ProfileRecorder::Launch(Runtime& rt, const KernelInfo& kernel, const Ar
   if (exact) l.touched = std::move(*exact);
   if (synchronize) synchronize();
   l.latency_ns = env.Now() - device_t0;
-  if (s.cupti) l.touched = s.cupti->Collect(cupti_t0, s.cupti->Now());
+  if (s.cupti) {
+    l.touched = TouchedByMode(s.cupti->Collect(cupti_t0, s.cupti->Now()), writes_fault);
+    if (ops) {
+      for (const ByteRange& range : managed) (void)ops->SetReadMostly(range, false);
+    }
+  }
 
   l.seq = ++s.seq;
   l.kernel = kernel.name;

@@ -131,6 +131,35 @@ TEST_F(CoordTraceTest, ASwitchEndsOneRunningSpanStartsTheOtherAndSwapsBetween) {
   EXPECT_NE(swaps[1]["args"]["duration"].get<std::string>().find("estimated"), std::string::npos);
 }
 
+// A pause that comes while the job drains (told to stop at its slice's
+// end, not yet answered) is answered by the same Stopped: from then on the
+// job is drawn paused, not draining.
+TEST_F(CoordTraceTest, APauseWhileTheJobDrainsIsDrawnPausedOnceItAnswers) {
+  Submit(1, 101, 10 * kGiB, 0);
+  Submit(2, 102, 10 * kGiB, 100);
+  Apply(s_.SliceEnded(1, 2000));  // job 1 is told to stop: it drains
+  Result<Commands> pause = s_.Pause(1);
+  ASSERT_TRUE(pause.ok());
+  Apply(*pause);
+  Stopped(1, 2500, 0);  // its one answer
+  Apply(s_.Exited(2, 9000));
+  Result<Commands> resume = s_.Resume(1);
+  ASSERT_TRUE(resume.ok());
+  Apply(*resume);
+  Apply(s_.Exited(1, 9500));
+  json paused = nullptr, drained = nullptr;
+  for (const json& e : Events()) {
+    if (e["ph"] != "X" || e["pid"] != 101) continue;
+    if (e["name"] == trace::kPaused) paused = e;
+    if (e["name"] == trace::kDraining) drained = e;
+  }
+  ASSERT_FALSE(drained.is_null());
+  EXPECT_DOUBLE_EQ(drained["ts"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(drained["dur"].get<double>(), 0.5) << "until its answer";
+  ASSERT_FALSE(paused.is_null()) << "no paused span";
+  EXPECT_DOUBLE_EQ(paused["ts"].get<double>(), 2.5);
+}
+
 TEST_F(CoordTraceTest, RefusalsAndPriorityChangesAreInstants) {
   Submit(1, 101, 10 * kGiB, 0);
   Submit(2, 102, 2 * 1024 * kGiB, 10);  // can never fit: more than the host memory

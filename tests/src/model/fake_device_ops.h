@@ -4,7 +4,8 @@
 // "wait S", "sync",
 // "loads after evictions",
 // "read-mostly 4" / "not read-mostly 4": advice for the allocation at 4 MiB)
-// and fails call number `fail_at` (counting from 1) when it is set.
+// and fails call number `fail_at` (counting from 1) when it is set. Its
+// clock moves only by `ns_per_eviction` at each prefetch to the host.
 // Confined to one thread.
 #pragma once
 
@@ -18,6 +19,7 @@ namespace msched {
 class FakeDeviceOps : public DeviceOps {
  public:
   Status Prefetch(const ByteRange& r, bool to_device) override {
+    if (!to_device) now_ns += ns_per_eviction;
     return Record((to_device ? "in " : "out ") + std::to_string(r.begin >> 20));
   }
   Status MarkQueued(StreamHandle s, uint64_t next) override {
@@ -33,8 +35,13 @@ class FakeDeviceOps : public DeviceOps {
     return Record((on ? "read-mostly " : "not read-mostly ") + std::to_string(r.begin >> 20));
   }
 
+  uint64_t NowNs() override { return now_ns; }
+
   std::vector<std::string> calls;
   int fail_at = 0;
+  // The clock, and how long each prefetch to the host holds the caller.
+  uint64_t now_ns = 0;
+  uint64_t ns_per_eviction = 0;
 
  private:
   Status Record(std::string call) {

@@ -49,7 +49,9 @@ TEST(JobMemoryTest, MakeResidentLoadsWhatIsMissingAndEvictsWhatIsNeededLast) {
   FakeDeviceOps ops;
   MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
   EXPECT_EQ(out.loaded, 4 * kMiB);
-  EXPECT_EQ(ops.calls, (std::vector<std::string>{"mark 7 1", "loads after evictions", "in 0", "wait 7"}));
+  EXPECT_EQ(ops.calls,
+            (std::vector<std::string>{"read-mostly 0", "mark 7 1", "loads after evictions", "in 0", "wait 7"}))
+      << "read and never written: advised before it loads";
   ops.calls.clear();
   out = jm.MakeResident(Read(0, 4), 2, 7, ops);
   EXPECT_TRUE(ops.calls.empty()) << "resident already: the common path moves nothing";
@@ -161,7 +163,7 @@ TEST(JobMemoryTest, OnlyBytesThatMovedAreCounted) {
   jm.SetConfigured(8 * kMiB);
   ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());
   FakeDeviceOps ops;
-  ops.fail_at = 3;  // the load (after the mark and "loads after evictions")
+  ops.fail_at = 4;  // the load (after the advice, the mark and "loads after evictions")
   const MoveOutcome out = jm.MakeResident(Read(0, 4), 1, 7, ops);
   EXPECT_FALSE(out.status.ok());
   EXPECT_EQ(out.loaded, 0u) << "a failed prefetch is not counted as prefetched";

@@ -62,23 +62,47 @@ TEST_F(MemoryManagerTest, LoadsWhatIsMissingOnceAndNothingOnTheCommonPath) {
   EXPECT_TRUE(Access({{a_ + 4096, a_ + 8192}}).empty());
 }
 
-TEST_F(MemoryManagerTest, AllocationsOnlyReadAreAdvisedReadMostlyUntilALaunchWritesThem) {
-  const ByteRange a{a_, a_ + 8 * kMiB};
-  for (uint32_t i = 1; i < 4; ++i) EXPECT_TRUE(Access({{a_, a_ + kMiB}}).read_mostly_on.empty()) << i;
-  MemoryActions fourth = Access({{a_ + kMiB, a_ + 2 * kMiB}});
-  EXPECT_EQ(fourth.read_mostly_on, std::vector<ByteRange>{a}) << "four reads and no write: read-mostly";
+TEST_F(MemoryManagerTest, ChunksOnlyReadAreAdvisedReadMostlyUntilALaunchWritesThem) {
+  const ByteRange a0{a_, a_ + 2 * kMiB};
+  EXPECT_EQ(Access({{a_, a_ + kMiB}}).read_mostly_on, std::vector<ByteRange>{a0}) << "read, never written";
   EXPECT_TRUE(Access({{a_, a_ + kMiB}}).empty()) << "advised once";
   MemoryActions write;
   mm_.PlanAccess({{{a_, a_ + 4096}, AccessMode::kReadWrite}}, ++seq_, &write);
-  EXPECT_EQ(write.read_mostly_off, std::vector<ByteRange>{a}) << "a write takes the advice back first";
+  EXPECT_EQ(write.read_mostly_off, std::vector<ByteRange>{a0}) << "a write takes the advice back first";
   EXPECT_TRUE(write.read_mostly_on.empty());
+  for (uint32_t i = 1; i < 4; ++i) EXPECT_TRUE(Access({{a_, a_ + kMiB}}).read_mostly_on.empty()) << i;
+  EXPECT_EQ(Access({{a_, a_ + kMiB}}).read_mostly_on, (std::vector<ByteRange>{{a_, a_ + 8 * kMiB}}))
+      << "four launches read the allocation since the write: all of it, read yet or not";
   // Written and read in turn (activations): never advised.
   for (int i = 0; i < 10; ++i) {
-    MemoryActions r = Access({{b_, b_ + kMiB}});
     MemoryActions w;
     mm_.PlanAccess({{{b_, b_ + kMiB}, AccessMode::kWrite}}, ++seq_, &w);
+    MemoryActions r = Access({{b_, b_ + kMiB}});
     EXPECT_TRUE(r.read_mostly_on.empty() && w.read_mostly_on.empty() && w.read_mostly_off.empty());
   }
+}
+
+TEST_F(MemoryManagerTest, AdviceGoesByChunkSoWeightsBesideActivationsInOneSegmentAreAdvised) {
+  // One caching-allocator segment: weights in its first 6 MiB, read by
+  // every launch; an activation in its last 2 MiB, written and read.
+  std::vector<ByteRange> advised;
+  MemoryActions init;  // the weights are written first
+  mm_.PlanAccess({{{a_, a_ + 6 * kMiB}, AccessMode::kWrite}}, ++seq_, &init);
+  for (int i = 0; i < 6; ++i) {
+    MemoryActions act;
+    mm_.PlanAccess({{{a_, a_ + 6 * kMiB}, AccessMode::kRead}, {{a_ + 6 * kMiB, a_ + 7 * kMiB}, AccessMode::kWrite}},
+                   ++seq_, &act, MemoryManager::Granularity::kPredicted);
+    EXPECT_TRUE(act.read_mostly_off.empty());
+    advised.insert(advised.end(), act.read_mostly_on.begin(), act.read_mostly_on.end());
+  }
+  EXPECT_EQ(advised, (std::vector<ByteRange>{{a_, a_ + 6 * kMiB}})) << "three chunks, merged into one range";
+}
+
+TEST_F(MemoryManagerTest, ALaunchThatReadsAChunkThroughOneRegionAndWritesItThroughAnotherNeverAdvisesIt) {
+  MemoryActions act;
+  mm_.PlanAccess({{{a_, a_ + kMiB}, AccessMode::kRead}, {{a_ + kMiB, a_ + 2 * kMiB}, AccessMode::kWrite}}, ++seq_, &act,
+                 MemoryManager::Granularity::kPredicted);
+  EXPECT_TRUE(act.read_mostly_on.empty() && act.read_mostly_off.empty());
 }
 
 TEST_F(MemoryManagerTest, LoadsNeverSpanTwoAllocationsThatTouch) {
@@ -91,11 +115,11 @@ TEST_F(MemoryManagerTest, LoadsNeverSpanTwoAllocationsThatTouch) {
 }
 
 TEST_F(MemoryManagerTest, ForgoingReadMostlyTakesTheAdviceBackAndNeverGivesItAgain) {
-  for (int i = 0; i < 4; ++i) Access({{a_, a_ + kMiB}});  // a is now read-mostly
+  Access({{a_, a_ + kMiB}});  // a's first chunk is now read-mostly
   MemoryActions forgo;
   mm_.ForgoReadMostly(&forgo);
-  const std::vector<ByteRange> whole_a = {ByteRange{a_, a_ + 8 * kMiB}};
-  EXPECT_EQ(forgo.read_mostly_off, whole_a);
+  const std::vector<ByteRange> a0 = {ByteRange{a_, a_ + 2 * kMiB}};
+  EXPECT_EQ(forgo.read_mostly_off, a0);
   EXPECT_TRUE(forgo.evict.empty() && forgo.load.empty());
   for (int i = 0; i < 8; ++i) {
     EXPECT_TRUE(Access({{a_, a_ + kMiB}}).read_mostly_on.empty()) << i;

@@ -5,68 +5,165 @@
 namespace msched {
 namespace {
 
-const ByteRange kWhole{0x10000000, 0x10800000};
-const std::vector<ByteRange> kJustWhole = {kWhole};
+constexpr uint32_t kAll = ~0u;
 
-// Notes `n` accesses in `mode`; what the advisor asked for.
-MemoryActions Note(const ReadMostlyAdvisor& advisor, ReadMostlyState& s, AccessMode mode, int n = 1) {
-  MemoryActions out;
-  for (int i = 0; i < n; ++i) advisor.NoteAccess(mode, kWhole, s, &out);
-  return out;
+// Launch `seq` reads (or writes) the chunk; whether the advisor then asks
+// for advice to be taken off, and whether the chunk qualifies for it.
+struct Noted {
+  bool off;
+  bool qualifies;
+};
+Noted Note(const ReadMostlyAdvisor& advisor, ChunkState& c, AccessMode mode, uint64_t seq, uint64_t loop = 0) {
+  const bool off = advisor.NoteAccess(mode, seq, kAll, c);
+  return {off, advisor.Qualifies(seq, loop, c)};
 }
 
-TEST(ReadMostlyAdvisorTest, TheFourthReadInARowAdvisesTheWholeAllocationOnce) {
-  ReadMostlyAdvisor advisor;
-  ReadMostlyState s;
-  EXPECT_TRUE(Note(advisor, s, AccessMode::kRead, ReadMostlyAdvisor::kReadsBeforeAdvice - 1).empty());
-  EXPECT_FALSE(s.advised);
-  EXPECT_EQ(Note(advisor, s, AccessMode::kRead).read_mostly_on, kJustWhole);
-  EXPECT_TRUE(s.advised);
-  EXPECT_TRUE(Note(advisor, s, AccessMode::kRead, 10).empty()) << "advised once";
+// Launches first..first+n-1 read the chunk; the advisor advises it where it
+// qualifies, as the memory manager does. Whether any launch advised it.
+bool Reads(const ReadMostlyAdvisor& advisor, ChunkState& c, uint64_t first, int n) {
+  bool advised = false;
+  for (int i = 0; i < n; ++i) {
+    if (Note(advisor, c, AccessMode::kRead, first + i).qualifies) {
+      ReadMostlyAdvisor::Advise(c);
+      advised = true;
+    }
+  }
+  return advised;
 }
 
-TEST(ReadMostlyAdvisorTest, AWriteTakesTheAdviceBackAndStartsTheCountAgain) {
+TEST(ReadMostlyAdvisorTest, AChunkNoLaunchWroteQualifiesAtItsFirstRead) {
   ReadMostlyAdvisor advisor;
-  ReadMostlyState s;
-  Note(advisor, s, AccessMode::kRead, 4);
-  const MemoryActions write = Note(advisor, s, AccessMode::kReadWrite);
-  EXPECT_EQ(write.read_mostly_off, kJustWhole);
-  EXPECT_TRUE(write.read_mostly_on.empty());
-  EXPECT_FALSE(s.advised);
-  EXPECT_TRUE(Note(advisor, s, AccessMode::kRead, 3).empty()) << "three reads since the write";
-  EXPECT_TRUE(Note(advisor, s, AccessMode::kWrite).empty()) << "not advised: nothing to take back";
-  EXPECT_TRUE(Note(advisor, s, AccessMode::kRead, 3).empty()) << "the write started the count again";
-  EXPECT_EQ(Note(advisor, s, AccessMode::kRead).read_mostly_on, kJustWhole);
+  ChunkState c;
+  EXPECT_TRUE(Reads(advisor, c, 1, 1));
+  EXPECT_TRUE(c.advised);
+  EXPECT_FALSE(Reads(advisor, c, 2, 10)) << "advised once";
+}
+
+TEST(ReadMostlyAdvisorTest, AfterAWriteTheFourthLaunchInARowToReadAChunkQualifiesIt) {
+  ReadMostlyAdvisor advisor;
+  ChunkState c;
+  EXPECT_FALSE(Note(advisor, c, AccessMode::kWrite, 1).qualifies);
+  EXPECT_FALSE(Reads(advisor, c, 2, ReadMostlyAdvisor::kReadsBeforeAdvice - 1));
+  EXPECT_TRUE(Reads(advisor, c, 5, 1));
+}
+
+TEST(ReadMostlyAdvisorTest, AChunkNotWrittenForLongerThanTheLoopQualifiesAtItsNextRead) {
+  ReadMostlyAdvisor advisor;
+  ChunkState c;
+  Note(advisor, c, AccessMode::kWrite, 1);  // a weight, initialised
+  EXPECT_FALSE(Note(advisor, c, AccessMode::kRead, 5, /*loop=*/10).qualifies) << "within a loop of the write";
+  EXPECT_TRUE(Note(advisor, c, AccessMode::kRead, 12, /*loop=*/10).qualifies) << "a whole loop without a write";
+  ChunkState written_each_pass;
+  for (uint64_t seq = 1; seq < 60; seq += 10) {
+    Note(advisor, written_each_pass, AccessMode::kWrite, seq);
+    EXPECT_FALSE(Note(advisor, written_each_pass, AccessMode::kRead, seq + 5, /*loop=*/10).qualifies) << seq;
+  }
+}
+
+TEST(ReadMostlyAdvisorTest, AnAllocationReadByFourLaunchesInARowQualifiesOnce) {
+  // Weights in one buffer, written by an optimizer step (launch 1), then
+  // read layer by layer by launches 2-5.
+  ReadMostlyAdvisor advisor;
+  AllocationReads weights;
+  advisor.NoteAllocation(AccessMode::kWrite, 1, weights);
+  for (uint64_t seq = 2; seq <= 4; ++seq) {
+    advisor.NoteAllocation(AccessMode::kRead, seq, weights);
+    advisor.NoteAllocation(AccessMode::kRead, seq, weights);  // a second region: the launch counts once
+    EXPECT_FALSE(advisor.AllocationQualifies(seq, weights)) << seq;
+  }
+  advisor.NoteAllocation(AccessMode::kRead, 5, weights);
+  EXPECT_TRUE(advisor.AllocationQualifies(5, weights));
+  advisor.NoteAllocation(AccessMode::kRead, 6, weights);
+  EXPECT_FALSE(advisor.AllocationQualifies(6, weights)) << "once";
+  advisor.NoteAllocation(AccessMode::kWrite, 7, weights);
+  EXPECT_EQ(weights.since_write, 0u) << "a write to any of it starts the count again";
+  for (uint64_t seq = 8; seq <= 10; ++seq) advisor.NoteAllocation(AccessMode::kRead, seq, weights);
+  advisor.NoteAllocation(AccessMode::kRead, 11, weights);
+  advisor.NoteAllocation(AccessMode::kWrite, 11, weights);  // the fourth read's launch also writes it
+  EXPECT_FALSE(advisor.AllocationQualifies(11, weights));
+}
+
+TEST(ReadMostlyAdvisorTest, ALaunchCountsOnceHoweverManyOfItsRegionsReadTheChunk) {
+  ReadMostlyAdvisor advisor;
+  ChunkState c;
+  Note(advisor, c, AccessMode::kWrite, 1);
+  for (int region = 0; region < 8; ++region) EXPECT_FALSE(Note(advisor, c, AccessMode::kRead, 2).qualifies);
+  EXPECT_EQ(c.reads_since_write, 1u);
+}
+
+TEST(ReadMostlyAdvisorTest, ALaunchThatReadsAndWritesAChunkNeverQualifiesIt) {
+  ReadMostlyAdvisor advisor;
+  ChunkState c;
+  // Launch 1 reads the fresh chunk through one region, which would qualify
+  // it, then writes it through another.
+  EXPECT_TRUE(Note(advisor, c, AccessMode::kRead, 1).qualifies);
+  EXPECT_FALSE(Note(advisor, c, AccessMode::kWrite, 1).qualifies);
+  EXPECT_FALSE(advisor.Qualifies(1, 0, c)) << "checked again once every region is seen";
+}
+
+TEST(ReadMostlyAdvisorTest, AWriteTakesTheAdviceOffLosesTheHostCopyAndStartsTheCountAgain) {
+  ReadMostlyAdvisor advisor;
+  ChunkState c;
+  Reads(advisor, c, 1, 1);
+  ASSERT_TRUE(c.advised);
+  c.resident = 0x0f;
+  c.host_copy = 0xff;
+  const Noted write = Note(advisor, c, AccessMode::kReadWrite, 5);
+  EXPECT_TRUE(write.off);
+  EXPECT_FALSE(c.advised);
+  EXPECT_EQ(c.host_copy, 0u) << "written units and collapsed duplicates hold no host copy";
+  EXPECT_FALSE(Reads(advisor, c, 6, 3)) << "three reads since the write";
+  EXPECT_FALSE(Note(advisor, c, AccessMode::kWrite, 9).off) << "not advised: nothing to take off";
+  EXPECT_FALSE(Reads(advisor, c, 10, 3)) << "the write started the count again";
+  EXPECT_TRUE(Reads(advisor, c, 13, 1));
+}
+
+TEST(ReadMostlyAdvisorTest, AWriteLosesTheHostCopyOfTheUnitsItWritesOnly) {
+  ReadMostlyAdvisor advisor;
+  ChunkState c;
+  c.host_copy = 0xff;
+  advisor.NoteAccess(AccessMode::kWrite, 1, 0x0f, c);
+  EXPECT_EQ(c.host_copy, 0xf0u);
 }
 
 TEST(ReadMostlyAdvisorTest, BuffersWrittenAndReadInTurnAreNeverAdvised) {
   ReadMostlyAdvisor advisor;
-  ReadMostlyState s;
-  for (int i = 0; i < 20; ++i) {
-    EXPECT_TRUE(Note(advisor, s, AccessMode::kRead).empty());
-    EXPECT_TRUE(Note(advisor, s, AccessMode::kWrite).empty());
+  ChunkState c;
+  for (uint64_t seq = 1; seq < 40; seq += 2) {
+    EXPECT_FALSE(Note(advisor, c, AccessMode::kWrite, seq).qualifies);
+    EXPECT_FALSE(Note(advisor, c, AccessMode::kRead, seq + 1).qualifies);
   }
 }
 
 TEST(ReadMostlyAdvisorTest, ForgoneAdviceIsNeverGivenAgain) {
   ReadMostlyAdvisor advisor;
-  ReadMostlyState s;
+  ChunkState c;
   ASSERT_TRUE(advisor.allowed());
   advisor.Forgo();
   EXPECT_FALSE(advisor.allowed());
-  EXPECT_TRUE(Note(advisor, s, AccessMode::kRead, 20).empty());
-  EXPECT_FALSE(s.advised);
+  EXPECT_FALSE(Reads(advisor, c, 1, 20));
+  EXPECT_FALSE(c.advised);
 }
 
-TEST(ReadMostlyAdvisorTest, TakeOffSaysWhetherThereWasAdviceToTake) {
-  ReadMostlyState s;
-  MemoryActions out;
-  EXPECT_FALSE(ReadMostlyAdvisor::TakeOff(kWhole, s, &out));
-  EXPECT_TRUE(out.empty());
-  s.advised = true;
-  EXPECT_TRUE(ReadMostlyAdvisor::TakeOff(kWhole, s, &out));
-  EXPECT_EQ(out.read_mostly_off, kJustWhole);
-  EXPECT_FALSE(s.advised);
+TEST(ReadMostlyAdvisorTest, TakeOffSaysWhetherThereWasAdviceAndCollapsesTheResidentDuplicates) {
+  ChunkState c;
+  EXPECT_FALSE(ReadMostlyAdvisor::TakeOff(c));
+  c.advised = true;
+  c.resident = 0x3;
+  c.host_copy = 0x7;
+  EXPECT_TRUE(ReadMostlyAdvisor::TakeOff(c));
+  EXPECT_FALSE(c.advised);
+  EXPECT_EQ(c.host_copy, 0x4u) << "the host keeps only what was not on the device";
+}
+
+TEST(ReadMostlyAdvisorTest, AppendMergesTouchingChunksButNeverAcrossAnAllocationsStart) {
+  std::vector<ByteRange> ranges;
+  ReadMostlyAdvisor::Append({0x200000, 0x400000}, 0x200000, &ranges);
+  ReadMostlyAdvisor::Append({0x400000, 0x600000}, 0x200000, &ranges);
+  EXPECT_EQ(ranges, (std::vector<ByteRange>{{0x200000, 0x600000}}));
+  ReadMostlyAdvisor::Append({0x600000, 0x700000}, 0x600000, &ranges);  // the next allocation
+  ReadMostlyAdvisor::Append({0x900000, 0xa00000}, 0x600000, &ranges);  // a gap
+  EXPECT_EQ(ranges, (std::vector<ByteRange>{{0x200000, 0x600000}, {0x600000, 0x700000}, {0x900000, 0xa00000}}));
 }
 
 }  // namespace

@@ -97,6 +97,55 @@ TEST_F(ResidencyPlannerTest, VictimsWithoutAPredictionGoFirstLeastRecentlyTouche
   EXPECT_EQ(planner_.VictimOrder(), lru) << "least recently touched first, predictions ignored";
 }
 
+TEST_F(ResidencyPlannerTest, VictimsThatDropFreeGoBeforeThoseThatCostACopy) {
+  Launch({{a_, a_ + 2 * kMiB}});             // 1: a0
+  Launch({{b_, b_ + 2 * kMiB}});             // 2: b0, used once: no prediction
+  Launch({{c_, c_ + 2 * kMiB}});             // 3: c0, used once: no prediction
+  Launch({{a_, a_ + 2 * kMiB}});             // 4: a0 again: back at 7
+  Launch({{a_ + 2 * kMiB, a_ + 4 * kMiB}});  // 5: a1
+  Launch({{a_ + 2 * kMiB, a_ + 4 * kMiB}});  // 6: a1 again: back at 7
+  // Read duplicates (advised, every resident unit with its host copy): c0
+  // and a1.
+  for (ChunkId id : {Id(c_, 0), Id(a_, 1)}) {
+    ChunkTable::ChunkRef ref;
+    ASSERT_TRUE(table_.Lookup(id, &ref));
+    ref.chunk().advised = true;
+    ref.chunk().host_copy = ref.chunk().resident;
+  }
+  const std::vector<ChunkId> unpriced = {Id(b_, 0), Id(c_, 0), Id(a_, 0), Id(a_, 1)};
+  EXPECT_EQ(planner_.VictimOrder(), unpriced) << "copies back not priced: by next use alone";
+  planner_.set_drop_preference(ResidencyPlanner::kDropPreference);
+  const std::vector<ChunkId> priced = {Id(c_, 0), Id(b_, 0), Id(a_, 1), Id(a_, 0)};
+  EXPECT_EQ(planner_.VictimOrder(), priced)
+      << "without a prediction, a duplicate before older chunks; with one, a duplicate before a chunk needed as soon";
+  Launch({{b_, b_ + 2 * kMiB}});             // 7: b0 again, 5 later: back at 12
+  Launch({{a_, a_ + 2 * kMiB}});             // 8: a0 again, 4 later: back at 12
+  Launch({{a_ + 2 * kMiB, a_ + 4 * kMiB}});  // 9: a1 again, 3 later: back at 12
+  // All three come back at 12: the duplicate a1 counts as needed at
+  // 9 + 3 * kDropPreference, past the others.
+  EXPECT_EQ(planner_.VictimOrder()[1], Id(a_, 1));
+  ChunkTable::ChunkRef ref;
+  ASSERT_TRUE(table_.Lookup(Id(a_, 1), &ref));
+  ref.chunk().host_copy = 0;  // written since: it would cost a copy
+  EXPECT_NE(planner_.VictimOrder()[1], Id(a_, 1));
+}
+
+TEST_F(ResidencyPlannerTest, EvictingLeavesAHostCopyAndLoadingMovesItUnlessAdvised) {
+  MemoryActions out;
+  Launch({Whole(a_)});
+  ChunkTable::ChunkRef a0, a1;
+  ASSERT_TRUE(table_.Lookup(Id(a_, 0), &a0) && table_.Lookup(Id(a_, 1), &a1));
+  EXPECT_EQ(a0.chunk().host_copy, 0u) << "first touched on the device: no copy anywhere else";
+  planner_.PlanEviction(UINT64_MAX, &out);
+  EXPECT_EQ(a0.chunk().host_copy, ChunkTable::AllUnits(*a0.alloc, 0)) << "evicted: the host holds it";
+  a1.chunk().advised = true;
+  Launch({Whole(a_)});
+  EXPECT_EQ(a0.chunk().host_copy, 0u) << "moved in: the driver keeps one copy";
+  EXPECT_EQ(a1.chunk().host_copy, ChunkTable::AllUnits(*a1.alloc, 1)) << "advised read-mostly: duplicated";
+  EXPECT_TRUE(ResidencyPlanner::Drops(a1.chunk()));
+  EXPECT_FALSE(ResidencyPlanner::Drops(a0.chunk()));
+}
+
 TEST_F(ResidencyPlannerTest, TheKnownFutureOutranksRecency) {
   Launch({Whole(a_)});
   Launch({Whole(b_)});  // a is the least recently used

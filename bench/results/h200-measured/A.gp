@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,540
-set output '/tmp/h200bench/out/A.png'
+set output '/tmp/full2-h200/A.png'
 set title "Combination A, scientific computing: Rodinia-like dwt2d, hotspot, cfd, nn (paper Table 3, Figure 7) (simulated)" noenhanced font ',10'
 set xlabel 'total footprint, % of HBM'
 set ylabel 'throughput, tasks per second (log)'
@@ -8,4 +8,4 @@ set grid
 set key outside right
 set datafile missing '?'
 set arrow from 100, graph 0 to 100, graph 1 nohead dashtype 2
-plot '/tmp/h200bench/out/A.dat' using 1:2 with linespoints lw 2 title 'um', '/tmp/h200bench/out/A.dat' using 1:3 with linespoints lw 2 title 'alloc', '/tmp/h200bench/out/A.dat' using 1:4 with linespoints lw 2 title 'msched', '/tmp/h200bench/out/A.dat' using 1:5 with linespoints lw 2 title 'exclusive', '/tmp/h200bench/out/A.dat' using 1:6 with linespoints lw 2 dashtype 3 title 'ideal'
+plot '/tmp/full2-h200/A.dat' using 1:2 with linespoints lw 2 title 'um', '/tmp/full2-h200/A.dat' using 1:3 with linespoints lw 2 title 'alloc', '/tmp/full2-h200/A.dat' using 1:4 with linespoints lw 2 title 'msched', '/tmp/full2-h200/A.dat' using 1:5 with linespoints lw 2 title 'exclusive', '/tmp/full2-h200/A.dat' using 1:6 with linespoints lw 2 dashtype 3 title 'ideal'

@@ -1,5 +1,5 @@
 set terminal pngcairo size 1000,552
-set output '/tmp/h200bench/out/B-gantt.png'
+set output '/tmp/full2-h200/B-gantt.png'
 set multiplot layout 2,1 title "Combination B, multiple DNN inference: ResNet/VGG/Inception/DenseNet-like layer sequences (paper Table 3, Figure 7): who held the GPU (simulated device time)" noenhanced font ',10'
 set xrange [0:5335.78]
 set xlabel 'device time, ms'
@@ -9,9 +9,9 @@ set style fill solid 1.0 noborder
 set title "msched at 300% of HBM" noenhanced
 set yrange [-0.6:6.6]
 set ytics ("link to host (swap-outs)" 0, "link to device (swap-ins)" 1, "GPU idle" 2, "resnet" 3, "densenet" 4, "inception" 5, "vgg" 6) noenhanced
-plot '/tmp/h200bench/out/B-gantt-0.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
+plot '/tmp/full2-h200/B-gantt-0.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
 set title "exclusive at 300% of HBM" noenhanced
 set yrange [-0.6:6.6]
 set ytics ("link to host (swap-outs)" 0, "link to device (swap-ins)" 1, "GPU idle" 2, "resnet" 3, "vgg" 4, "inception" 5, "densenet" 6) noenhanced
-plot '/tmp/h200bench/out/B-gantt-1.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
+plot '/tmp/full2-h200/B-gantt-1.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
 unset multiplot

@@ -1,7 +1,7 @@
 set terminal pngcairo size 1000,384
-set output '/tmp/h200bench/out/E-gantt.png'
+set output '/tmp/full2-h200/E-gantt.png'
 set multiplot layout 2,1 title "Single task bigger than the GPU: an LLM decoder whose weights exceed HBM (paper section 7, single-task oversubscription): who held the GPU (simulated device time)" noenhanced font ',10'
-set xrange [0:15639.8]
+set xrange [0:13385.1]
 set xlabel 'device time, ms'
 set grid xtics
 unset key
@@ -9,9 +9,9 @@ set style fill solid 1.0 noborder
 set title "msched at 300% of HBM" noenhanced
 set yrange [-0.6:3.6]
 set ytics ("link to host (swap-outs)" 0, "link to device (swap-ins)" 1, "GPU idle" 2, "llama" 3) noenhanced
-plot '/tmp/h200bench/out/E-gantt-0.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
+plot '/tmp/full2-h200/E-gantt-0.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
 set title "exclusive at 300% of HBM" noenhanced
 set yrange [-0.6:3.6]
 set ytics ("link to host (swap-outs)" 0, "link to device (swap-ins)" 1, "GPU idle" 2, "llama" 3) noenhanced
-plot '/tmp/h200bench/out/E-gantt-1.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
+plot '/tmp/full2-h200/E-gantt-1.dat' using (($1+$2)/2):3:1:2:($3-0.35):($3+0.35):4 with boxxyerror lc rgb variable
 unset multiplot

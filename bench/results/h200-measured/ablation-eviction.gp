@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,540
-set output '/tmp/h200bench/out/ablation-eviction.png'
+set output '/tmp/full2-h200/ablation-eviction.png'
 set title "Ablation: OPT (Belady) vs LRU eviction, on the micro-benchmark (simulated)" noenhanced font ',10'
 set xlabel 'total footprint, % of HBM'
 set ylabel 'throughput, tasks per second (log)'
@@ -8,4 +8,4 @@ set grid
 set key outside right
 set datafile missing '?'
 set arrow from 100, graph 0 to 100, graph 1 nohead dashtype 2
-plot '/tmp/h200bench/out/ablation-eviction.dat' using 1:2 with linespoints lw 2 title 'msched', '/tmp/h200bench/out/ablation-eviction.dat' using 1:3 with linespoints lw 2 title 'msched-lru', '/tmp/h200bench/out/ablation-eviction.dat' using 1:4 with linespoints lw 2 dashtype 3 title 'ideal'
+plot '/tmp/full2-h200/ablation-eviction.dat' using 1:2 with linespoints lw 2 title 'msched', '/tmp/full2-h200/ablation-eviction.dat' using 1:3 with linespoints lw 2 title 'msched-lru', '/tmp/full2-h200/ablation-eviction.dat' using 1:4 with linespoints lw 2 dashtype 3 title 'ideal'

@@ -98,6 +98,18 @@ class ChunkTable {
     const uint64_t begin = a.base + i * kChunkSize;
     return {begin, std::min(a.base + a.size, begin + kChunkSize)};
   }
+  // Appends chunk `i` of `a` whole to `ranges`, merged with the last range
+  // when they touch within `a` (never across its start, as
+  // MergeWithinAllocations): chunks listed in address order come out as
+  // one range per run.
+  static void AppendChunkRange(const Extent& a, size_t i, std::vector<ByteRange>* ranges) {
+    const ByteRange r = ChunkRange(a, i);
+    if (!ranges->empty() && ranges->back().end == r.begin && r.begin != a.base) {
+      ranges->back().end = r.end;
+    } else {
+      ranges->push_back(r);
+    }
+  }
   // Merges ranges that touch into fewer, larger ranges (order kept for
   // non-touching ones), never across an allocation's start: small managed
   // allocations lie next to each other, and one prefetch spanning two is

@@ -21,14 +21,14 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
   // qualify are advised only once every region is seen (one region may
   // write a chunk another reads).
   const uint64_t loop = predictor_.loop_interval();
-  std::vector<Extent*> region_allocations;
-  std::vector<ChunkId> qualified;
+  std::vector<ChunkId> qualified;  // stays empty (no allocation) on the common path
+  bool whole_allocation = false;   // some allocation may qualify whole (AllocationQualifies)
   if (launch) {
-    region_allocations.reserve(regions.size());
     for (const PredictedRegion& pr : regions) {
       Extent* a = table_.Find(pr.range.begin);
-      if (a != nullptr) advisor_.NoteAllocation(pr.mode, seq, a->reads);
-      region_allocations.push_back(a);
+      if (a == nullptr) continue;
+      advisor_.NoteAllocation(pr.mode, seq, a->reads);
+      whole_allocation = whole_allocation || advisor_.AllocationQualifies(seq, a->reads);
     }
   }
   for (const PredictedRegion& pr : regions) {
@@ -67,18 +67,9 @@ void MemoryManager::Access(const std::vector<PredictedRegion>& regions, uint64_t
     ChunkTable::ChunkRef ref;
     if (!table_.Lookup(id, &ref) || !advisor_.Qualifies(seq, loop, ref.chunk())) continue;  // twice, or written
     ReadMostlyAdvisor::Advise(ref.chunk());
-    ReadMostlyAdvisor::Append(ChunkTable::ChunkRange(*ref.alloc, ref.index), ref.alloc->base, &out->read_mostly_on);
+    ChunkTable::AppendChunkRange(*ref.alloc, ref.index, &out->read_mostly_on);
   }
-  for (Extent* a : region_allocations) {
-    if (a == nullptr || !advisor_.AllocationQualifies(seq, a->reads)) continue;
-    ++a->reads.since_write;  // advised whole once: a second region of it finds it counted past
-    for (size_t i = 0; i < a->chunks.size(); ++i) {
-      ChunkState& c = a->chunks[i];
-      if (c.advised || c.written_at == seq) continue;
-      ReadMostlyAdvisor::Advise(c);
-      ReadMostlyAdvisor::Append(ChunkTable::ChunkRange(*a, i), a->base, &out->read_mostly_on);
-    }
-  }
+  if (whole_allocation) AdviseWholeAllocations(regions, seq, out);
   // The common path ends here: everything resident, within the budget. Only
   // a plan needs the demand (each chunk once, with the units it needs), so
   // only then are the chunks walked again to list it.
@@ -99,10 +90,26 @@ void MemoryManager::PlanLoad(const std::vector<ByteRange>& ranges, MemoryActions
   ++working_set_generation_;
 }
 
+void MemoryManager::AdviseWholeAllocations(const std::vector<PredictedRegion>& regions, uint64_t seq,
+                                           MemoryActions* out) {
+  // The allocations are found again here, off the common path: a region
+  // after the one that reached the count may have written it since.
+  for (const PredictedRegion& pr : regions) {
+    Extent* a = table_.Find(pr.range.begin);
+    if (a == nullptr || !advisor_.AllocationQualifies(seq, a->reads)) continue;
+    ++a->reads.since_write;  // advised whole once: a second region of it finds it counted past
+    for (size_t i = 0; i < a->chunks.size(); ++i) {
+      ChunkState& c = a->chunks[i];
+      if (c.advised || c.written_at == seq) continue;
+      ReadMostlyAdvisor::Advise(c);
+      ChunkTable::AppendChunkRange(*a, i, &out->read_mostly_on);
+    }
+  }
+}
+
 void MemoryManager::ListChunk(ChunkId id, std::vector<ByteRange>* ranges) {
   ChunkTable::ChunkRef ref;
-  if (table_.Lookup(id, &ref))
-    ReadMostlyAdvisor::Append(ChunkTable::ChunkRange(*ref.alloc, ref.index), ref.alloc->base, ranges);
+  if (table_.Lookup(id, &ref)) ChunkTable::AppendChunkRange(*ref.alloc, ref.index, ranges);
 }
 
 void MemoryManager::TakeAllReadMostlyOff(bool evict, MemoryActions* out) {
@@ -110,11 +117,10 @@ void MemoryManager::TakeAllReadMostlyOff(bool evict, MemoryActions* out) {
     for (size_t i = 0; i < a.chunks.size(); ++i) {
       ChunkState& c = a.chunks[i];
       if (!ReadMostlyAdvisor::TakeOff(c)) continue;
-      const ByteRange r = ChunkTable::ChunkRange(a, i);
-      ReadMostlyAdvisor::Append(r, a.base, &out->read_mostly_off);
+      ChunkTable::AppendChunkRange(a, i, &out->read_mostly_off);
       if (!evict) continue;
       c.reads_since_write = 0;
-      ReadMostlyAdvisor::Append(r, a.base, &out->evict);
+      ChunkTable::AppendChunkRange(a, i, &out->evict);
     }
   });
 }

@@ -135,7 +135,10 @@ class MemoryManager {
   // the program's, so it neither votes on the loop nor counts as a use).
   void Access(const std::vector<PredictedRegion>& regions, uint64_t seq, bool launch, MemoryActions* out,
               Granularity granularity = Granularity::kPredicted);
-  // Appends chunk `id`'s range to `ranges` (ReadMostlyAdvisor::Append).
+  // Advises every chunk that launch `seq` did not write of each allocation
+  // of `regions` that qualifies whole (ReadMostlyAdvisor::AllocationQualifies).
+  void AdviseWholeAllocations(const std::vector<PredictedRegion>& regions, uint64_t seq, MemoryActions* out);
+  // Appends chunk `id`'s range to `ranges` (ChunkTable::AppendChunkRange).
   void ListChunk(ChunkId id, std::vector<ByteRange>* ranges);
   // Takes the advice off every chunk that has it (listed in
   // out->read_mostly_off), and lists them in out->evict as well if `evict`.

@@ -14,9 +14,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
-#include "model/address_range.h"
 #include "model/chunk_state.h"
 #include "model/template_eval.h"
 
@@ -98,16 +96,6 @@ class ReadMostlyAdvisor {
     c.advised = false;
     c.host_copy &= ~c.resident;
     return true;
-  }
-
-  // Appends `r` (a chunk's range in allocation `base`) to `ranges`, merged
-  // with the last one when they touch within the allocation.
-  static void Append(const ByteRange& r, uint64_t base, std::vector<ByteRange>* ranges) {
-    if (!ranges->empty() && ranges->back().end == r.begin && r.begin != base) {
-      ranges->back().end = r.end;
-    } else {
-      ranges->push_back(r);
-    }
   }
 
  private:

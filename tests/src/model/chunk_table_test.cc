@@ -59,6 +59,21 @@ TEST(ChunkTableTest, WalksChunksInAddressOrderWithTheUnitsEachRangeTouches) {
   EXPECT_TRUE(Visits(t, {a + 4 * kMiB, b}).empty()) << "the gap alone";
 }
 
+TEST(ChunkTableTest, AppendChunkRangeMergesTouchingChunksButNeverAcrossAnAllocationsStart) {
+  ChunkTable t;
+  ASSERT_TRUE(t.Add(0x200000, 0x400000).ok());  // two chunks
+  ASSERT_TRUE(t.Add(0x600000, 0x500000).ok());  // starts where the first ends; three chunks
+  const Extent& a = *t.Find(0x200000);
+  const Extent& b = *t.Find(0x600000);
+  std::vector<ByteRange> ranges;
+  ChunkTable::AppendChunkRange(a, 0, &ranges);
+  ChunkTable::AppendChunkRange(a, 1, &ranges);
+  EXPECT_EQ(ranges, (std::vector<ByteRange>{{0x200000, 0x600000}}));
+  ChunkTable::AppendChunkRange(b, 0, &ranges);  // the next allocation
+  ChunkTable::AppendChunkRange(b, 2, &ranges);  // a gap; its last chunk, clipped to the allocation
+  EXPECT_EQ(ranges, (std::vector<ByteRange>{{0x200000, 0x600000}, {0x600000, 0x800000}, {0xa00000, 0xb00000}}));
+}
+
 TEST(ChunkTableTest, CountsBytesToTheEndOfTheAllocation) {
   ChunkTable t;
   EXPECT_TRUE(t.Add(0x1000, 2 * kMiB + 100 * 1024).ok());  // chunk 1 ends inside its second unit

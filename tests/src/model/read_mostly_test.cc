@@ -156,15 +156,5 @@ TEST(ReadMostlyAdvisorTest, TakeOffSaysWhetherThereWasAdviceAndCollapsesTheResid
   EXPECT_EQ(c.host_copy, 0x4u) << "the host keeps only what was not on the device";
 }
 
-TEST(ReadMostlyAdvisorTest, AppendMergesTouchingChunksButNeverAcrossAnAllocationsStart) {
-  std::vector<ByteRange> ranges;
-  ReadMostlyAdvisor::Append({0x200000, 0x400000}, 0x200000, &ranges);
-  ReadMostlyAdvisor::Append({0x400000, 0x600000}, 0x200000, &ranges);
-  EXPECT_EQ(ranges, (std::vector<ByteRange>{{0x200000, 0x600000}}));
-  ReadMostlyAdvisor::Append({0x600000, 0x700000}, 0x600000, &ranges);  // the next allocation
-  ReadMostlyAdvisor::Append({0x900000, 0xa00000}, 0x600000, &ranges);  // a gap
-  EXPECT_EQ(ranges, (std::vector<ByteRange>{{0x200000, 0x600000}, {0x600000, 0x700000}, {0x900000, 0xa00000}}));
-}
-
 }  // namespace
 }  // namespace msched

@@ -15,7 +15,7 @@ namespace msched {
 // most `width` columns; 0 means no limit, every column at full width. When
 // the full table does not fit, names longer than 16 columns are shortened
 // first (ending in "…"), then the columns least needed to see who holds the
-// GPU and why the others wait are left out, from SWAPS, BUDGET, PID, CLASS,
+// GPU and why the others wait are left out, from SWAPS, OVER, BUDGET, PID, CLASS,
 // PRIO, SLICES, WORKSET, DECLARED, USER, ALLOCATED and RESIDENT to WAITED
 // and WHY, then names shrink to 6 columns; JOB, NAME and STATE always stay.
 // A column is a UTF-8 code point.

@@ -32,8 +32,9 @@ inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // the job's counters; 4: the welcome carries the idle yield, and jobs report
 // going idle and having work again; 5: a usage report may ask for an answer
 // (a budget answering it) before the job launches again; 6: each Go carries
-// the turn's idle yield; 7: a hello may declare the job a service.
-inline constexpr uint16_t kVersion = 7;
+// the turn's idle yield; 7: a hello may declare the job a service; 8: the
+// counters carry the peak over budget.
+inline constexpr uint16_t kVersion = 8;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -83,9 +84,13 @@ struct Hello {
 struct JobCounters {
   uint64_t faults = 0;      // GPU page faults (counted by the simulated GPU; 0 on a real one)
   uint64_t prefetched = 0;  // bytes moved to the GPU ahead of use
+  // The most the job's memory in HBM exceeded its budget when all its work
+  // was complete (a synchronisation of everything it launched, a stop's
+  // drain): what kernels msched could not predict faulted in beyond it.
+  uint64_t peak_over_budget = 0;
   template <typename V>
   bool Fields(V& v) {
-    return v(faults) && v(prefetched);
+    return v(faults) && v(prefetched) && v(peak_over_budget);
   }
 };
 

@@ -55,37 +55,62 @@ std::vector<Job*> RankWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, const
   return waiting;
 }
 
+namespace {
+
+// What the admitted jobs hold: the footprints of the running ones, and of
+// the running and paused ones (whose evicted data the host keeps).
+struct Held {
+  uint64_t admitted = 0, held = 0;
+  size_t running = 0;
+};
+
+Held HeldBy(const std::map<uint64_t, Job>& jobs) {
+  Held h;
+  for (const auto& [id, j] : jobs) {
+    if (j.state == JobState::kRunning) h.admitted += j.Footprint(), ++h.running;
+    if (j.state == JobState::kRunning || j.state == JobState::kPaused) h.held += j.Footprint();
+  }
+  return h;
+}
+
+// Whether a job of footprint `need` may run beside what `h` holds. Until
+// the GPU's size is known, jobs run one at a time. A job declared larger
+// than the GPU serves even time-sliced (--oversubscribe x HBM) runs alone,
+// paging beyond its grant, as an undeclared job that grows that large does;
+// while it runs, its footprint keeps the others out.
+bool Fits(uint64_t need, const Held& h, const MemoryLimits& m, const SchedulerOptions& o) {
+  const bool host_fits = need <= m.host_limit - std::min(h.held, m.host_limit);
+  return o.hbm_bytes == 0       ? h.running == 0
+         : need > m.admit_limit ? h.running == 0 && host_fits
+                                : need <= m.admit_limit - std::min(h.admitted, m.admit_limit) && host_fits;
+}
+
+}  // namespace
+
 std::vector<uint64_t> AdmitWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, const SchedulerOptions& o,
                                    const JobHistory& history) {
   const MemoryLimits m = LimitsFor(o);
-  uint64_t admitted = 0, held = 0;  // footprints of running jobs; of running and paused ones
-  size_t running = 0;
-  for (const auto& [id, j] : jobs) {
-    if (j.state == JobState::kRunning) admitted += j.Footprint(), ++running;
-    if (j.state == JobState::kRunning || j.state == JobState::kPaused) held += j.Footprint();
-  }
+  Held h = HeldBy(jobs);
   std::vector<uint64_t> out;
   for (Job* j : RankWaiting(jobs, now, o, history)) {
     const uint64_t need = j->Footprint();
-    // Until the GPU's size is known, jobs run one at a time. A job declared
-    // larger than the GPU serves even time-sliced (--oversubscribe x HBM)
-    // runs alone, paging beyond its grant, as an undeclared job that grows
-    // that large does; while it runs, its footprint keeps the others out.
-    const bool host_fits = need <= m.host_limit - std::min(held, m.host_limit);
-    const bool fits = o.hbm_bytes == 0       ? running == 0
-                      : need > m.admit_limit ? running == 0 && host_fits
-                                             : need <= m.admit_limit - std::min(admitted, m.admit_limit) && host_fits;
-    if (fits) {
+    if (Fits(need, h, m, o)) {
       j->state = JobState::kRunning;
+      if (!j->was_admitted) j->admitted_ns = now;  // a resumed job keeps its first admission
       j->was_admitted = true;
-      j->admitted_ns = now;
-      admitted += need, held += need, ++running;
+      h.admitted += need, h.held += need, ++h.running;
       out.push_back(j->id);
     } else if (now - std::min(now, j->submitted_ns) >= o.reserve_after_ns) {
       break;  // it has waited long enough: the memory that frees up is its
     }
   }
   return out;
+}
+
+bool FitsOnResume(const std::map<uint64_t, Job>& jobs, const Job& paused, const SchedulerOptions& o) {
+  Held h = HeldBy(jobs);
+  h.held -= std::min(h.held, paused.Footprint());  // counted there while paused
+  return Fits(paused.Footprint(), h, LimitsFor(o), o);
 }
 
 }  // namespace msched

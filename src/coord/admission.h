@@ -49,4 +49,9 @@ std::vector<Job*> RankWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, const
 std::vector<uint64_t> AdmitWaiting(std::map<uint64_t, Job>& jobs, uint64_t now, const SchedulerOptions& o,
                                    const JobHistory& history);
 
+// Whether `paused`, a job admitted before it was paused, may run again
+// beside the jobs running now. A pause lets others be admitted in its place,
+// so a resumed job that no longer fits waits for admission again.
+bool FitsOnResume(const std::map<uint64_t, Job>& jobs, const Job& paused, const SchedulerOptions& o);
+
 }  // namespace msched

@@ -276,7 +276,7 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   }
   if (c.job == 0) return violation(std::string("'") + proto::MsgTypeName(proto::TypeOf(m)) + "' before hello");
   if (auto* usage = std::get_if<proto::Usage>(&m)) {
-    if (metrics_) metrics_->Counted(c.job, usage->counters);
+    Counted(c.job, usage->counters);
     Apply(scheduler_.Allocated(c.job, usage->allocated, usage->now_ns, usage->ask));
   } else if (auto* end = std::get_if<proto::SliceEnd>(&m)) {
     Apply(scheduler_.SliceEnded(c.job, end->now_ns));
@@ -284,13 +284,11 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
     Apply(idle->idle ? scheduler_.Idle(c.job, idle->at_ns) : scheduler_.Busy(c.job, idle->at_ns));
   } else if (auto* stopped = std::get_if<proto::Stopped>(&m)) {
     if (trace_) trace_->Stopped(scheduler_, c.job, *stopped);
-    if (metrics_) {
-      metrics_->Stopped(scheduler_, c.job, *stopped);
-      metrics_->Counted(c.job, stopped->counters);
-    }
+    if (metrics_) metrics_->Stopped(scheduler_, c.job, *stopped);
+    Counted(c.job, stopped->counters);
     Apply(scheduler_.Stopped(c.job, *stopped));
   } else if (auto* bye = std::get_if<proto::Goodbye>(&m)) {
-    if (metrics_) metrics_->Counted(c.job, bye->counters);
+    Counted(c.job, bye->counters);
     if (const Job* j = scheduler_.Find(c.job); j != nullptr && j->state != JobState::kFinished) {
       Log("job " + std::to_string(c.job) + " (" + j->name + ") finished, " +
           std::to_string((bye->now_ns - std::min(bye->now_ns, j->submitted_ns)) / 1000000) +
@@ -306,6 +304,11 @@ void CoordServer::Handle(Conn& c, proto::Message m) {
   if (auto s = slot_of_job_.find(c.job); s != slot_of_job_.end()) {
     shm_.slot(s->second).messages_handled.fetch_add(1, std::memory_order_release);
   }
+}
+
+void CoordServer::Counted(uint64_t id, const proto::JobCounters& counters) {
+  scheduler_.Counted(id, counters);
+  if (metrics_) metrics_->Counted(id, counters);
 }
 
 void CoordServer::Watchdog() {

@@ -134,6 +134,9 @@ class CoordServer {
   void Handle(Conn& c, proto::Message m);
   void HandleHello(Conn& c, const proto::Hello& hello);
   void HandleControl(Conn& c, const proto::Control& m);
+  // Job `id` reported its running totals: the scheduler keeps what `status`
+  // shows of them, the metrics their sums.
+  void Counted(uint64_t id, const proto::JobCounters& counters);
   // Publishes every job's gate for the scheduler's new state, then sends
   // `commands`: whatever a job is told, its gate already agrees.
   void Apply(const Commands& commands);

@@ -141,7 +141,11 @@ Status CoordTrace::Close(const Scheduler& s) {
 }
 
 void CoordTrace::EndSpan(uint64_t id, Track& t, uint64_t now) {
-  if (t.state != nullptr && now > t.since) {
+  // A span of no device time is left out, except a pause, which a user made
+  // and must see: on the simulator the clock stands still while no job
+  // runs, so a job paused alone is paused for no device time at all.
+  const bool shown = now > t.since || (t.state == trace::kPaused && now == t.since);
+  if (t.state != nullptr && shown) {
     writer_->Write({'X', t.state, "job", t.since, now - t.since, t.pid, trace::kJobStateTid, {{"job", id}}});
   }
   t.state = nullptr;

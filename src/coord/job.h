@@ -33,6 +33,9 @@ struct Job {
   uint64_t working_set = 0;  // bytes used in its last slice (0: not measured yet)
   uint64_t resident = 0;     // bytes it holds in HBM (estimate)
   uint64_t budget = 0;       // HBM it may hold while it runs
+  // The most it reported holding in HBM beyond its budget
+  // (proto::JobCounters): what its unpredicted kernels faulted in.
+  uint64_t peak_over_budget = 0;
   JobState state = JobState::kWaiting;
   bool active = false;        // running and in the group that holds the GPU now
   bool was_admitted = false;  // paused before admission returns to the queue on resume

@@ -198,6 +198,10 @@ std::string RenderPrometheus(const MetricsSnapshot& s) {
        [](const JobMetrics& j) { return std::to_string(j.resident_bytes); }},
       {"msched_job_budget_bytes", "gauge", "GPU memory the job may hold while it runs.",
        [](const JobMetrics& j) { return std::to_string(j.budget_bytes); }},
+      {"msched_job_peak_over_budget_bytes", "gauge",
+       "The most the job reported holding in GPU memory beyond its budget when its work was complete: what "
+       "kernels msched could not predict faulted in. 0 while it keeps to its budget.",
+       [](const JobMetrics& j) { return std::to_string(j.peak_over_budget_bytes); }},
       {"msched_job_waited_seconds", "gauge",
        "How long the job waited from registering to admission, or has waited so far, in seconds of the device "
        "clock.",

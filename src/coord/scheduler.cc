@@ -154,6 +154,10 @@ Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_
   return out;
 }
 
+void Scheduler::Counted(uint64_t id, const proto::JobCounters& c) {
+  if (Job* j = Get(id)) j->peak_over_budget = std::max(j->peak_over_budget, c.peak_over_budget);
+}
+
 Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {
   Commands out;
   now_ = std::max(now_, now);
@@ -304,7 +308,7 @@ Result<Commands> Scheduler::Resume(uint64_t id) {
   if (j == nullptr) return Status::NotFound("no job " + std::to_string(id));
   if (j->state != JobState::kPaused) return Status::InvalidArgument("job " + std::to_string(id) + " is not paused");
   Commands out;
-  j->state = j->was_admitted ? JobState::kRunning : JobState::kWaiting;
+  j->state = j->was_admitted && FitsOnResume(jobs_, *j, options_) ? JobState::kRunning : JobState::kWaiting;
   Reschedule(TurnOver(), &out);
   return out;
 }

@@ -65,6 +65,9 @@ class Scheduler {
   // answered by a Budget to the job after the orders the change caused.
   Commands Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_t ask = 0);
   Commands SliceEnded(uint64_t id, uint64_t now);
+  // The job reported its running totals (with a usage report, a stop's
+  // answer or its goodbye): keeps what `status` shows of them.
+  void Counted(uint64_t id, const proto::JobCounters& c);
   // The active job launched nothing from `since_ns` on while others waited
   // for their turns (proto::Idle). It is idle in its turn from then on
   // (Job::idle_in_turn). When that ends the active group's turn (every

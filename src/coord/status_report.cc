@@ -100,6 +100,7 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
                     {"working_set_bytes", j.working_set},
                     {"resident_bytes", j.resident},
                     {"budget_bytes", j.budget},
+                    {"peak_over_budget_bytes", j.peak_over_budget},
                     {"submitted_ns", j.submitted_ns},
                     {"waited_ns", waits.waited_ns},
                     {"wait_ns", waits.wait_ns},

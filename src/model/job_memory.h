@@ -40,6 +40,12 @@ struct JobBudget {
   uint64_t Total() const { return granted ? granted : configured ? configured : device; }
   // What the memory manager may fill.
   uint64_t Managed() const { return Total() > pinned ? Total() - pinned : 0; }
+  // How far `managed_resident` bytes of managed memory on the device, with
+  // the pinned memory beside them, exceed the total; 0 while none is known.
+  uint64_t Over(uint64_t managed_resident) const {
+    const uint64_t held = managed_resident + pinned;
+    return Total() != 0 && held > Total() ? held - Total() : 0;
+  }
 };
 
 // The bytes whose transfers were queued without error.

@@ -443,6 +443,30 @@ TEST(HookProcessTest, StatisticsCarryWhatTheIssueAsksFor) {
   EXPECT_TRUE(r.hook["hook"]["launch_latency_ns"].contains("p99"));
 }
 
+// A kernel whose data exceeds the budget faults the rest in beyond it
+// (msched loads no more than the budget): once the job synchronises, what it
+// holds past the budget is its peak over budget, which its reports carry to
+// `msched status`. A job within its budget reports none.
+TEST(HookProcessTest, WhatAKernelFaultsInBeyondTheBudgetIsThePeakOverBudget) {
+  const std::string dir = testing::TempDir() + "over_budget_" + std::to_string(getpid());
+  ::mkdir(dir.c_str(), 0700);
+  auto peak_over = [&](int mib) {
+    const std::string path = dir + "/fill_" + std::to_string(mib) + ".json";
+    std::ofstream(path) << R"({"format": "msim-workload", "version": 1, "name": "over_budget",
+        "modules": [")" << Workload("kernels/basic.json")
+                        << R"("], "buffers": [{"name": "M", "size": ")" << mib << R"(M", "kind": "managed"}],
+        "steps": [{"op": "launch", "kernel": "fill_u32", "grid": [1024], "block": [256],
+                   "args": ["M", {"u32": 7}, ")"
+                        << mib / 4 << R"(M"]}, {"op": "sync"}], "checksum": ["M"]})";
+    const Outcome r = RunHooked({MSIM_RUN, path}, {{"MSCHED_MODE", "msched"}, {"MSCHED_GPU_MEMORY", "16MiB"}});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(U(r.hook, {"launches", "predicted"}), 1u);
+    return U(r.hook, {"bytes", "peak_over_budget"});
+  };
+  EXPECT_EQ(peak_over(32), 16u << 20) << "32 MiB written under a 16 MiB budget";
+  EXPECT_EQ(peak_over(8), 0u) << "8 MiB fits";
+}
+
 TEST(HookProcessTest, AMissingRealDriverFailsHookedCallsClearlyWithoutCrashing) {
   // The wrappers a -lcuda program binds to have no driver to forward to:
   // they answer CUDA_ERROR_NO_DEVICE and say why, once, on stderr.

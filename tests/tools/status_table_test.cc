@@ -174,9 +174,9 @@ TEST(StatusTableTest, EveryLineFitsEveryWidth) {
 TEST(StatusTableTest, NarrowTablesLeaveOutColumnsInTheDocumentedOrder) {
   const json s = Status({Job(1, "train", "running")});
   const size_t full = Columns(Header(msched::RenderStatus(s, 0)));
-  const std::vector<std::string> drop_order = {"SWAPS",    "BUDGET",  "PID",      "CLASS", "PRIO",
-                                               "SLICES",   "WORKSET", "DECLARED", "USER",  "ALLOCATED",
-                                               "RESIDENT", "WAITED",  "WHY"};
+  const std::vector<std::string> drop_order = {"SWAPS",     "OVER",     "BUDGET",  "PID",      "CLASS",
+                                               "PRIO",      "SLICES",   "WORKSET", "DECLARED", "USER",
+                                               "ALLOCATED", "RESIDENT", "WAITED",  "WHY"};
   size_t previously_dropped = 0;
   // 19 columns hold JOB, the 5-column name and "running".
   for (size_t width = full; width >= 19; --width) {

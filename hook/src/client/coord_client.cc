@@ -1,6 +1,5 @@
 #include "client/coord_client.h"
 
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,8 +19,6 @@ namespace msched::hook {
 namespace {
 
 constexpr auto kRetryEvery = std::chrono::milliseconds(200);
-constexpr auto kReconnectEvery = std::chrono::seconds(1);
-constexpr auto kMaxReconnectEvery = std::chrono::seconds(60);
 // MSCHED_COORD=auto: the longest a job waits for a coordinator's answer
 // before running alone.
 constexpr auto kAutoAnswerWait = std::chrono::seconds(5);
@@ -86,7 +83,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
     }
     return alone;
   }
-  UseConnection(*fd);
+  connection_.Use(*fd);
   RunConnection(ctx, /*here=*/false);
   const bool required = config_.coord == CoordMode::kRequired;
   const auto answer_wait =
@@ -94,12 +91,13 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
                : std::min<std::chrono::nanoseconds>(kAutoAnswerWait, std::chrono::nanoseconds(config_.coord_wait_ns));
   {
     MutexLock lock(&side_.mu());
+    connection_.mu().AssertHeld();
     const auto deadline = std::chrono::steady_clock::now() + answer_wait;
-    bool answered = side_.welcomed() || !refused_.empty() || side_.dropped();
+    bool answered = side_.welcomed() || !connection_.refused().empty() || side_.dropped();
     for (auto now = std::chrono::steady_clock::now(); !answered && now < deadline;
          now = std::chrono::steady_clock::now()) {
-      cv_.WaitFor(&side_.mu(), deadline - now);
-      answered = side_.welcomed() || !refused_.empty() || side_.dropped();
+      changed_.WaitFor(&side_.mu(), deadline - now);
+      answered = side_.welcomed() || !connection_.refused().empty() || side_.dropped();
     }
     if (!answered || side_.dropped()) {
       const std::string what =
@@ -109,8 +107,7 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
       if (required) {
         refusal_ = Status::Unavailable("MSCHED_COORD=required, but " + what);
         LogError("{}; this job's allocations fail", refusal_.message());
-        given_up_.store(true);
-        ::shutdown(fd_.load(), SHUT_RDWR);  // the reader thread sees it and stops
+        connection_.GiveUp();
         return refusal_;
       }
       // Alone for now; the reader thread keeps the connection (or retries),
@@ -122,8 +119,9 @@ Status CoordClient::Register(Runtime& rt, uint64_t bytes) {
   std::atexit(SayGoodbye);
   WaitTurn(rt);  // queued jobs wait here for admission; refusals arrive here
   MutexLock lock(&side_.mu());
-  if (!refused_.empty()) {
-    refusal_ = Status::ResourceExhausted("the coordinator refused this job: " + refused_);
+  connection_.mu().AssertHeld();
+  if (!connection_.refused().empty()) {
+    refusal_ = Status::ResourceExhausted("the coordinator refused this job: " + connection_.refused());
     LogError("{}; its allocations fail with CUDA_ERROR_OUT_OF_MEMORY", refusal_.message());
   }
   return refusal_;
@@ -208,13 +206,13 @@ void CoordClient::RunConnection(void* ctx, bool here) {
   if (!env_.lockstep()) {
     std::thread([this, ctx] {
       if (auto set = RealDriver().cuCtxSetCurrent; set != nullptr && ctx != nullptr) set(static_cast<CUcontext>(ctx));
-      IdleTimerLoop();
+      idle_timer_.Run();
     }).detach();
   }
   if (here) {
-    ReaderLoop();
+    connection_.ReadLoop();
   } else {
-    std::thread(&CoordClient::ReaderLoop, this).detach();
+    std::thread(&CoordConnection::ReadLoop, &connection_).detach();
   }
 }
 
@@ -230,81 +228,34 @@ void CoordClient::JoinWhenOneAppears(void* ctx) {
   }
   LogWarn("a coordinator started at {}: this job, running alone until now, joins it", socket_);
   std::atexit(SayGoodbye);  // the welcome makes this job Active(); its goodbye frees its place
-  UseConnection(*fd);
+  connection_.Use(*fd);
   RunConnection(ctx, /*here=*/true);
 }
 
-void CoordClient::ReaderLoop() {
-  auto backoff = kReconnectEvery;
-  for (;;) {
-    const int fd = fd_.load();
-    int passed_fd = -1;
-    Result<proto::Message> m = ReceiveMessage(fd, -1, &passed_fd);
-    if (!m.ok()) {
-      ::close(fd);
-      fd_.store(-1);
-      const bool welcomed_here = BecomeStandalone("lost the coordinator (" + m.status().message() + ")");
-      if (given_up_.load()) return;
-      // A coordinator that drops the job before welcoming it would do so
-      // again at once: wait longer each time. One that served the job and
-      // went away is retried at once (a restart).
-      if (welcomed_here) {
-        backoff = kReconnectEvery;
-      } else {
-        std::this_thread::sleep_for(backoff);
-        backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::seconds>(kMaxReconnectEvery));
-      }
-      Result<int> again = Connect(0);  // what the job holds (JobSide::Hello)
-      while (!again.ok()) {
-        std::this_thread::sleep_for(backoff);
-        again = Connect(0);
-      }
-      LogWarn("connected again to a coordinator at {}", socket_);
-      UseConnection(*again);
-      continue;
-    }
-    MutexLock lock(&side_.mu());
-    if (auto* w = std::get_if<proto::Welcome>(&*m)) {
-      Result<CoordShm> shm = CoordShm::OpenReadOnly(passed_fd);
-      if (!shm.ok() || w->slot >= kShmSlots) {
-        LogError("unusable welcome from the coordinator ({}); running alone",
-                 shm.ok() ? "slot out of range" : shm.status().message());
-        ::shutdown(fd, SHUT_RDWR);  // the next receive fails; that path closes it and reconnects later
-        continue;
-      }
-      const CoordShm* mapping = new CoordShm(std::move(*shm));  // never unmapped: see LinkCounts::gate
-      link_.page.store(mapping, std::memory_order_release);
-      link_.slot_index.store(w->slot, std::memory_order_release);
-      link_.job_id.store(w->job);
-      link_.gate.store(&mapping->slot(w->slot), std::memory_order_release);
-      side_.OnWelcome(*w);
-      progress_.Welcomed(w->job, w->admitted);
-      env_.SetIdleAlarm(w->idle_yield_ns, &CoordClient::OnIdleAlarm);
-      active_.store(this, std::memory_order_release);
-      LogInfo("registered with the coordinator as job {}{}", w->job, w->admitted ? "" : " (queued)");
-    } else {
-      if (passed_fd >= 0) ::close(passed_fd);  // only a welcome carries one
-      if (auto* r = std::get_if<proto::Refused>(&*m)) {
-        refused_ = r->reason;
-        active_.store(nullptr, std::memory_order_release);
-      } else {
-        link_.orders_received.fetch_add(1);  // all but the welcome and a refusal are orders
-        inbox_.push_back(std::move(*m));
-        attention_.store(true, std::memory_order_release);
-      }
-    }
-    cv_.NotifyAll();
-  }
+void CoordClient::Welcomed(const proto::Welcome& w) {
+  side_.OnWelcome(w);
+  progress_.Welcomed(w.job, w.admitted);
+  env_.SetIdleAlarm(w.idle_yield_ns, &CoordClient::OnIdleAlarm);
+  active_.store(this, std::memory_order_release);
+  LogInfo("registered with the coordinator as job {}{}", w.job, w.admitted ? "" : " (queued)");
 }
 
-bool CoordClient::BecomeStandalone(const std::string& why) {
+void CoordClient::Refused() { active_.store(nullptr, std::memory_order_release); }
+
+bool CoordClient::Lost(const std::string& why) {
   if (active_.exchange(nullptr) != nullptr) LogWarn("{}; running alone until a coordinator returns", why);
   const bool welcomed = side_.ConnectionLost();
   MutexLock lock(&side_.mu());
-  inbox_.clear();
-  attention_.store(false);
-  cv_.NotifyAll();
+  orders_.mu().AssertHeld();
+  orders_.Clear();
+  changed_.NotifyAll();
   return welcomed;
+}
+
+Result<int> CoordClient::Reconnect() {
+  Result<int> fd = Connect(0);  // what the job holds (JobSide::Hello)
+  if (fd.ok()) LogWarn("connected again to a coordinator at {}", socket_);
+  return fd;
 }
 
 void CoordClient::ReportUsage() {
@@ -320,14 +271,8 @@ void CoordClient::ReportUsage() {
 // The faults only a driver that counts them reports (0 on a GPU, whose
 // faults only CUPTI sees).
 proto::JobCounters CoordClient::Counters() {
-  return {env_.Faults().value_or(0), rt_.counters().bytes_prefetched->value()};
-}
-
-void CoordClient::UseConnection(int fd) {
-  MutexLock lock(&send_mu_);
-  link_.messages_sent.store(0);
-  link_.orders_received.store(0);  // the reader thread reads the new socket only after this
-  fd_.store(fd);
+  const HookCounters& c = rt_.counters();
+  return {env_.Faults().value_or(0), c.bytes_prefetched->value(), c.peak_over_budget->value()};
 }
 
 void CoordClient::Send(const proto::Message& m) {
@@ -335,16 +280,12 @@ void CoordClient::Send(const proto::Message& m) {
   // the clock, so that no job sees a decision dated after its own moment
   // (a stop's reply follows a synchronisation that moved the clock on).
   lockstep_->WaitForTurn();
-  MutexLock lock(&send_mu_);
-  const int fd = fd_.load();
-  if (fd < 0) return;
-  link_.messages_sent.fetch_add(1);
-  (void)SendMessage(fd, m);  // a failure surfaces in the reader thread
+  connection_.Send(m);
 }
 
 void CoordClient::HoldUntilHeard() {
   MutexLock lock(&side_.mu());
-  lockstep_->HoldWhile(&Lockstep::Unheard, &side_.mu(), &cv_);
+  lockstep_->HoldWhile(&Lockstep::Unheard, &side_.mu(), &changed_);
 }
 
 void CoordClient::SayGoodbye() {
@@ -357,60 +298,11 @@ void CoordClient::SayGoodbye() {
   c->HoldUntilHeard();
 }
 
-CoordClient::Gate CoordClient::ReadGate() const {
-  const ShmSlot* slot = link_.gate.load(std::memory_order_acquire);
-  if (slot == nullptr) return {};
-  const bool open = slot->may_run.load(std::memory_order_acquire) != 0;
-  return {open, slot->slice_end_ns.load(std::memory_order_relaxed)};
-}
-
-bool CoordClient::MayLaunch() {
-  if (attention_.load(std::memory_order_acquire) || !side_.Runnable()) return false;
-  // Simulator: a report that asked nothing may still let the coordinator
-  // admit or wake another job as of this moment, and an order counted in
-  // the gate page is carried out at this launch whether or not it has
-  // arrived yet (WaitTurn holds for both).
-  if (lockstep_->HoldsLaunches()) return false;
-  const Gate gate = ReadGate();
-  return gate.open && side_.Pass(gate.end);
-}
-
-bool CoordClient::EnterGate() {
-  // Simulator: the gate is read at this job's turn in virtual time, so
-  // that whether the coordinator has closed it follows from what the other
-  // jobs did up to this moment of the clock, not from how far the host let
-  // them run (a job preempted by another's arrival stopped at a different
-  // launch in each run).
-  lockstep_->WaitForTurn();
-  // Sequentially consistent with the closing of the gate (JobSide::OnStop,
-  // Yield): either this call sees the gate closed, or the closer sees its
-  // pass.
-  passes_held_.fetch_add(1);
-  if (MayLaunch()) return true;
-  passes_held_.fetch_sub(1);
-  return false;
-}
-
-void CoordClient::LeaveGate() {
-  side_.Passed(ReadGate().end);
-  passes_held_.fetch_sub(1);
-}
-
 GatePass CoordClient::WaitAtGate(Runtime& rt) {
   for (;;) {
     WaitTurn(rt);
     if (Active() != this) return {};  // alone now: no gate
-    if (EnterGate()) return GatePass(this);
-  }
-}
-
-void CoordClient::WaitForPasses() const {
-  for (int spins = 0; passes_held_.load() != 0; ++spins) {
-    if (spins < 64) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    if (gate_.Enter()) return GatePass(&gate_);
   }
 }
 

@@ -3,7 +3,7 @@
 namespace msched::hook {
 namespace {
 
-// A GPU's: jobs run in real time, and nothing holds.
+// Lockstep::None().
 class NoLockstep final : public Lockstep {
  public:
   void WaitForTurn() override {}
@@ -67,9 +67,11 @@ class SharedClockLockstep final : public Lockstep {
 }  // namespace
 
 std::unique_ptr<Lockstep> Lockstep::For(DeviceEnv& env, const LinkCounts& link) {
-  if (!env.lockstep()) return std::make_unique<NoLockstep>();
+  if (!env.lockstep()) return None();
   return std::make_unique<SharedClockLockstep>(env, link);
 }
+
+std::unique_ptr<Lockstep> Lockstep::None() { return std::make_unique<NoLockstep>(); }
 
 void Lockstep::HoldWhile(bool (Lockstep::*unsettled)() const, Mutex* mu, CondVar* cv) {
   HoldDeadline hold;

@@ -69,8 +69,10 @@ class HoldDeadline {
 
 class Lockstep {
  public:
-  // The lockstep for `env`: NoLockstep unless its processes share a clock.
+  // The lockstep for `env`: None() unless its processes share a clock.
   static std::unique_ptr<Lockstep> For(DeviceEnv& env, const LinkCounts& link);
+  // A GPU's: jobs run in real time, and nothing holds or waits.
+  static std::unique_ptr<Lockstep> None();
   virtual ~Lockstep() = default;
 
   // Returns at the job's turn on the shared clock: what it reads of the

@@ -1,8 +1,8 @@
-// The job's orders from the coordinator: queued by the reader thread,
-// carried out one at a time in order (ExecuteInbox) by the JobSide, waited
-// for at the gate (WaitTurn); and the JobSide's clock and device: what Go,
-// Stop and Budget do to the driver and the job's memory (JobMemory's
-// StartSlice, EndSlice and FitBudget).
+// CoordClient's orders from the coordinator (coord_client.h): waited for at
+// the gate (WaitTurn), carried out by the JobSide (Execute); and the
+// JobSide's clock, device and link: what Go, Stop and Budget do to the
+// driver and the job's memory (JobMemory's StartSlice, EndSlice and
+// FitBudget).
 #include "client/coord_client.h"
 #include "interpose/driver_functions.h"
 #include "job/residency.h"
@@ -11,45 +11,26 @@
 
 namespace msched::hook {
 
-void CoordClient::ExecuteInbox() {
-  while (!inbox_.empty()) {
-    // order_mu() is taken before the message is: threads that carry orders out
-    // (application threads, the idle yield's) run them in the order sent.
-    side_.mu().Unlock();
-    side_.order_mu().Lock();
-    side_.mu().Lock();
-    std::optional<proto::Message> m;
-    if (!inbox_.empty()) {
-      m = std::move(inbox_.front());
-      inbox_.pop_front();
-    }
-    side_.mu().Unlock();
-    if (m) Execute(*m);
-    side_.order_mu().Unlock();
-    side_.mu().Lock();
-  }
-  attention_.store(false, std::memory_order_release);
-}
-
 void CoordClient::WaitTurn(Runtime& rt) {
   const uint64_t since = env_.Now();
   HoldDeadline hold;  // how long it holds its place on the clock (below)
   MutexLock lock(&side_.mu());
+  orders_.mu().AssertHeld();
   bool blocked = false;
   for (;;) {
-    if (blocked && !inbox_.empty()) {
+    if (blocked && !orders_.empty()) {
       // An order came: back on the clock before carrying it out (which
       // moves the clock to the order's time and may call the driver), so
       // that the peers woken with this job wait for it.
       env_.SetBlocked(false, 0);
       blocked = false;
     }
-    ExecuteInbox();
+    orders_.RunQueued();
     if (Active() == nullptr) break;  // alone (or refused): nothing to wait for
     side_.HasWork();                 // if it had given its turn up: back in the rotation
     // Running, and the coordinator has seen what the job holds.
     if (side_.Runnable()) {
-      const Gate gate = ReadGate();
+      const JobGate::View gate = gate_.Read();
       if (gate.open) {
         const JobSide::Position p = side_.Look(gate.end);
         if (p.at == JobSide::At::kOpen) {
@@ -57,7 +38,7 @@ void CoordClient::WaitTurn(Runtime& rt) {
           // order, not in the order the host happens to wake them, and a
           // report's consequences are drawn before the job goes on.
           if (lockstep_->Unsettled() && hold.Open(lockstep_->Progress())) {
-            lockstep_->HoldAWhile(&side_.mu(), &cv_);
+            lockstep_->HoldAWhile(&side_.mu(), &changed_);
             continue;
           }
           side_.NoteActive(p.now, gate.end);
@@ -92,14 +73,14 @@ void CoordClient::WaitTurn(Runtime& rt) {
     // coordinator that stops answering is then waited for without holding
     // the job's place.
     if (!blocked && lockstep_->Unsettled() && hold.Open(lockstep_->Progress())) {
-      lockstep_->HoldAWhile(&side_.mu(), &cv_);
+      lockstep_->HoldAWhile(&side_.mu(), &changed_);
       continue;
     }
     if (!blocked) {
-      env_.SetBlocked(true, link_.orders_received.load());
+      env_.SetBlocked(true, connection_.link().orders_received.load());
       blocked = true;
     }
-    cv_.WaitFor(&side_.mu(), kRecheckEvery);
+    changed_.WaitFor(&side_.mu(), kRecheckEvery);
   }
   if (blocked) env_.SetBlocked(false, 0);
   rt.counters().coord_wait_ns->Add(env_.Now() - since);
@@ -123,7 +104,7 @@ void CoordClient::Execute(const proto::Message& m) {
     return;
   }
   MutexLock lock(&side_.mu());  // a turn taken or given: the waiting threads look again
-  cv_.NotifyAll();
+  changed_.NotifyAll();
 }
 
 uint64_t CoordClient::Now() { return env_.Now(); }
@@ -131,7 +112,7 @@ uint64_t CoordClient::Now() { return env_.Now(); }
 void CoordClient::AdvanceTo(uint64_t t) { env_.AdvanceTo(t); }
 
 void CoordClient::Drain() {
-  WaitForPasses();
+  gate_.WaitForPasses();
   rt_.counters().coord_stops->Add();
   auto synchronize = RealDriver().cuCtxSynchronize;
   if (synchronize) synchronize();
@@ -140,6 +121,7 @@ void CoordClient::Drain() {
 JobDevice::Ended CoordClient::EndSlice(uint64_t evict_bytes, bool wait) {
   const uint64_t now = env_.Now();
   MutexLock lock(&rt_.mu());
+  NoteOverBudget(rt_);  // drained: everything the slice faulted in is there
   JobMemory::SliceEnd end;
   MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
     end = rt_.job().EndSlice(rt_.seq(), evict_bytes, wait, ops);

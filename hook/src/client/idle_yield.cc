@@ -1,50 +1,48 @@
 // CoordClient's idle yield (coord_client.h): giving its turn up from
 // whichever thread noticed that the job has been idle long enough (the
 // rules, and what counts as activity, are JobSide's): the launch path, the
-// simulator's idle alarm, or the timer thread on a real GPU. The alarm and
-// the timer look again every idle yield while the job stays idle: another
-// job may come to wait for the GPU meanwhile, which gives this job's turn
-// an end; and they report a slice end that an idle job passed, and carry
-// out orders that come for a job the coordinator counts idle.
+// simulator's idle alarm, or the idle timer on a real GPU (idle_timer.h).
+// The alarm looks again every idle yield while the job stays idle, as the
+// timer does: another job may come to wait for the GPU meanwhile, which
+// gives this job's turn an end; and it reports a slice end that an idle job
+// passed, and carries out orders that come for a job the coordinator counts
+// idle.
 #include <algorithm>
 #include <chrono>
 
 #include "client/coord_client.h"
 
 namespace msched::hook {
-namespace {
 
-constexpr auto kIdleRecheckEvery = std::chrono::milliseconds(50);
-
-}  // namespace
-
-void CoordClient::Synchronized(uint64_t passes_before) { side_.Synchronized(passes_before, ReadGate().end); }
+void CoordClient::Synchronized(uint64_t passes_before) { side_.Synchronized(passes_before, gate_.Read().end); }
 
 bool CoordClient::Yield(uint64_t since) {
   MutexLock order(&side_.order_mu());
   if (!side_.GiveTurnUp()) return false;  // its turn was already taken away
-  WaitForPasses();
-  const Gate gate = ReadGate();
+  gate_.WaitForPasses();
+  const JobGate::View gate = gate_.Read();
   MutexLock lock(&side_.mu());
   if (side_.AskIdle(Active() == this, gate.open ? gate.end : proto::kNever, since)) return true;
-  cv_.NotifyAll();  // the gate opens again
+  changed_.NotifyAll();  // the gate opens again
   return false;
 }
 
 void CoordClient::AwaitYieldAnswer() {
   MutexLock lock(&side_.mu());
+  orders_.mu().AssertHeld();
   while (side_.idle_asked() && Active() == this) {
-    ExecuteInbox();
+    orders_.RunQueued();
     if (!side_.idle_asked()) break;
-    cv_.WaitFor(&side_.mu(), kIdleRecheckEvery);
+    changed_.WaitFor(&side_.mu(), IdleTimer::kRecheckEvery);
   }
 }
 
 void CoordClient::CarryOutOrders() {
   {
     MutexLock lock(&side_.mu());
-    lockstep_->HoldWhile(&Lockstep::OrderInFlight, &side_.mu(), &cv_);
-    ExecuteInbox();
+    orders_.mu().AssertHeld();
+    lockstep_->HoldWhile(&Lockstep::OrderInFlight, &side_.mu(), &changed_);
+    orders_.RunQueued();
   }
   HoldUntilHeard();  // the answers it sent (a Stop's reply), and the jobs they wake
 }
@@ -58,7 +56,7 @@ void CoordClient::OnIdleAlarm() {
     // eviction that makes room for another's) are carried out now, in
     // virtual time, not at the job's next launch.
     c->CarryOutOrders();
-    const Gate gate = c->ReadGate();
+    const JobGate::View gate = c->gate_.Read();
     if (!gate.open || !c->side_.holds_turn()) return;
     const JobSide::Position p = c->side_.TimerLook(gate.end);
     if (p.at == JobSide::At::kOver) {
@@ -81,36 +79,8 @@ void CoordClient::OnIdleAlarm() {
   });
 }
 
-void CoordClient::IdleTimerLoop() {
-  MutexLock lock(&side_.mu());
-  for (;;) {
-    const Gate gate = ReadGate();
-    if (attention_.load(std::memory_order_acquire) && (side_.known_idle() || !gate.open)) {
-      // Orders for a job that launches nothing (the coordinator counts it
-      // idle, or closed its gate: a Stop is on its way), such as the Stop of
-      // its turn or evictions that make room for others' turns, are
-      // carried out now, not at its next launch.
-      ExecuteInbox();
-      continue;
-    }
-    std::chrono::nanoseconds wait = kIdleRecheckEvery;
-    if (side_.idle_yield_ns() != 0 && Active() == this && side_.holds_turn() && gate.open && passes_held_.load() == 0) {
-      const JobSide::Position p = side_.TimerLook(gate.end);
-      if (p.at == JobSide::At::kIdle) {
-        lock.Unlock();
-        if (Yield(p.idle_since)) AwaitYieldAnswer();
-        lock.Lock();
-        continue;
-      }
-      if (p.at == JobSide::At::kOver) {
-        side_.ReachedSliceEnd(p.now);
-      } else if (gate.end != proto::kNever) {
-        const uint64_t due = side_.IdleDue();
-        if (due > p.now) wait = std::min<std::chrono::nanoseconds>(wait, std::chrono::nanoseconds(due - p.now));
-      }
-    }
-    cv_.WaitFor(&side_.mu(), wait);
-  }
+void CoordClient::GiveIdleTurnUp(uint64_t since) {
+  if (Yield(since)) AwaitYieldAnswer();
 }
 
 }  // namespace msched::hook

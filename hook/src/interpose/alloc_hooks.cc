@@ -1,10 +1,9 @@
 // The allocation family. In um, alloc and msched modes (and profile mode)
 // ordinary device allocations (cuMemAlloc, pitch, stream-ordered and pool)
 // become managed memory, so that they can be moved and can exceed the GPU;
-// the allocation map and the memory manager record them. Memory that cannot
-// be managed (VMM mappings, IPC imports) passes through and counts as
-// pinned, against the budget. cuMemGetInfo reports the job's view: its
-// budget and what it has allocated.
+// the allocation map and the memory manager record them (memory that cannot
+// be managed is pinned_memory_hooks.cc's). cuMemGetInfo reports the job's
+// view: its budget and what it has allocated.
 //
 // cuMemAlloc and cuMemAllocPitch become one managed allocation each.
 // Stream-ordered allocations (cuMemAllocAsync, cuMemAllocFromPoolAsync) are
@@ -21,34 +20,18 @@
 #include <optional>
 
 #include "client/coord_client.h"
+#include "interpose/allocation_record.h"
 #include "interpose/driver_functions.h"
 #include "interpose/hook_guard.h"
 #include "interpose/hooks.h"
 #include "job/cuda_device_ops.h"
 #include "job/cuda_pool_ops.h"
 #include "job/residency.h"
-#include "observe/profile_recorder.h"
 
 namespace msched::hook {
 namespace {
 
 constexpr size_t kPitchAlignment = 512;
-
-// Records an allocation msched knows about. A pool block's memory is its
-// chunk's, which the allocation map already holds (CudaPoolOps).
-void Record(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) MSCHED_REQUIRES(rt.mu()) {
-  if (!rt.job().RecordAllocation(base, size, kind).ok()) return;
-  HookCounters& c = rt.counters();
-  c.alloc_count->Add();
-  c.alloc_bytes->Add(size);
-  if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Alloc(base, size);
-}
-
-// Forgets the allocation at `base`, if msched knows it.
-void Forget(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu()) {
-  if (!rt.job().ForgetAllocation(base).ok()) return;
-  if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Free(base);
-}
 
 // Registers the job with the coordinator at its first allocation, waiting
 // while it is queued. The error the allocation must fail with, or success.
@@ -65,7 +48,7 @@ CUresult Admit(Runtime& rt, size_t bytes) {
 // a block of its pool) and counts it as converted.
 void RecordConverted(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
   MutexLock lock(&rt.mu());
-  Record(rt, base, size, kind);
+  RecordAllocation(rt, base, size, kind);
   rt.counters().alloc_converted->Add();
   rt.counters().alloc_converted_bytes->Add(size);
 }
@@ -80,7 +63,7 @@ void AfterRealFree(Runtime& rt, const char* where, CUdeviceptr dptr) {
   Safely(rt, where, [&] {
     {
       MutexLock lock(&rt.mu());
-      Forget(rt, dptr);
+      ForgetAllocation(rt, dptr);
     }
     ReportUsage(rt);
   });
@@ -171,7 +154,7 @@ std::optional<CUresult> FreeToPool(Runtime& rt, CUdeviceptr dptr, CUstream strea
                   : "a stream-ordered free could not be ordered (" + s.ToString() + "): its memory is never reused");
     }
     MutexLock lock(&rt.mu());
-    Forget(rt, dptr);
+    ForgetAllocation(rt, dptr);
   });
   if (answer == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return answer;
@@ -219,7 +202,7 @@ CUresult Hook_cuMemAllocManaged(Entry e, CUdeviceptr_v2* dptr, size_t bytesize, 
     Safely(*c.rt, "cuMemAllocManaged", [&] {
       {
         MutexLock lock(&c.rt->mu());
-        Record(*c.rt, *dptr, bytesize, AllocKind::kManaged);
+        RecordAllocation(*c.rt, *dptr, bytesize, AllocKind::kManaged);
       }
       ReportUsage(*c.rt);
     });
@@ -307,76 +290,6 @@ CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {
     *free = used >= budget ? 0 : budget - used;
   });
   return r;
-}
-
-// ---- Memory msched cannot manage -------------------------------------------
-
-CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size_t size,
-                          const CUmemAllocationProp_v1* prop, unsigned long long flags) {
-  return CallThenLearn<PFN_cuMemCreate_v10020>(
-      e, [&](auto real) { return real(handle, size, prop, flags); },
-      [&](Runtime& rt) {
-        MutexLock lock(&rt.mu());
-        rt.physical_sizes()[*handle] = size;
-        rt.AddPinned(static_cast<int64_t>(size));
-      });
-}
-
-CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle) {
-  return CallThenLearn<PFN_cuMemRelease_v10020>(
-      e, [&](auto real) { return real(handle); },
-      [&](Runtime& rt) {
-        MutexLock lock(&rt.mu());
-        auto it = rt.physical_sizes().find(handle);
-        if (it == rt.physical_sizes().end()) return;
-        rt.AddPinned(-static_cast<int64_t>(it->second));
-        rt.physical_sizes().erase(it);
-      });
-}
-
-CUresult Hook_cuMemMap(Entry e, CUdeviceptr_v2 ptr, size_t size, size_t offset, CUmemGenericAllocationHandle_v1 handle,
-                       unsigned long long flags) {
-  return CallThenLearn<PFN_cuMemMap_v10020>(
-      e, [&](auto real) { return real(ptr, size, offset, handle, flags); },
-      [&](Runtime& rt) {
-        MutexLock lock(&rt.mu());
-        Record(rt, ptr, size, AllocKind::kPinned);
-      });
-}
-
-CUresult Hook_cuMemUnmap(Entry e, CUdeviceptr_v2 ptr, size_t size) {
-  return CallThenLearn<PFN_cuMemUnmap_v10020>(
-      e, [&](auto real) { return real(ptr, size); },
-      [&](Runtime& rt) {
-        MutexLock lock(&rt.mu());
-        Forget(rt, ptr);
-      });
-}
-
-CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle, unsigned int flags) {
-  return CallThenLearn<PFN_cuIpcOpenMemHandle_v11000>(
-      e, [&](auto real) { return real(pdptr, handle, flags); },
-      [&](Runtime& rt) {
-        auto range = RealDriver().cuMemGetAddressRange_v2;
-        CUdeviceptr base = 0;
-        size_t size = 0;
-        if (pdptr == nullptr || range == nullptr || range(&base, &size, *pdptr) != CUDA_SUCCESS) return;
-        MutexLock lock(&rt.mu());
-        Record(rt, base, size, AllocKind::kPinned);
-        rt.AddPinned(static_cast<int64_t>(size));
-      });
-}
-
-CUresult Hook_cuIpcCloseMemHandle(Entry e, CUdeviceptr_v2 dptr) {
-  return CallThenLearn<PFN_cuIpcCloseMemHandle_v4010>(
-      e, [&](auto real) { return real(dptr); },
-      [&](Runtime& rt) {
-        MutexLock lock(&rt.mu());
-        const Allocation* a = rt.allocs().Find(dptr);
-        if (a == nullptr || a->kind != AllocKind::kPinned) return;
-        rt.AddPinned(-static_cast<int64_t>(a->size));
-        Forget(rt, a->base);
-      });
 }
 
 }  // namespace msched::hook

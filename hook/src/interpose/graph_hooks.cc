@@ -64,7 +64,7 @@ bool PredictKernelNode(Runtime& rt, CUgraphNode node, GraphNodeSpec* spec) {
     MutexLock lock(&rt.mu());
     lp.Judge(rt.allocs());
     if (!lp.covers_working_set()) return false;
-    lp.Complete(rt.allocs(), &rt.extents());
+    rt.CompletePrediction(lp);
   }
   spec->regions = pred.regions();
   return true;

@@ -28,6 +28,8 @@ CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t byte
 CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream);
 CUresult Hook_cuMemPoolTrimTo(Entry e, CUmemoryPool pool, size_t min_bytes_to_keep);
 CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total);
+
+// pinned_memory_hooks.cc
 CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size_t size,
                           const CUmemAllocationProp_v1* prop, unsigned long long flags);
 CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle);

@@ -54,7 +54,7 @@ const KernelInfo* KernelOf(Runtime& rt, CUfunction f) {
   const KernelInfo* k = nullptr;
   {
     MutexLock lock(&rt.mu());
-    k = rt.kernels().Find(f);
+    k = rt.FindKernel(f);
   }
   if (k == nullptr) {
     KernelInfo info = ResolveKernel(f, rt.templates());  // asks the driver: outside the lock
@@ -63,7 +63,7 @@ const KernelInfo* KernelOf(Runtime& rt, CUfunction f) {
               "kernel '" + info.name + "' is not predicted (" + info.why_unpredicted + ")");
     }
     MutexLock lock(&rt.mu());
-    k = rt.kernels().Insert(f, std::move(info));
+    k = rt.RememberKernel(f, std::move(info));
   }
   r = {f, k};
   return k;
@@ -136,7 +136,7 @@ void BeforeLaunch(Runtime& rt, const LaunchSite& s) {
     if (lp.leaves_data_unpredicted()) ForgoReadMostly(rt);
     // Left to faults, what its pointers reach is still the job's to account
     // for, keep within its budget and take back at a stop.
-    if (lp.Complete(rt.allocs(), &rt.extents())) {
+    if (rt.CompletePrediction(lp)) {
       PrepareResidency(rt, pred.regions(), s.stream,
                        lp.left_to_faults() ? JobMemory::Load::kLeaveToFaults : JobMemory::Load::kPrefetch);
     }

@@ -16,14 +16,11 @@ namespace msched::hook {
 
 namespace {
 
-// `stream` null: the whole context is known to be idle.
 void AfterSync(Runtime& rt, CUstream stream, bool whole_context) {
   MutexLock lock(&rt.mu());
-  auto& used = rt.streams_since_sync();
-  const bool everything = whole_context || used.empty() || (used.size() == 1 && *used.begin() == stream);
-  if (!everything) return;
+  if (!rt.SynchronizedAll(stream, whole_context)) return;
   rt.job().Synchronized(rt.seq());
-  used.clear();
+  NoteOverBudget(rt);
 }
 
 // What a coordinated job had launched when a synchronisation began: once it

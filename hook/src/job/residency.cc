@@ -61,7 +61,7 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
   }
   rt.LearnDeviceMemory();
   if (rt.job().budget().Total() == 0) return;  // no context yet to ask: nothing can be planned
-  rt.streams_since_sync().insert(stream);
+  rt.LaunchedOn(stream);
   CurrentContextOps ops;
   const MoveOutcome out = rt.job().MakeResident(regions, rt.NextSeq(), CudaDeviceOps::Handle(stream), ops, load);
   Count(rt, out);
@@ -78,6 +78,10 @@ void ForgoReadMostly(Runtime& rt) {
 uint64_t DeviceResidentBytes(Runtime& rt) {
   if (std::optional<uint64_t> counted = DeviceEnv::Get().ResidentBytes()) return *counted;
   return rt.job().manager().resident_bytes();
+}
+
+void NoteOverBudget(Runtime& rt) {
+  rt.counters().peak_over_budget->Max(rt.job().budget().Over(DeviceResidentBytes(rt)));
 }
 
 MoveOutcome MoveMemory(Runtime& rt, const std::function<MoveOutcome(DeviceOps&)>& move) {

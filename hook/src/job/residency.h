@@ -31,6 +31,13 @@ void PrepareResidency(Runtime& rt, const std::vector<PredictedRegion>& regions, 
 // evicts it.
 uint64_t DeviceResidentBytes(Runtime& rt) MSCHED_REQUIRES(rt.mu());
 
+// Once all the job's work is complete (its launches synchronised, or drained
+// for a stop): raises the peak of what it holds beyond its budget
+// (HookCounters::peak_over_budget), which its reports carry to `msched
+// status`. Only then does the count include everything its kernels faulted
+// in. Not for the launch path (the simulator counts chunk by chunk).
+void NoteOverBudget(Runtime& rt) MSCHED_REQUIRES(rt.mu());
+
 // Carries out `move` (one of JobMemory's moves, given the operations to act
 // through) on the calling thread's context and counts what it did; nothing
 // moves when there is no context. Not for the launch path (it allocates).

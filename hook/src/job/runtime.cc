@@ -105,6 +105,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.bytes_prefetched = stats_.GetCounter("bytes.prefetched");
   c_.bytes_evicted = stats_.GetCounter("bytes.evicted");
   c_.bytes_unserved = stats_.GetCounter("bytes.unserved");
+  c_.peak_over_budget = stats_.GetCounter("bytes.peak_over_budget");
   c_.prefetch_errors = stats_.GetCounter("errors.prefetch");
   c_.eval_failures = stats_.GetCounter("errors.template_evaluation");
   c_.templates_loaded = stats_.GetCounter("templates.loaded");
@@ -190,6 +191,25 @@ void Runtime::CaptureBegan(CUstream stream) {
 void Runtime::CaptureEnded(CUstream stream) {
   capturing_streams_.erase(stream);
   hot_.capturing.store(static_cast<int>(capturing_streams_.size()));
+}
+
+bool Runtime::SynchronizedAll(CUstream stream, bool whole_context) {
+  const bool everything = whole_context || streams_since_sync_.empty() ||
+                          (streams_since_sync_.size() == 1 && *streams_since_sync_.begin() == stream);
+  if (everything) streams_since_sync_.clear();
+  return everything;
+}
+
+void Runtime::PhysicalCreated(CUmemGenericAllocationHandle handle, size_t size) {
+  physical_sizes_[handle] = size;
+  AddPinned(static_cast<int64_t>(size));
+}
+
+void Runtime::PhysicalReleased(CUmemGenericAllocationHandle handle) {
+  auto it = physical_sizes_.find(handle);
+  if (it == physical_sizes_.end()) return;
+  AddPinned(-static_cast<int64_t>(it->second));
+  physical_sizes_.erase(it);
 }
 
 void Runtime::AddPinned(int64_t delta) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -27,6 +28,7 @@
 #include "model/extent_memo.h"
 #include "model/job_memory.h"
 #include "model/managed_pool.h"
+#include "model/predictor.h"
 #include "model/template_eval.h"
 #include "model/template_store.h"
 #include "msched/config.h"
@@ -68,6 +70,7 @@ struct HookCounters {
   Counter* bytes_prefetched;
   Counter* bytes_evicted;
   Counter* bytes_unserved;
+  Counter* peak_over_budget;  // the most the job held beyond its budget (NoteOverBudget)
   Counter* prefetch_errors;
   Counter* eval_failures;
   Counter* templates_loaded;
@@ -125,9 +128,18 @@ class Runtime {
   Mutex& mu() MSCHED_RETURN_CAPABILITY(mu_) { return mu_; }
   const AllocationMap& allocs() MSCHED_REQUIRES(mu_) { return job_.allocations(); }
   JobMemory& job() MSCHED_REQUIRES(mu_) { return job_; }
-  KernelCache& kernels() MSCHED_REQUIRES(mu_) { return kernels_; }
-  // The extents templates predicted, for the pointer fallback (extent_memo.h).
-  ExtentMemo& extents() MSCHED_REQUIRES(mu_) { return extents_; }
+  // The kernel cache: what a function handle resolved to, remembered for
+  // the process's life (kernel_cache.h).
+  const KernelInfo* FindKernel(CUfunction f) MSCHED_REQUIRES(mu_) { return kernels_.Find(f); }
+  const KernelInfo* RememberKernel(CUfunction f, KernelInfo info) MSCHED_REQUIRES(mu_) {
+    return kernels_.Insert(f, std::move(info));
+  }
+  // A launch's prediction completed against the job's allocations,
+  // teaching and using the extents templates predicted, for the pointer
+  // fallback (LaunchPrediction::Complete, extent_memo.h).
+  bool CompletePrediction(LaunchPrediction& lp) MSCHED_REQUIRES(mu_) {
+    return lp.Complete(job_.allocations(), &extents_);
+  }
   uint64_t NextSeq() MSCHED_REQUIRES(mu_) { return ++seq_; }
   uint64_t seq() const MSCHED_REQUIRES(mu_) { return seq_; }
   // Asks the driver for the device's memory, once a context exists to
@@ -137,10 +149,17 @@ class Runtime {
   // Memory msched cannot manage (VMM, IPC) came or went: it counts against
   // the budget (JobBudget::pinned).
   void AddPinned(int64_t delta) MSCHED_REQUIRES(mu_);
-  // Streams that ran launches since everything was last known complete.
-  std::set<CUstream>& streams_since_sync() MSCHED_REQUIRES(mu_) { return streams_since_sync_; }
-  // Sizes of the physical allocations (cuMemCreate) counted as pinned.
-  std::map<CUmemGenericAllocationHandle, size_t>& physical_sizes() MSCHED_REQUIRES(mu_) { return physical_sizes_; }
+  // A launch or copy was queued on `stream`.
+  void LaunchedOn(CUstream stream) MSCHED_REQUIRES(mu_) { streams_since_sync_.insert(stream); }
+  // A synchronisation of `stream`, or of the whole context, succeeded. True
+  // when everything launched since the last such is now known complete (the
+  // whole context, or the one stream that ran launches), and then the count
+  // starts again.
+  bool SynchronizedAll(CUstream stream, bool whole_context) MSCHED_REQUIRES(mu_);
+  // A physical allocation (cuMemCreate) of `size` bytes was made, or
+  // released: it counts as pinned while it exists.
+  void PhysicalCreated(CUmemGenericAllocationHandle handle, size_t size) MSCHED_REQUIRES(mu_);
+  void PhysicalReleased(CUmemGenericAllocationHandle handle) MSCHED_REQUIRES(mu_);
 
   // ---- Guarded by pool_mu() --------------------------------------------------
   // Held across the pool's driver calls (a new chunk, a fence), so that the
@@ -185,8 +204,8 @@ class Runtime {
   KernelCache kernels_ MSCHED_GUARDED_BY(mu_);
   ExtentMemo extents_ MSCHED_GUARDED_BY(mu_);
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
-  std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);
-  std::map<CUmemGenericAllocationHandle, size_t> physical_sizes_ MSCHED_GUARDED_BY(mu_);
+  std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);  // streams that ran launches since
+  std::map<CUmemGenericAllocationHandle, size_t> physical_sizes_ MSCHED_GUARDED_BY(mu_);  // pinned, by handle
   std::set<CUstream> capturing_streams_ MSCHED_GUARDED_BY(mu_);
 };
 

@@ -126,6 +126,9 @@ TEST_F(CoordMetricsTest, AJobAloneHasOneTurnEndedByItsExitAndSnapshotsClearTheCh
   EXPECT_EQ(JobIn(snap, 1)->uid, 1001u);
   EXPECT_EQ(JobIn(snap, 1)->declared_bytes, 4 * kGiB);
   EXPECT_EQ(JobIn(snap, 1)->budget_bytes, 16 * kGiB);
+  EXPECT_EQ(JobIn(snap, 1)->peak_over_budget_bytes, 0u);
+  s_.Counted(1, {.peak_over_budget = 7 << 20});
+  EXPECT_EQ(m_.Snapshot(s_).jobs[0].peak_over_budget_bytes, 7u << 20) << "the scheduler's figure, as status shows it";
   Apply(s_.Exited(1, 3'001'000));
   EXPECT_TRUE(m_.changed());
   snap = m_.Snapshot(s_);

@@ -14,6 +14,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -173,7 +174,7 @@ TEST_F(CoordServerTest, AJobToldToGoFindsItsGateAlreadyOpen) {
 TEST_F(CoordServerTest, EveryOrderIsCountedInTheGatePageBeforeItIsSentAndTheSlotNamesTheProcess) {
   // A job blocked in a simulated run tells its peers how many orders it had
   // received when it blocked; a peer compares that with this count to know
-  // that one is on its way (coord_client.cc, WaitTurn).
+  // that one is on its way (hook/src/client/coord_orders.cc, WaitTurn).
   TurnTakers t;
   JoinTurnTakers(&t);
   for (int i = 0; i < 2; ++i) EXPECT_EQ(t.shm[i].slot(t.slots[i]).pid.load(), getpid()) << "from SO_PEERCRED";
@@ -193,7 +194,7 @@ TEST_F(CoordServerTest, EveryOrderIsCountedInTheGatePageBeforeItIsSentAndTheSlot
 
 TEST_F(CoordServerTest, EveryMessageOfAJobIsCountedInTheGatePageOnceHandled) {
   // A job in a simulated run holds its place on the clock until the count
-  // reaches what it sent (coord_client.cc, WaitTurn).
+  // reaches what it sent (hook/src/client/coord_orders.cc, WaitTurn).
   TurnTakers t;
   JoinTurnTakers(&t);
   Expect<proto::Go>(t.fds[0]);
@@ -243,10 +244,12 @@ TEST_F(CoordServerTest, MetricsArePublishedToTheBoardAsJobsComeReportAndGo) {
   Expect<proto::Go>(a);
   const int b = Join(10 * kGiB, "secret-b");  // 20 GiB on 16: they take turns
   Expect<proto::Welcome>(b);
-  ASSERT_TRUE(SendMessage(a, proto::Usage{10 * kGiB, 5, {3, 1 << 20}}).ok());
+  ASSERT_TRUE(SendMessage(a, proto::Usage{10 * kGiB, 5, {3, 1 << 20, 5 << 20}}).ok());
   EXPECT_TRUE(eventually([](const MetricsSnapshot& m) {
-    return m.jobs_running == 2 && m.groups == 2 && m.faults == 3 && m.prefetched_bytes == 1u << 20;
-  }));
+    return m.jobs_running == 2 && m.groups == 2 && m.faults == 3 && m.prefetched_bytes == 1u << 20 &&
+           std::any_of(m.jobs.begin(), m.jobs.end(),
+                       [](const JobMetrics& j) { return j.peak_over_budget_bytes == 5u << 20; });
+  })) << "job a's peak over its budget reached the scheduler and the metrics";
   ASSERT_TRUE(SendMessage(a, proto::SliceEnd{100'000'000}).ok());
   Expect<proto::Stop>(a);
   proto::Stopped st;

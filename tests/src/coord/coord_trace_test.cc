@@ -160,6 +160,29 @@ TEST_F(CoordTraceTest, APauseWhileTheJobDrainsIsDrawnPausedOnceItAnswers) {
   EXPECT_DOUBLE_EQ(paused["ts"].get<double>(), 2.5);
 }
 
+// On the simulator the device clock moves only while some job runs: a job
+// paused with nothing else running is paused for no device time at all, and
+// its pause must still show.
+TEST_F(CoordTraceTest, APauseWhileNoJobRunsIsDrawnThoughTheDeviceClockStoodStill) {
+  Submit(1, 101, 10 * kGiB, 0);
+  Apply(s_.SliceEnded(1, 2000));  // a slice end nobody waits for: it runs on
+  Result<Commands> pause = s_.Pause(1);
+  ASSERT_TRUE(pause.ok());
+  Apply(*pause);
+  Stopped(1, 2500, 0);  // drained and evicted, and then nothing runs
+  Result<Commands> resume = s_.Resume(1);
+  ASSERT_TRUE(resume.ok());
+  Apply(*resume);
+  Apply(s_.Exited(1, 4000));
+  json paused = nullptr;
+  for (const json& e : Events()) {
+    if (e["pid"] == 101 && e["name"] == trace::kPaused) paused = e;
+  }
+  ASSERT_FALSE(paused.is_null()) << "no paused span";
+  EXPECT_DOUBLE_EQ(paused["ts"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(paused["dur"].get<double>(), 0.0) << "the device clock stood still";
+}
+
 TEST_F(CoordTraceTest, RefusalsAndPriorityChangesAreInstants) {
   Submit(1, 101, 10 * kGiB, 0);
   Submit(2, 102, 2 * 1024 * kGiB, 10);  // can never fit: more than the host memory

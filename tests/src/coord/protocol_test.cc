@@ -94,8 +94,8 @@ TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
   bad = frame;
   bad[4] = 9;  // version
   EXPECT_NE(Decode(bad).status().message().find("protocol version 9"), std::string::npos);
-  bad[4] = 6;  // the version before a job could declare itself a service: refused as clearly
-  EXPECT_NE(Decode(bad).status().message().find("protocol version 6 (this msched speaks 7): mixed msched versions?"),
+  bad[4] = 7;  // the version before the counters carried the peak over budget: refused as clearly
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 7 (this msched speaks 8): mixed msched versions?"),
             std::string::npos);
   bad = frame;
   bad[6] = 99;  // type

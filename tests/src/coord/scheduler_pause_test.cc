@@ -41,6 +41,26 @@ TEST(SchedulerTest, PauseEvictsEverythingAndTheOthersGetTheMemory) {
   EXPECT_EQ(s.Find(2)->state, JobState::kRunning);
 }
 
+TEST(SchedulerTest, AResumedJobThatNoLongerFitsWaitsForAdmissionAgain) {
+  Scheduler s(Options());  // admits up to 32 GiB
+  s.Submit(NewJob(1, 20 * kGiB), 0, 0);
+  s.Submit(NewJob(2, 10 * kGiB), 0, 0);
+  ASSERT_TRUE(s.Pause(1).ok());
+  s.Stopped(1, StoppedAt(100, 0, 0));
+  s.Submit(NewJob(3, 20 * kGiB), 0, 200);
+  ASSERT_EQ(s.Find(3)->state, JobState::kRunning) << "the pause made room for it";
+  ASSERT_TRUE(s.Resume(1).ok());
+  EXPECT_EQ(s.Find(1)->state, JobState::kWaiting) << "50 GiB would be admitted on a 32 GiB limit";
+  s.Exited(3, 300);
+  EXPECT_EQ(s.Find(1)->state, JobState::kRunning) << "admitted again once it fits";
+  EXPECT_EQ(s.Find(1)->admitted_ns, 0u) << "its first admission is kept";
+
+  ASSERT_TRUE(s.Pause(2).ok());
+  s.Stopped(2, StoppedAt(400, 0, 0));
+  ASSERT_TRUE(s.Resume(2).ok());
+  EXPECT_EQ(s.Find(2)->state, JobState::kRunning) << "a job that still fits runs at once";
+}
+
 TEST(SchedulerTest, APauseDuringASwitchIsDoneOnlyOnceItsOwnStopIsAnswered) {
   Scheduler s(Options());
   s.Submit(NewJob(1, 10 * kGiB), 0, 0);

@@ -127,5 +127,18 @@ TEST(StatusReportTest, TheDocumentSaysWhoWaitsWhyAndForHowLong) {
   EXPECT_EQ(two["pid"], 102);
 }
 
+TEST(StatusReportTest, ThePeakOverBudgetIsTheHighestAnyReportCarried) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 4 * kGiB), 0, 1000);
+  auto peak = [&] { return JobIn(nlohmann::json::parse(StatusReport(s, {})), 1)["peak_over_budget_bytes"]; };
+  EXPECT_EQ(peak(), 0u) << "a job that reported nothing kept to its budget";
+  s.Counted(1, {.peak_over_budget = 25 << 20});
+  EXPECT_EQ(peak(), 25u << 20);
+  s.Counted(1, {.faults = 9, .peak_over_budget = 3 << 20});  // a later, lower figure
+  EXPECT_EQ(peak(), 25u << 20) << "the peak never falls";
+  s.Counted(99, {.peak_over_budget = 1});  // no such job: nothing happens
+  EXPECT_EQ(s.jobs().size(), 1u);
+}
+
 }  // namespace
 }  // namespace msched

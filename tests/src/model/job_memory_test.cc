@@ -33,6 +33,18 @@ TEST(JobMemoryTest, TheBudgetIsTheGrantElseTheConfiguredSizeElseTheDevicesLessWh
   EXPECT_EQ(jm.manager().budget(), 8 * kMiB) << "without a coordinator, back to its own budget";
 }
 
+TEST(JobMemoryTest, WhatIsHeldBeyondTheBudgetCountsPinnedMemoryAndNothingWhileTheBudgetIsUnknown) {
+  JobBudget b;
+  EXPECT_EQ(b.Over(64 * kMiB), 0u) << "no budget known: nothing to exceed";
+  b.configured = 16 * kMiB;
+  EXPECT_EQ(b.Over(16 * kMiB), 0u);
+  EXPECT_EQ(b.Over(41 * kMiB), 25 * kMiB);
+  b.pinned = 4 * kMiB;
+  EXPECT_EQ(b.Over(14 * kMiB), 2 * kMiB) << "pinned memory is held beside the managed";
+  b.granted = 64 * kMiB;
+  EXPECT_EQ(b.Over(41 * kMiB), 0u) << "under a coordinator, its grant is the budget";
+}
+
 TEST(JobMemoryTest, NothingMovesWhileTheBudgetIsUnknown) {
   JobMemory jm(EvictionPolicy::kOpt);
   ASSERT_TRUE(jm.RecordAllocation(0, 8 * kMiB, AllocKind::kManaged).ok());

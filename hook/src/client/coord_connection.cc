@@ -34,7 +34,7 @@ void CoordConnection::GiveUp() {
 }
 
 void CoordConnection::ReadLoop() {
-  auto backoff = std::chrono::duration_cast<std::chrono::seconds>(kReconnectEvery);
+  std::chrono::seconds backoff = kReconnectEvery;
   for (;;) {
     const int fd = fd_.load();
     int passed_fd = -1;
@@ -56,7 +56,7 @@ void CoordConnection::ReadLoop() {
       backoff = kReconnectEvery;
     } else {
       std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::seconds>(kMaxReconnectEvery));
+      backoff = std::min(backoff * 2, kMaxReconnectEvery);
     }
     Result<int> again = events_.Reconnect();
     while (!again.ok() && !given_up_.load()) {

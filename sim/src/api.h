@@ -80,6 +80,21 @@ CUresult Call(NeedCtx need, F&& body, const char* entry = __builtin_FUNCTION()) 
   }
 }
 
+// Shared by the allocation files (driver_memory.cc, driver_vmm.cc).
+// Maps `size` bytes of host memory (read-write, reserved lazily) at an
+// address aligned to `align` (a multiple of 2 MiB), so chunks never straddle
+// allocations, right after the previous mapping when that space is free: the
+// driver packs allocations next to each other too, and programs (and msched)
+// must cope with neighbours that touch (one prefetch may not span two).
+// Returns the address, 0 when out of address space; *map_size is `size`
+// rounded up to 2 MiB.
+uint64_t MapAligned(uint64_t size, uint64_t* map_size, uint64_t align = kChunk);
+// REQUIRES: p.mu. Holds `bytes` of HBM on the shared device for memory that
+// never pages, evicting managed memory (the clock moves to when it is gone)
+// or reclaiming dead processes' memory when it does not fit. False when it
+// cannot fit.
+bool ReserveHbm(Process& p, uint64_t bytes);
+
 // Shared by the launch, copy and graph entry points. REQUIRE: p.mu.
 // Schedules a device-side operation touching `ranges` on the compute engine:
 // waits for the stream, serves faults, then runs for compute_ns. False (and

@@ -32,6 +32,9 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
   if ((dst_dev && p.FindAlloc(dst, n) == nullptr) || (src_dev && p.FindAlloc(src, n) == nullptr)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // Either side, whatever the direction says, may name VMM addresses that
+  // are unmapped or not accessible (PROT_NONE here): refused, never touched.
+  if (!p.VmmAllows(dst, n, true) || !p.VmmAllows(src, n, false)) return CUDA_ERROR_INVALID_VALUE;
   const msim::DeviceProfile& prof = p.dev->profile();
   // The model sees each operation before the host memory it stands for
   // changes: first-touch detection must not mistake the copy for a host

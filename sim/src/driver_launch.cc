@@ -99,7 +99,7 @@ CUresult RunKernel(Process& p, Stream* s, const KernelDecl* k, void* const* para
   std::vector<TouchedRange> ranges;
   std::string error;
   auto read_u64 = [&p](uint64_t addr, uint64_t* out) {
-    if (p.FindAlloc(addr, 8) == nullptr) return false;
+    if (p.FindAlloc(addr, 8) == nullptr || !p.VmmAllows(addr, 8, false)) return false;
     std::memcpy(out, reinterpret_cast<const void*>(addr), 8);
     return true;
   };

@@ -1,9 +1,8 @@
-// Driver API: allocation of every kind, memory information, pointer
-// attributes, and VMM (cuMemCreate/cuMemMap). Device memory is host memory
-// reserved lazily (MAP_NORESERVE), so large footprints cost only what is
-// touched; the HBM it would occupy is accounted on the shared device.
+// Driver API: allocation of every kind but VMM (driver_vmm.cc), memory
+// information, pointer attributes. Device memory is host memory reserved
+// lazily (MAP_NORESERVE), so large footprints cost only what is touched; the
+// HBM it would occupy is accounted on the shared device.
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -25,14 +24,14 @@ namespace {
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-// Maps `size` bytes aligned to 2 MiB, so chunks never straddle allocations,
-// right after the previous allocation when that space is free: the driver
-// packs allocations next to each other too, and programs (and msched) must
-// cope with neighbours that touch (one prefetch may not span two).
-uint64_t MapAligned(uint64_t size, uint64_t* map_size) {
-  static std::atomic<uint64_t> next{0};  // where the last allocation ended; a race only loses packing
+}  // namespace
+
+namespace msim {
+
+uint64_t MapAligned(uint64_t size, uint64_t* map_size, uint64_t align) {
+  static std::atomic<uint64_t> next{0};  // where the last mapping ended; a race only loses packing
   const uint64_t len = RoundUp(size, kChunk);
-  if (const uint64_t hint = next.load(std::memory_order_relaxed); hint != 0) {
+  if (const uint64_t hint = RoundUp(next.load(std::memory_order_relaxed), align); hint != 0) {
     void* m = mmap(reinterpret_cast<void*>(hint), len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (m != MAP_FAILED && reinterpret_cast<uint64_t>(m) == hint) {
@@ -42,37 +41,44 @@ uint64_t MapAligned(uint64_t size, uint64_t* map_size) {
     }
     if (m != MAP_FAILED) munmap(m, len);  // a kernel without MAP_FIXED_NOREPLACE placed it elsewhere
   }
-  void* m = mmap(nullptr, len + kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* m = mmap(nullptr, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return 0;
   const auto raw = reinterpret_cast<uint64_t>(m);
-  const uint64_t base = RoundUp(raw, kChunk);
+  const uint64_t base = RoundUp(raw, align);
   if (base > raw) munmap(m, base - raw);
-  if (raw + len + kChunk > base + len) munmap(reinterpret_cast<void*>(base + len), raw + kChunk - base);
+  if (raw + align > base) munmap(reinterpret_cast<void*>(base + len), raw + align - base);
   *map_size = len;
   next.store(base + len, std::memory_order_relaxed);
   return base;
 }
+
+bool ReserveHbm(Process& p, uint64_t bytes) {
+  DeviceLock dl(p.dev);
+  // An allocation returns once its memory is free: it waits, in virtual
+  // time, for the evictions it causes.
+  if (!p.dev->ReserveDevice(bytes)) {
+    std::optional<uint64_t> room = MakeRoomForDevice(*p.dev, bytes, p.now(), &p.counters);
+    if (room) p.AdvanceTo(*room);
+    if (!room || !p.dev->ReserveDevice(bytes)) {
+      if (p.dev->ReclaimDeadProcesses() == 0 || !p.dev->ReserveDevice(bytes)) return false;
+    }
+  }
+  p.PublishClock();
+  return true;
+}
+
+}  // namespace msim
+
+namespace {
 
 // Records a non-managed allocation holding HBM. Evicts managed memory if
 // needed; fails with OUT_OF_MEMORY when it cannot fit.
 CUresult AllocDevice(Process& p, uint64_t size, AllocType type, CUdeviceptr* out) {
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   const uint64_t hbm = RoundUp(size, kUnit);
-  {
-    DeviceLock dl(p.dev);
-    // cuMemAlloc returns once its memory is free: it waits, in virtual time,
-    // for the evictions it causes.
-    if (!p.dev->ReserveDevice(hbm)) {
-      std::optional<uint64_t> room = msim::MakeRoomForDevice(*p.dev, hbm, p.now(), &p.counters);
-      if (room) p.AdvanceTo(*room);
-      if (!room || !p.dev->ReserveDevice(hbm)) {
-        if (p.dev->ReclaimDeadProcesses() == 0 || !p.dev->ReserveDevice(hbm)) return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-    }
-    p.PublishClock();
-  }
+  if (!msim::ReserveHbm(p, hbm)) return CUDA_ERROR_OUT_OF_MEMORY;
   Allocation a;
-  a.base = MapAligned(size, &a.map_size);
+  a.base = msim::MapAligned(size, &a.map_size);
   if (a.base == 0) {
     DeviceLock dl(p.dev);
     p.dev->ReleaseDevice(hbm);
@@ -89,7 +95,7 @@ CUresult AllocDevice(Process& p, uint64_t size, AllocType type, CUdeviceptr* out
 CUresult AllocManaged(Process& p, uint64_t size, CUdeviceptr* out) {
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   Allocation a;
-  a.base = MapAligned(size, &a.map_size);
+  a.base = msim::MapAligned(size, &a.map_size);
   if (a.base == 0) return CUDA_ERROR_OUT_OF_MEMORY;
   a.size = size;
   a.type = AllocType::kManaged;
@@ -233,7 +239,7 @@ MSIM_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
   if (pp == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   return Call(NeedCtx::kYes, [&](Process& p) {
     Allocation a;
-    a.base = MapAligned(bytesize, &a.map_size);
+    a.base = msim::MapAligned(bytesize, &a.map_size);
     if (a.base == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     a.size = bytesize;
     a.type = AllocType::kHost;
@@ -329,123 +335,4 @@ MSIM_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute*
     }
     return CUDA_SUCCESS;
   });
-}
-
-// ---- VMM ------------------------------------------------------------------
-// Physical memory is a memory file holding HBM; mapping it at a reserved
-// address maps the file there. It cannot be managed and is never evicted.
-
-MSIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
-                                                   CUmemAllocationGranularity_flags) {
-  if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *granularity = kChunk;
-  return CUDA_SUCCESS;
-}
-
-MSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                                 unsigned long long flags) {
-  if (handle == nullptr || prop == nullptr || flags != 0 || size == 0 || size % kChunk != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-      prop->location.id != 0) {
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  return Call(NeedCtx::kYes, [&](Process& p) {
-    {
-      DeviceLock dl(p.dev);
-      if (!p.dev->ReserveDevice(size)) {
-        std::optional<uint64_t> room = msim::MakeRoomForDevice(*p.dev, size, p.now(), &p.counters);
-        if (room) p.AdvanceTo(*room);
-        if (!room || !p.dev->ReserveDevice(size)) return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-    }
-    auto* mem = new msim::PhysicalMem();
-    mem->fd = memfd_create("msim-vmm", MFD_CLOEXEC);
-    if (mem->fd < 0 || ftruncate(mem->fd, static_cast<off_t>(size)) != 0) {
-      if (mem->fd >= 0) close(mem->fd);
-      delete mem;
-      DeviceLock dl(p.dev);
-      p.dev->ReleaseDevice(size);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    mem->size = size;
-    p.physical.insert(mem);
-    *handle = reinterpret_cast<CUmemGenericAllocationHandle>(mem);
-    return CUDA_SUCCESS;
-  });
-}
-
-MSIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    auto* mem = reinterpret_cast<msim::PhysicalMem*>(handle);
-    if (!p.physical.erase(mem)) return CUDA_ERROR_INVALID_VALUE;
-    close(mem->fd);
-    {
-      DeviceLock dl(p.dev);
-      p.dev->ReleaseDevice(mem->size);
-    }
-    delete mem;
-    return CUDA_SUCCESS;
-  });
-}
-
-MSIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr, unsigned long long flags) {
-  if (ptr == nullptr || size == 0 || size % kChunk != 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kNo, [&](Process&) {
-    uint64_t map_size = 0;
-    const uint64_t base = MapAligned(size, &map_size);
-    if (base == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    mprotect(reinterpret_cast<void*>(base), map_size, PROT_NONE);
-    *ptr = base;
-    return CUDA_SUCCESS;
-  });
-}
-
-MSIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  if (ptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
-  munmap(reinterpret_cast<void*>(ptr), RoundUp(size, kChunk));
-  return CUDA_SUCCESS;
-}
-
-MSIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                              unsigned long long flags) {
-  if (ptr == 0 || size == 0 || flags != 0 || ptr % kChunk || size % kChunk || offset % kChunk) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    auto* mem = reinterpret_cast<msim::PhysicalMem*>(handle);
-    if (!p.physical.count(mem) || offset + size > mem->size) return CUDA_ERROR_INVALID_VALUE;
-    if (p.FindAlloc(ptr) != nullptr) return CUDA_ERROR_INVALID_VALUE;
-    void* m = mmap(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mem->fd,
-                   static_cast<off_t>(offset));
-    if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-    Allocation a;
-    a.base = ptr;
-    a.size = size;
-    a.type = AllocType::kVmmMapped;
-    p.allocs[ptr] = a;
-    return CUDA_SUCCESS;
-  });
-}
-
-MSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    auto it = p.allocs.find(ptr);
-    if (it == p.allocs.end() || it->second.type != AllocType::kVmmMapped || it->second.size != size) {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-    p.allocs.erase(it);
-    return CUDA_SUCCESS;
-  });
-}
-
-MSIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
-  if (ptr == 0 || size == 0 || desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < count; ++i) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id != 0)
-      return CUDA_ERROR_INVALID_DEVICE;
-  }
-  return CUDA_SUCCESS;
 }

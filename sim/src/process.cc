@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -294,6 +295,44 @@ Allocation* Process::FindAlloc(uint64_t p, uint64_t n) {
   return &a;
 }
 
+bool Allocation::Grants(uint64_t begin, uint64_t end, bool write) const {
+  if (type != AllocType::kVmmMapped) return true;
+  for (uint64_t g = (begin - base) / kChunk; g * kChunk < end - base; ++g) {
+    if (access[g] != CU_MEM_ACCESS_FLAGS_PROT_READWRITE && (write || access[g] != CU_MEM_ACCESS_FLAGS_PROT_READ)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<Allocation*> Process::MappingsCovering(uint64_t begin, uint64_t end) {
+  std::vector<Allocation*> mappings;
+  for (uint64_t q = begin; q < end;) {
+    Allocation* a = FindAlloc(q);
+    if (a == nullptr || a->type != AllocType::kVmmMapped) return {};
+    mappings.push_back(a);
+    q = a->base + a->size;
+  }
+  return mappings;
+}
+
+bool Process::VmmAllows(uint64_t p, uint64_t n, bool write) {
+  if (n == 0) return true;
+  const uint64_t end = n > UINT64_MAX - p ? UINT64_MAX : p + n;
+  auto r = reservations.upper_bound(p);
+  if (r != reservations.begin() && std::prev(r)->first + std::prev(r)->second > p) --r;
+  for (; r != reservations.end() && r->first < end; ++r) {
+    const uint64_t begin = std::max(p, r->first);
+    const uint64_t stop = std::min(end, r->first + r->second);
+    const std::vector<Allocation*> mappings = MappingsCovering(begin, stop);
+    if (mappings.empty()) return false;
+    for (const Allocation* a : mappings) {
+      if (!a->Grants(std::max(begin, a->base), std::min(stop, a->base + a->size), write)) return false;
+    }
+  }
+  return true;
+}
+
 bool Process::Touches(const std::vector<TouchedRange>& ranges, std::vector<ChunkTouch>* out) {
   for (const TouchedRange& r : ranges) {
     uint64_t p = r.begin;
@@ -307,6 +346,7 @@ bool Process::Touches(const std::vector<TouchedRange>& ranges, std::vector<Chunk
       const uint64_t alloc_end = (a.base + a.size + kPage - 1) & ~(kPage - 1);
       if (p < a.base || p >= alloc_end) return false;
       const uint64_t end = std::min(r.end, alloc_end);
+      if (!a.Grants(p, end, (r.mode & 2) != 0)) return false;
       if (a.type == AllocType::kManaged) {
         for (uint64_t q = p; q < end;) {
           const uint64_t block = (q - a.base) / kChunk;

@@ -1,8 +1,9 @@
 // Process: the simulator's state private to one process: its allocations
-// (device memory is host memory, reserved lazily), streams with their
-// virtual-time queues, events, contexts, loaded modules, captured graphs, its
-// virtual clock and counters. One instance, created by cuInit, never
-// destroyed (host threads may call the driver during exit).
+// (device memory is host memory, reserved lazily), VMM reservations and
+// physical memory, streams with their virtual-time queues, events, contexts,
+// loaded modules, captured graphs, its virtual clock and counters. One
+// instance, created by cuInit, never destroyed (host threads may call the
+// driver during exit).
 // Thread-safe: every member is guarded by `mu`; code that also needs the
 // shared device takes `mu` first, then the device lock. Used by sim/ only.
 #pragma once
@@ -30,6 +31,8 @@ namespace msim {
 
 enum class AllocType : uint8_t { kDevice, kPitch, kAsync, kManaged, kHost, kVmmMapped };
 
+struct PhysicalMem;
+
 struct Allocation {
   uint64_t base = 0;
   uint64_t size = 0;      // what the caller asked for (pitch: pitch * height)
@@ -41,6 +44,16 @@ struct Allocation {
   int preferred = -2;  // device ordinal, -1 host (CU_DEVICE_CPU), -2 none
   bool accessed_by_device = false;
   int last_prefetch = -2;
+  // kVmmMapped (one cuMemMap): the physical memory mapped, and the access
+  // cuMemSetAccess last granted to each 2 MiB granule of it, a
+  // CUmemAccess_flags (PROT_NONE until granted).
+  PhysicalMem* physical = nullptr;
+  std::vector<uint8_t> access;
+
+  // Whether a device access to [begin, end), inside this allocation, is
+  // allowed: always, but in VMM memory only where access was granted (for a
+  // write, read-write access).
+  bool Grants(uint64_t begin, uint64_t end, bool write) const;
 };
 
 struct Graph;
@@ -91,12 +104,18 @@ struct Graph {
   std::vector<GraphNode> nodes;  // in dependency order (a node only depends on earlier ones)
 };
 
-// A VMM physical allocation (cuMemCreate): a memory file mapped on demand.
+// A VMM physical allocation (cuMemCreate): a memory file, which each
+// mapping of it maps shared (aliases see the same bytes). Its handle is
+// valid while references remain (cuMemCreate and each
+// cuMemRetainAllocationHandle add one, cuMemRelease drops one); its memory,
+// and the HBM it holds, lives until neither references nor mappings remain.
 struct PhysicalMem {
   static constexpr uint32_t kMagic = 0x6d50686d;
   uint32_t magic = kMagic;
   int fd = -1;
   uint64_t size = 0;
+  uint64_t refs = 0;      // handle references
+  uint64_t mappings = 0;  // its live cuMemMap mappings
 };
 
 struct Counters : UvmCounters {
@@ -142,7 +161,8 @@ class Process {
   std::set<Module*> modules;
   std::unordered_set<const KernelDecl*> functions;  // valid CUfunction/CUkernel handles
   std::set<Graph*> graphs;
-  std::set<PhysicalMem*> physical;
+  std::set<PhysicalMem*> physical;            // live, referenced or mapped
+  std::map<uint64_t, uint64_t> reservations;  // VMM address ranges (cuMemAddressReserve): base -> size
   Context primary;
   int primary_refs = 0;
   Stream legacy;
@@ -187,8 +207,18 @@ class Process {
 
   // REQUIRES: mu. The allocation containing [p, p+n), or nullptr.
   Allocation* FindAlloc(uint64_t p, uint64_t n = 1);
+  // REQUIRES: mu. The VMM mappings covering [begin, end) laid end to end,
+  // in address order; empty when any byte of it is not mapped.
+  std::vector<Allocation*> MappingsCovering(uint64_t begin, uint64_t end);
+  // REQUIRES: mu. Whether [p, p+n) may be read (written, when `write`) as
+  // far as VMM is concerned: its bytes inside reservations must be mapped
+  // with access granted. The simulator checks it before it touches memory
+  // itself on the device's behalf (copies, pointers a kernel reads), since
+  // such bytes are PROT_NONE in the host.
+  bool VmmAllows(uint64_t p, uint64_t n, bool write);
   // REQUIRES: mu. Splits page ranges over managed chunks. False when a range
-  // leaves this process's allocations (an illegal address).
+  // leaves this process's allocations or reaches VMM memory without the
+  // access it needs (Allocation::Grants): an illegal address.
   bool Touches(const std::vector<TouchedRange>& ranges, std::vector<ChunkTouch>* out);
   // REQUIRES: mu. Counts a call the simulator does not implement.
   void CountUnsupported(const char* name) { ++counters.unsupported[name]; }

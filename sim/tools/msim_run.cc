@@ -209,6 +209,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& [name, t] : r.marks) j["marks"][name] = t;
   if (!r.latencies_ns.empty()) j["latency_ns"] = r.latencies_ns;
+  if (r.free_bytes) j["free_bytes"] = *r.free_bytes;
   if (!r.error.empty()) j["error"] = r.error;
   if (replay) j["replay"] = replay_json;
   if (!json_out.empty()) std::ofstream(json_out) << j.dump(2) << "\n";

@@ -57,6 +57,7 @@ struct Step {
     kAlloc,
     kHostWork,
     kMark,
+    kMemInfo,  // records the free device memory cuMemGetInfo reports (RunResult::free_bytes)
     kGraph,
     kServe
   };
@@ -112,7 +113,7 @@ inline constexpr char kReplayStampKernel[] = "msim-replay-stamp";
 struct BufferSpec {
   std::string name;
   ExprPtr size;
-  std::string kind;       // device | managed | pitch | async | host
+  std::string kind;       // device | managed | pitch | async | host | vmm
   bool deferred = false;  // allocated by an "alloc" step, not at start
 };
 

@@ -242,6 +242,8 @@ Result<Step> ParseStep(const json& j, const std::map<std::string, bool>& buffers
   } else if (op == "mark") {
     s.op = Step::Op::kMark;
     MSCHED_RETURN_IF_ERROR(Assign(Str(j, "name", where), &s.var));
+  } else if (op == "meminfo") {
+    s.op = Step::Op::kMemInfo;
   } else if (op == "host_work") {
     s.op = Step::Op::kHostWork;
     MSCHED_RETURN_IF_ERROR(Assign(RequiredExpr(j, "us", where + ".us"), &s.value));
@@ -293,8 +295,8 @@ Result<BufferSpec> ParseBuffer(const json& b, const std::map<std::string, bool>&
   MSCHED_RETURN_IF_ERROR(Assign(msched::JsonStringOr(b, "kind", "device"), &spec.kind));
   MSCHED_RETURN_IF_ERROR(Assign(msched::JsonBoolOr(b, "deferred", false), &spec.deferred));
   if (spec.kind != "device" && spec.kind != "managed" && spec.kind != "pitch" && spec.kind != "async" &&
-      spec.kind != "host") {
-    return Bad("buffers." + spec.name + ".kind: '" + spec.kind + "' is not device, managed, pitch, async or host");
+      spec.kind != "host" && spec.kind != "vmm") {
+    return Bad("buffers." + spec.name + ".kind: '" + spec.kind + "' is not device, managed, pitch, async, host or vmm");
   }
   if (names.count(spec.name)) return Bad("buffer '" + spec.name + "' declared twice");
   return spec;

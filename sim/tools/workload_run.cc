@@ -44,6 +44,7 @@ RunResult Runner::Run() {
   auto failed = [&](const Status& s) {
     result.error = s.message();
     result.virtual_ns = Now();
+    result.free_bytes = free_bytes_;
     return result;
   };
   if (Status s = Setup(); !s.ok()) return failed(s);
@@ -75,6 +76,7 @@ RunResult Runner::Run() {
   result.first_launch_ns = first_launch_ns_;
   result.marks = marks_;
   result.latencies_ns = latencies_;
+  result.free_bytes = free_bytes_;
   result.virtual_ns = Now();
   return result;
 }
@@ -160,6 +162,7 @@ msched::Result<CUresult> Runner::Free(const std::string& name) {
   const CUdeviceptr p = buffer->first;
   const std::string& kind = (*spec)->kind;
   if (kind == "host") return cuMemFreeHost(reinterpret_cast<void*>(p));
+  if (kind == "vmm") return FreeVmm(p);
   return kind == "async" && !options_.force_managed ? cuMemFreeAsync(p, nullptr) : cuMemFree(p);
 }
 
@@ -177,7 +180,9 @@ msched::Status Runner::Alloc(const BufferSpec& b) {
   if (size <= 0) return Status::InvalidArgument("buffer " + b.name + " has size " + std::to_string(size));
   CUdeviceptr p = 0;
   const std::string what = "allocating " + b.name + " (" + b.kind + ", " + std::to_string(size) + " bytes)";
-  if (b.kind == "managed" || (options_.force_managed && b.kind != "host")) {
+  if (b.kind == "vmm") {
+    MSCHED_RETURN_IF_ERROR(AllocVmm(static_cast<uint64_t>(size), &p, what));
+  } else if (b.kind == "managed" || (options_.force_managed && b.kind != "host")) {
     MSCHED_RETURN_IF_ERROR(Check(cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), what));
   } else if (b.kind == "pitch") {
     size_t pitch = 0;
@@ -193,6 +198,45 @@ msched::Status Runner::Alloc(const BufferSpec& b) {
   }
   ptrs_[b.name] = {p, static_cast<uint64_t>(size)};
   return Status::Ok();
+}
+
+msched::Status Runner::AllocVmm(uint64_t size, CUdeviceptr* p, const std::string& what) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  size_t granularity = 0;
+  MSCHED_RETURN_IF_ERROR(
+      Check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), what));
+  VmmBuffer b;
+  b.mapped = (size + granularity - 1) / granularity * granularity;
+  MSCHED_RETURN_IF_ERROR(Check(cuMemCreate(&b.handle, b.mapped, &prop, 0), what));
+  CUresult r = cuMemAddressReserve(p, b.mapped, 0, 0, 0);
+  if (r == CUDA_SUCCESS) {
+    r = cuMemMap(*p, b.mapped, 0, b.handle, 0);
+    if (r != CUDA_SUCCESS) (void)cuMemAddressFree(*p, b.mapped);
+  }
+  if (r == CUDA_SUCCESS) {
+    const CUmemAccessDesc access{prop.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    r = cuMemSetAccess(*p, b.mapped, &access, 1);
+    if (r != CUDA_SUCCESS) (void)cuMemUnmap(*p, b.mapped), (void)cuMemAddressFree(*p, b.mapped);
+  }
+  if (r != CUDA_SUCCESS) {
+    (void)cuMemRelease(b.handle);
+    return Check(r, what);
+  }
+  vmm_[*p] = b;
+  return Status::Ok();
+}
+
+CUresult Runner::FreeVmm(CUdeviceptr p) {
+  auto it = vmm_.find(p);
+  if (it == vmm_.end()) return CUDA_ERROR_INVALID_VALUE;
+  const VmmBuffer b = it->second;
+  vmm_.erase(it);
+  CUresult r = cuMemUnmap(p, b.mapped);
+  if (const CUresult released = cuMemRelease(b.handle); r == CUDA_SUCCESS) r = released;
+  if (const CUresult freed = cuMemAddressFree(p, b.mapped); r == CUDA_SUCCESS) r = freed;
+  return r;
 }
 
 msched::Result<Runner::Span> Runner::Buffer(const std::string& name) {
@@ -523,6 +567,12 @@ msched::Status Runner::ExecStep(const Step& s) {
       MSCHED_RETURN_IF_ERROR(Check(cuCtxSynchronize(), "synchronising at mark " + s.var));
       msimGetTime(&marks_[s.var]);
       return Status::Ok();
+    case Step::Op::kMemInfo: {
+      size_t free = 0, total = 0;
+      MSCHED_RETURN_IF_ERROR(Check(cuMemGetInfo(&free, &total), "cuMemGetInfo"));
+      free_bytes_ = free;
+      return Status::Ok();
+    }
     case Step::Op::kHostWork: {
       Result<int64_t> us = Eval(s.value, "host_work");
       if (!us.ok()) return us.status();

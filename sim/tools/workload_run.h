@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,13 @@ struct RunResult {
   std::map<std::string, uint64_t> marks;  // virtual time at each "mark" step (after synchronising)
   std::vector<uint64_t> latencies_ns;     // each request a "serve" step answered, arrival to answer
   uint64_t arrival_ns = 0;                // when the job was submitted (RunOptions::arrival_ns, or its start)
+  std::optional<uint64_t> free_bytes;     // the device memory free as the last "meminfo" step saw it
   int attempts = 0;                       // runs of the program, the last one included
   int ooms = 0;                           // attempts that ran out of device memory and were run again
   uint64_t lost_ns = 0;                   // device time those attempts ran before failing (work lost)
   // Empty on success. On a failure, the reason, with virtual_ns and what
-  // was counted before it (arrival, attempts, OOMs, checksums read so far);
+  // was counted before it (arrival, attempts, OOMs, checksums read so far,
+  // the free memory seen);
   // launches, marks and latencies stay empty.
   std::string error;
 };

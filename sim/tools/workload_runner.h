@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,12 @@ class Runner {
   Result<CUresult> Free(const std::string& name);
   Result<const BufferSpec*> Spec(const std::string& name);
   Status Alloc(const BufferSpec& b);
+  // A "vmm" buffer: physical memory created, mapped at an address range of
+  // its own and made readable and writable, as a VMM allocator does (the
+  // handle kept until the buffer is freed). Freed by unmapping, releasing
+  // the handle and freeing the range.
+  Status AllocVmm(uint64_t size, CUdeviceptr* p, const std::string& what);
+  CUresult FreeVmm(CUdeviceptr p);
   Result<Span> Buffer(const std::string& name);
   Result<CUstream> Stream(const std::string& name);
   Result<Span> Slice(const Step& s, const std::string& name);
@@ -74,10 +81,16 @@ class Runner {
   std::vector<CUmodule> modules_;
   std::map<std::string, CUstream> streams_;
   std::map<std::string, Span> ptrs_;
+  struct VmmBuffer {
+    CUmemGenericAllocationHandle handle = 0;
+    uint64_t mapped = 0;  // bytes mapped (the size rounded up to the granularity)
+  };
+  std::map<CUdeviceptr, VmmBuffer> vmm_;        // the "vmm" buffers, by address
   std::map<std::string, std::string> aliases_;  // a serve step's swap_as: the model buffer it names now
   std::vector<uint64_t> latencies_;
   std::map<std::string, CUfunction> functions_;
-  uint64_t started_ns_ = 0;  // the clock once the driver is initialised (Setup)
+  uint64_t started_ns_ = 0;             // the clock once the driver is initialised (Setup)
+  std::optional<uint64_t> free_bytes_;  // the last "meminfo" step's
   uint64_t launches_ = 0;
   uint64_t first_launch_ns_ = 0;
   std::map<std::string, uint64_t> marks_;

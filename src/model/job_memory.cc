@@ -22,8 +22,8 @@ void JobMemory::SetGranted(uint64_t bytes) {
 }
 
 void JobMemory::AddPinned(int64_t delta) {
-  budget_.pinned = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(budget_.pinned) + delta));
-  ApplyBudget();
+  imported_ = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(imported_) + delta));
+  CountPinned();
 }
 
 MoveOutcome JobMemory::MakeResident(const std::vector<PredictedRegion>& regions, uint64_t seq, StreamHandle stream,

@@ -24,6 +24,7 @@
 #include "model/device_ops.h"
 #include "model/memory_manager.h"
 #include "model/template_eval.h"
+#include "model/vmm_memory.h"
 #include "msched/config.h"
 #include "msched/status.h"
 
@@ -33,7 +34,9 @@ struct JobBudget {
   uint64_t configured = 0;  // MSCHED_GPU_MEMORY; 0: not set
   uint64_t device = 0;      // the device's memory as its driver reports it; 0: not asked yet
   uint64_t granted = 0;     // the coordinator's grant while it coordinates the job; 0: none
-  uint64_t pinned = 0;      // memory msched cannot move (VMM, IPC): it counts against the total
+  // Memory msched does not page (VMM memory on the device, IPC-imported
+  // memory): it counts against the total.
+  uint64_t pinned = 0;
 
   // What the job may hold in HBM: the grant, else the configured size, else
   // the device's memory; 0 while none is known (nothing can be planned).
@@ -73,7 +76,26 @@ class JobMemory {
   void SetDevice(uint64_t bytes);
   // 0 withdraws the grant (the coordinator went away).
   void SetGranted(uint64_t bytes);
+  // Memory imported from another process (cuIpcOpenMemHandle) came or went.
   void AddPinned(int64_t delta);
+
+  // The job's VMM memory (vmm_memory.h). Every change goes through
+  // ChangeVmm, whose result keeps what the job holds on the device counted
+  // as pinned once the change is made:
+  //   job.ChangeVmm()->Mapped(va, size, offset, id);
+  const VmmMemory& vmm() const { return vmm_; }
+  class VmmChange {
+   public:
+    explicit VmmChange(JobMemory& job) : job_(job) {}
+    VmmChange(const VmmChange&) = delete;
+    VmmChange& operator=(const VmmChange&) = delete;
+    ~VmmChange() { job_.CountPinned(); }
+    VmmMemory* operator->() { return &job_.vmm_; }
+
+   private:
+    JobMemory& job_;
+  };
+  VmmChange ChangeVmm() { return VmmChange(*this); }
 
   // What the manager knows, to read: every change goes through JobMemory.
   const MemoryManager& manager() const { return manager_; }
@@ -180,11 +202,17 @@ class JobMemory {
     return evicted_ && manager_.resident_bytes() >= manager_.budget() - manager_.budget() / 8;
   }
   void ApplyBudget() { manager_.set_budget(budget_.Managed()); }
+  void CountPinned() {
+    budget_.pinned = imported_ + vmm_.device_bytes();
+    ApplyBudget();
+  }
   MoveOutcome Carry(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, bool wait);
   MoveOutcome Evict(uint64_t bytes, DeviceOps& ops);
   MoveOutcome EvictAll(DeviceOps& ops, bool wait);
 
   JobBudget budget_;
+  uint64_t imported_ = 0;  // IPC memory, of budget_.pinned
+  VmmMemory vmm_;
   MemoryManager manager_{0};
   std::vector<ByteRange> last_working_set_;             // the last slice's, in first-use order
   bool evicted_ = false;                                // a plan of the manager's has evicted (UnderPressure)

@@ -187,7 +187,9 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
       return f(&free, &total);
     };
   }
-  if (base == "cuMemCreate" || base == "cuMemRelease" || base == "cuMemMap" || base == "cuMemUnmap") {
+  if (base == "cuMemCreate" || base == "cuMemRelease" || base == "cuMemMap" || base == "cuMemUnmap" ||
+      base == "cuMemSetAccess" || base == "cuMemRetainAllocationHandle" || base == "cuMemExportToShareableHandle" ||
+      base == "cuMemImportFromShareableHandle" || base == "cuMemGetAllocationPropertiesFromHandle") {
     static CUmemAllocationProp prop{};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
@@ -199,11 +201,32 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
         return f(&h, size, &prop, 0);
       };
     }
+    if (base == "cuMemImportFromShareableHandle") {
+      auto f = fn(PFN_cuMemImportFromShareableHandle_v10020{});
+      return [f] {
+        CUmemGenericAllocationHandle h;
+        return f(&h, reinterpret_cast<void*>(intptr_t{0}), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      };
+    }
     CUmemGenericAllocationHandle h;
     CHECK(L<PFN_cuMemCreate_v10020>("cuMemCreate", 10020)(&h, size, &prop, 0));
     if (base == "cuMemRelease") {
       auto f = fn(PFN_cuMemRelease_v10020{});
       return [f, h] { return f(h); };
+    }
+    if (base == "cuMemExportToShareableHandle") {
+      auto f = fn(PFN_cuMemExportToShareableHandle_v10020{});
+      return [f, h] {
+        int fd = -1;
+        return f(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+      };
+    }
+    if (base == "cuMemGetAllocationPropertiesFromHandle") {
+      auto f = fn(PFN_cuMemGetAllocationPropertiesFromHandle_v10020{});
+      return [f, h] {
+        CUmemAllocationProp got{};
+        return f(&got, h);
+      };
     }
     CUdeviceptr va;
     CHECK(L<PFN_cuMemAddressReserve_v10020>("cuMemAddressReserve", 10020)(&va, size, 0, 0, 0));
@@ -212,6 +235,19 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
       return [f, va, size, h] { return f(va, size, 0, h, 0); };
     }
     CHECK(L<PFN_cuMemMap_v10020>("cuMemMap", 10020)(va, size, 0, h, 0));
+    static const CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    if (base == "cuMemSetAccess") {
+      auto f = fn(PFN_cuMemSetAccess_v10020{});
+      return [f, va, size] { return f(va, size, &access, 1); };
+    }
+    CHECK(L<PFN_cuMemSetAccess_v10020>("cuMemSetAccess", 10020)(va, size, &access, 1));
+    if (base == "cuMemRetainAllocationHandle") {
+      auto f = fn(PFN_cuMemRetainAllocationHandle_v11000{});
+      return [f, va] {
+        CUmemGenericAllocationHandle retained;
+        return f(&retained, reinterpret_cast<void*>(va));
+      };
+    }
     auto f = fn(PFN_cuMemUnmap_v10020{});
     return [f, va, size] { return f(va, size); };
   }

@@ -1,6 +1,7 @@
 // Several processes on one shared simulated device: they contend for HBM,
-// evict each other's managed memory, and a process killed with SIGKILL (even
-// inside a driver call) gives its memory back without wedging the others.
+// evict each other's managed memory, a process killed with SIGKILL (even
+// inside a driver call) gives its memory back without wedging the others,
+// and one that exits holding VMM memory gives it back.
 // Each scenario runs in child processes, which attach to a device named for
 // the test; this process never initialises the driver.
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -212,6 +214,38 @@ TEST_F(SimMultiProcessTest, KilledProcessReleasesItsMemory) {
     return cuMemAlloc(&d, 60 * kMiB) == CUDA_SUCCESS ? 0 : 2;  // only possible once the victim's 48 MiB is back
   });
   EXPECT_EQ(survivor.Wait(), 0);
+}
+
+TEST_F(SimMultiProcessTest, AProcessThatExitsWithLiveVmmMemoryGivesItBack) {
+  Child holder(device_, [](Child& self) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va;
+    if (!Attach() || cuMemCreate(&h, 48 * kMiB, &prop, 0) || cuMemAddressReserve(&va, 48 * kMiB, 0, 0, 0) ||
+        cuMemMap(va, 48 * kMiB, 0, h, 0)) {
+      return 1;
+    }
+    self.Tell('h');
+    self.Hear();
+    std::exit(0);  // a normal exit, its handle held and mapped
+  });
+  ASSERT_EQ(holder.Listen(), 'h');
+  // Attached before the holder exits, so what it sees after is the exit's
+  // doing, not the reclaiming of a dead process's slot on attach.
+  Child observer(device_, [](Child& self) {
+    size_t free = 0, total = 0;
+    if (!Attach() || cuMemGetInfo(&free, &total) || free != 16 * kMiB) return 1;
+    self.Tell('o');
+    self.Hear();  // the holder has exited
+    return cuMemGetInfo(&free, &total) == CUDA_SUCCESS && free == total ? 0 : 2;
+  });
+  ASSERT_EQ(observer.Listen(), 'o');
+  holder.Say('x');
+  EXPECT_EQ(holder.Wait(), 0);
+  observer.Say('x');
+  EXPECT_EQ(observer.Wait(), 0);
 }
 
 TEST_F(SimMultiProcessTest, KillInsideDriverCallsDoesNotWedgeTheDevice) {

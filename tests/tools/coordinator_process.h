@@ -64,7 +64,8 @@ class CoordinatorProcessTest : public ::testing::Test {
     }
   }
 
-  // Starts a vector-add job of `foot` bytes and `tasks` tasks; returns its index.
+  // Starts a vector-add job (workload_) of `foot` bytes and `tasks` tasks;
+  // returns its index.
   size_t StartJob(uint64_t foot, int tasks, std::map<std::string, std::string> env = {}) {
     const size_t i = jobs_.size();
     msched::SpawnOptions o;
@@ -76,9 +77,8 @@ class CoordinatorProcessTest : public ::testing::Test {
     for (auto& [k, v] : env) o.env[k] = v;
     o.stdout_path = Out(i);
     o.stderr_path = dir_ + "/job" + std::to_string(i) + ".err";
-    auto p = msched::Subprocess::Spawn({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
-                                        "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
-                                       o);
+    auto p = msched::Subprocess::Spawn(
+        {MSIM_RUN, workload_, "--set", "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)}, o);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     jobs_.push_back(std::move(*p));
     return i;
@@ -88,12 +88,12 @@ class CoordinatorProcessTest : public ::testing::Test {
 
   // The checksum a job of this shape prints when it runs alone, uncoordinated.
   std::string AloneChecksum(uint64_t foot, int tasks) {
-    const ts::ProgramRun r = ts::RunProgram({MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set",
-                                             "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
-                                            {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
-                                             {"MSIM_DEVICE", device_ + "alone"},
-                                             {"MSIM_HBM_BYTES", std::to_string(kHbm)},
-                                             {"LD_PRELOAD", ""}});
+    const ts::ProgramRun r = ts::RunProgram(
+        {MSIM_RUN, workload_, "--set", "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
+        {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+         {"MSIM_DEVICE", device_ + "alone"},
+         {"MSIM_HBM_BYTES", std::to_string(kHbm)},
+         {"LD_PRELOAD", ""}});
     ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
     return ts::Checksums(r.out);
   }
@@ -128,6 +128,7 @@ class CoordinatorProcessTest : public ::testing::Test {
   static constexpr uint64_t kHbm = 64 * kMiB;
   static int serial_;
   std::string dir_, device_;
+  std::string workload_ = std::string(WORKLOADS_DIR) + "/micro_vadd.json";  // the jobs' program
   std::optional<msched::Subprocess> daemon_;
   std::vector<msched::Subprocess> jobs_;
 };

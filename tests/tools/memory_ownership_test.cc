@@ -105,4 +105,53 @@ TEST_P(MemoryOwnershipTest, TwoJobsTakingTurnsFaultOnlyOnFirstTouch) {
 
 INSTANTIATE_TEST_SUITE_P(Unknown, MemoryOwnershipTest, ::testing::Values("pointers", "fault"));
 
+// Jobs that map their memory themselves through the VMM API, as vLLM's and
+// SGLang's allocators do (workloads/vmm_vadd.json).
+class VmmMemoryTest : public ts::CoordinatorProcessTest {
+ protected:
+  VmmMemoryTest() { workload_ = std::string(TEST_WORKLOADS_DIR) + "/vmm_vadd.json"; }
+
+  // A process that is not msched's reads the free device memory and then
+  // allocates `bytes` with cuMemAlloc (workloads/plain_alloc.json): its
+  // msim-run result, with its exit status.
+  json PlainAlloc(uint64_t bytes) {
+    const std::string out = dir_ + "/plain.json";
+    ::unlink(out.c_str());
+    const ts::ProgramRun r = ts::RunProgram({MSIM_RUN, std::string(TEST_WORKLOADS_DIR) + "/plain_alloc.json", "--set",
+                                             "FOOT=" + std::to_string(bytes), "--json", out},
+                                            {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                             {"LD_PRELOAD", ""},
+                                             {"MSIM_DEVICE", device_},
+                                             {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
+    json result = SimStats(out);
+    if (!result.is_object()) result = json::object();
+    result["status"] = r.status;
+    return result;
+  }
+};
+
+// The job registers at its first cuMemCreate, and a pause gives its VMM
+// memory back for real: a process that is not msched's sees it free
+// (cuMemGetInfo) and allocates it with cuMemAlloc, which it could not while
+// the job ran. Resumed, the job maps it back where it was and finishes with
+// the checksums of its run alone.
+TEST_F(VmmMemoryTest, APausedJobsVmmMemoryIsFreeForAnyProcessAndTheJobResumesIntact) {
+  StartDaemon();
+  const uint64_t foot = 36 * kMiB;  // three buffers of 12 MiB: whole 2 MiB granules
+  StartJob(foot, 1500);
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["on_gpu"] == true; }))
+      << "registered with its coordinator";
+  EXPECT_NE(PlainAlloc(foot)["status"], 0) << "the running job holds the memory";
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("its memory is on the host"), std::string::npos) << r.out;
+  const json plain = PlainAlloc(foot);
+  EXPECT_EQ(plain["status"], 0) << plain.dump();
+  EXPECT_GE(plain.value("free_bytes", uint64_t{0}), foot) << plain.dump();
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+}
+
 }  // namespace

@@ -175,6 +175,11 @@ class CoordClient : private JobClock,
   uint64_t StartSlice(uint64_t budget, bool load) override;
   void FitBudget(uint64_t budget) override;
   void WithdrawGrant() override;
+  // Moves the job's VMM memory out (`out`) or back (VmmMemory); the bytes
+  // moved. Back, it retries while the device's memory is held by others.
+  uint64_t MoveVmm(bool out) MSCHED_REQUIRES(rt_.mu());
+  static constexpr int kVmmMoveBackTries = 3;  // for errors other than out of memory
+  static constexpr std::chrono::milliseconds kVmmMoveBackPause{10};
   // The job's running totals that its reports carry, for mschedd's metrics.
   proto::JobCounters Counters() override;
   void Send(const proto::Message& m) override;

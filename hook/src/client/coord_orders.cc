@@ -3,8 +3,11 @@
 // JobSide's clock, device and link: what Go, Stop and Budget do to the
 // driver and the job's memory (JobMemory's StartSlice, EndSlice and
 // FitBudget).
+#include <thread>
+
 #include "client/coord_client.h"
 #include "interpose/driver_functions.h"
+#include "job/cuda_vmm_ops.h"
 #include "job/residency.h"
 #include "observe/job_trace.h"
 #include "observe/log.h"
@@ -122,28 +125,73 @@ JobDevice::Ended CoordClient::EndSlice(uint64_t evict_bytes, bool wait) {
   const uint64_t now = env_.Now();
   MutexLock lock(&rt_.mu());
   NoteOverBudget(rt_);  // drained: everything the slice faulted in is there
+  const uint64_t managed = rt_.job().manager().resident_bytes();
   JobMemory::SliceEnd end;
   MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) {
     end = rt_.job().EndSlice(rt_.seq(), evict_bytes, wait, ops);
     return end.moved;
   });
+  // VMM memory cannot page: it goes whole, and only when the stop asks for
+  // more than the job's managed memory gives (a pause asks for everything).
+  uint64_t evicted = end.moved.evicted;
+  if (evict_bytes > managed) evicted += MoveVmm(/*out=*/true);
   JobTrace* trace = JobTrace::Active();
-  if (trace != nullptr && end.moved.evicted > 0) trace->SwapOut(now, end.moved.evicted);
-  return {end.working_set, DeviceResidentBytes(rt_)};
+  if (trace != nullptr && evicted > 0) trace->SwapOut(now, evicted);
+  return {end.working_set, DeviceResidentBytes(rt_) + rt_.job().vmm().device_bytes()};
 }
 
 uint64_t CoordClient::StartSlice(uint64_t budget, bool load) {
   MutexLock lock(&rt_.mu());
   if (budget > 0) rt_.job().SetGranted(budget);
   const uint64_t t0 = env_.Now();
+  // VMM memory first: the program may touch it at any launch.
+  const uint64_t vmm = MoveVmm(/*out=*/false);
   const MoveOutcome out =
       MoveMemory(rt_, [&](DeviceOps& ops) MSCHED_REQUIRES(rt_.mu()) { return rt_.job().StartSlice(load, ops); });
-  if (out.loaded > 0) {
+  const uint64_t loaded = out.loaded + vmm;
+  if (loaded > 0) {
     JobTrace* trace = JobTrace::Active();
-    if (trace != nullptr) trace->SwapIn(t0, env_.Now() - t0, out.loaded);
-    rt_.counters().coord_loaded_bytes->Add(out.loaded);
+    if (trace != nullptr) trace->SwapIn(t0, env_.Now() - t0, loaded);
+    rt_.counters().coord_loaded_bytes->Add(loaded);
   }
-  return out.loaded;
+  return loaded;
+}
+
+uint64_t CoordClient::MoveVmm(bool out) {
+  CudaVmmOps ops;
+  const auto moved = [&]() MSCHED_REQUIRES(rt_.mu()) {
+    return out ? rt_.job().vmm().moved_bytes() : rt_.job().vmm().device_bytes();
+  };
+  const uint64_t before = moved();
+  if (out) {
+    if (Status s = rt_.job().ChangeVmm()->MoveOut(ops); !s.ok()) {
+      LogOnce("vmm-out", spdlog::level::warn,
+              "VMM memory could not all be moved to the host (" + s.ToString() + "): what failed stays on the GPU");
+    }
+    rt_.counters().vmm_moved_out_bytes->Add(moved() - before);
+    return moved() - before;
+  }
+  // Back before the job runs again, however long that takes: a kernel that
+  // touched an address left unmapped would fail. Out of memory means
+  // another process holds it (msched's grant counted it free): wait for it.
+  for (int tries = 0;; ++tries) {
+    const Status s = rt_.job().ChangeVmm()->MoveBack(ops);
+    if (s.ok()) break;
+    if (s.code() != StatusCode::kResourceExhausted && tries >= kVmmMoveBackTries) {
+      LogError(
+          "VMM memory could not be mapped back ({}); its data is kept on the host, and kernels that touch it "
+          "will fail",
+          s.ToString());
+      break;
+    }
+    LogOnce("vmm-wait", spdlog::level::warn,
+            "waiting to map VMM memory back: " + s.ToString() + " (another process may hold the GPU's memory)");
+    rt_.mu().Unlock();
+    std::this_thread::sleep_for(kVmmMoveBackPause);
+    rt_.mu().Lock();
+  }
+  rt_.counters().vmm_moved_back_bytes->Add(moved() - before);
+  return moved() - before;
 }
 
 void CoordClient::FitBudget(uint64_t budget) {

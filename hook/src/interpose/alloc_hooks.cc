@@ -33,17 +33,6 @@ namespace {
 
 constexpr size_t kPitchAlignment = 512;
 
-// Registers the job with the coordinator at its first allocation, waiting
-// while it is queued. The error the allocation must fail with, or success.
-CUresult Admit(Runtime& rt, size_t bytes) {
-  Status s;
-  Safely(rt, "registering with the coordinator", [&] {
-    if (CoordClient* cc = CoordClient::Get(rt)) s = cc->Register(rt, bytes);
-  });
-  if (s.ok()) return CUDA_SUCCESS;
-  return s.code() == StatusCode::kResourceExhausted ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_PERMITTED;
-}
-
 // Records an allocation msched made in place of the program's (managed, or
 // a block of its pool) and counts it as converted.
 void RecordConverted(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind) {
@@ -51,11 +40,6 @@ void RecordConverted(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind)
   RecordAllocation(rt, base, size, kind);
   rt.counters().alloc_converted->Add();
   rt.counters().alloc_converted_bytes->Add(size);
-}
-
-// Tells the coordinator what the job has allocated now.
-void ReportUsage(Runtime& rt) {
-  if (CoordClient* cc = CoordClient::Get(rt)) cc->ReportUsage();
 }
 
 // After the driver freed `dptr`: msched forgets it and tells the coordinator.

@@ -1,5 +1,7 @@
 #include "interpose/allocation_record.h"
 
+#include "client/coord_client.h"
+#include "interpose/hook_guard.h"
 #include "observe/profile_recorder.h"
 
 namespace msched::hook {
@@ -15,6 +17,19 @@ void RecordAllocation(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind
 void ForgetAllocation(Runtime& rt, CUdeviceptr base) {
   if (!rt.job().ForgetAllocation(base).ok()) return;
   if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Free(base);
+}
+
+CUresult Admit(Runtime& rt, size_t bytes) {
+  Status s;
+  Safely(rt, "registering with the coordinator", [&] {
+    if (CoordClient* cc = CoordClient::Get(rt)) s = cc->Register(rt, bytes);
+  });
+  if (s.ok()) return CUDA_SUCCESS;
+  return s.code() == StatusCode::kResourceExhausted ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_PERMITTED;
+}
+
+void ReportUsage(Runtime& rt) {
+  if (CoordClient* cc = CoordClient::Get(rt)) cc->ReportUsage();
 }
 
 }  // namespace msched::hook

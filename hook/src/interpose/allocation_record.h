@@ -1,7 +1,9 @@
 // What the allocation hooks tell the job of an allocation they saw made or
 // freed: the allocation map and the memory manager (through JobMemory), the
-// statistics, and the profile being recorded. Used by the hooks of the
-// allocation family and of memory msched cannot manage.
+// statistics, and the profile being recorded; and the coordinator: the
+// registration at the first allocation, and what the job has allocated.
+// Used by the hooks of the allocation family, of VMM memory and of memory
+// imported from another process.
 #pragma once
 
 #include <cuda.h>
@@ -19,5 +21,13 @@ void RecordAllocation(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind
 
 // Forgets the allocation at `base`, if msched knows it.
 void ForgetAllocation(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu());
+
+// Registers the job with the coordinator at its first allocation (of any
+// kind), waiting while it is queued. The error the allocation must fail
+// with, or success.
+CUresult Admit(Runtime& rt, size_t bytes) MSCHED_EXCLUDES(rt.mu());
+
+// Tells the coordinator what the job has allocated now.
+void ReportUsage(Runtime& rt) MSCHED_EXCLUDES(rt.mu());
 
 }  // namespace msched::hook

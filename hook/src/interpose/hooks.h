@@ -29,13 +29,23 @@ CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream);
 CUresult Hook_cuMemPoolTrimTo(Entry e, CUmemoryPool pool, size_t min_bytes_to_keep);
 CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total);
 
-// pinned_memory_hooks.cc
+// vmm_hooks.cc
 CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size_t size,
                           const CUmemAllocationProp_v1* prop, unsigned long long flags);
 CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle);
 CUresult Hook_cuMemMap(Entry e, CUdeviceptr_v2 ptr, size_t size, size_t offset, CUmemGenericAllocationHandle_v1 handle,
                        unsigned long long flags);
 CUresult Hook_cuMemUnmap(Entry e, CUdeviceptr_v2 ptr, size_t size);
+CUresult Hook_cuMemSetAccess(Entry e, CUdeviceptr_v2 ptr, size_t size, const CUmemAccessDesc_v1* desc, size_t count);
+CUresult Hook_cuMemRetainAllocationHandle(Entry e, CUmemGenericAllocationHandle_v1* handle, void* addr);
+CUresult Hook_cuMemExportToShareableHandle(Entry e, void* shareable, CUmemGenericAllocationHandle_v1 handle,
+                                           CUmemAllocationHandleType type, unsigned long long flags);
+CUresult Hook_cuMemImportFromShareableHandle(Entry e, CUmemGenericAllocationHandle_v1* handle, void* os_handle,
+                                             CUmemAllocationHandleType type);
+CUresult Hook_cuMemGetAllocationPropertiesFromHandle(Entry e, CUmemAllocationProp_v1* prop,
+                                                     CUmemGenericAllocationHandle_v1 handle);
+
+// pinned_memory_hooks.cc
 CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle, unsigned int flags);
 CUresult Hook_cuIpcCloseMemHandle(Entry e, CUdeviceptr_v2 dptr);
 

@@ -115,6 +115,8 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.coord_stops = stats_.GetCounter("coordinator.stops");
   c_.coord_stop_ns = stats_.GetCounter("coordinator.stop_ns");
   c_.coord_loaded_bytes = stats_.GetCounter("coordinator.loaded_bytes");
+  c_.vmm_moved_out_bytes = stats_.GetCounter("vmm.moved_out_bytes");
+  c_.vmm_moved_back_bytes = stats_.GetCounter("vmm.moved_back_bytes");
   c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
 
   const ConfigParse& parse = HookConfigParse();
@@ -198,18 +200,6 @@ bool Runtime::SynchronizedAll(CUstream stream, bool whole_context) {
                           (streams_since_sync_.size() == 1 && *streams_since_sync_.begin() == stream);
   if (everything) streams_since_sync_.clear();
   return everything;
-}
-
-void Runtime::PhysicalCreated(CUmemGenericAllocationHandle handle, size_t size) {
-  physical_sizes_[handle] = size;
-  AddPinned(static_cast<int64_t>(size));
-}
-
-void Runtime::PhysicalReleased(CUmemGenericAllocationHandle handle) {
-  auto it = physical_sizes_.find(handle);
-  if (it == physical_sizes_.end()) return;
-  AddPinned(-static_cast<int64_t>(it->second));
-  physical_sizes_.erase(it);
 }
 
 void Runtime::AddPinned(int64_t delta) {

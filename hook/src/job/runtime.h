@@ -80,6 +80,8 @@ struct HookCounters {
   Counter* coord_stops;
   Counter* coord_stop_ns;  // device time from taking a stop to answering it (drain, evictions, a pause's wait)
   Counter* coord_loaded_bytes;
+  Counter* vmm_moved_out_bytes;   // VMM memory moved to the host at stops
+  Counter* vmm_moved_back_bytes;  // and mapped back
   Histogram* hook_latency_ns;
 };
 
@@ -146,8 +148,8 @@ class Runtime {
   // answer, for the budget's fallback (JobBudget::device). Called by the
   // paths that plan or report memory, before they do.
   void LearnDeviceMemory() MSCHED_REQUIRES(mu_);
-  // Memory msched cannot manage (VMM, IPC) came or went: it counts against
-  // the budget (JobBudget::pinned).
+  // Memory imported from another process (IPC) came or went: it counts
+  // against the budget (JobBudget::pinned).
   void AddPinned(int64_t delta) MSCHED_REQUIRES(mu_);
   // A launch or copy was queued on `stream`.
   void LaunchedOn(CUstream stream) MSCHED_REQUIRES(mu_) { streams_since_sync_.insert(stream); }
@@ -156,10 +158,6 @@ class Runtime {
   // whole context, or the one stream that ran launches), and then the count
   // starts again.
   bool SynchronizedAll(CUstream stream, bool whole_context) MSCHED_REQUIRES(mu_);
-  // A physical allocation (cuMemCreate) of `size` bytes was made, or
-  // released: it counts as pinned while it exists.
-  void PhysicalCreated(CUmemGenericAllocationHandle handle, size_t size) MSCHED_REQUIRES(mu_);
-  void PhysicalReleased(CUmemGenericAllocationHandle handle) MSCHED_REQUIRES(mu_);
 
   // ---- Guarded by pool_mu() --------------------------------------------------
   // Held across the pool's driver calls (a new chunk, a fence), so that the
@@ -205,7 +203,6 @@ class Runtime {
   ExtentMemo extents_ MSCHED_GUARDED_BY(mu_);
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
   std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);  // streams that ran launches since
-  std::map<CUmemGenericAllocationHandle, size_t> physical_sizes_ MSCHED_GUARDED_BY(mu_);  // pinned, by handle
   std::set<CUstream> capturing_streams_ MSCHED_GUARDED_BY(mu_);
 };
 

@@ -284,10 +284,10 @@ Status StartCoordinator(const std::string& socket) {
 // argv[argc] is null. Options come first, as `--opt VALUE` or `--opt=VALUE`;
 // the command starts after `--` or at the first argument that is not an option.
 // PyTorch's expandable segments map memory through VMM (cuMemCreate,
-// cuMemMap), which msched cannot make managed: it passes through as device
-// memory msched can neither prefetch nor evict. Its native allocator with
-// fixed segments is the one whose memory msched can manage and keep within
-// the budget (docs/real-gpu.md), so
+// cuMemMap), which msched cannot make managed: it moves it whole between
+// turns but cannot page it, so a job cannot hold more of it than its
+// budget. Its native allocator with fixed segments is the one whose memory
+// msched can page and keep within the budget (docs/real-gpu.md), so
 // `msched run` asks for it unless the user chose (`msched help` says so;
 // a line on every run would land in the output of every job, PyTorch or
 // not), and warns when the user's choice bypasses msched.
@@ -296,8 +296,8 @@ void ChooseTorchAllocator(std::map<std::string, std::string>* env) {
   if (chosen == nullptr || *chosen == '\0') {
     (*env)["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:False";
   } else if (std::strstr(chosen, "expandable_segments:True") != nullptr) {
-    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments, whose memory msched cannot manage "
-                 "(it stays on the GPU, outside msched's budget)\n";
+    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments, whose memory msched cannot page "
+                 "(it moves whole between turns, and the job cannot hold more of it than its budget)\n";
   }
 }
 
@@ -472,7 +472,7 @@ int TraceCommand(int argc, char** argv) {
 int Help() {
   std::cout << kUsage
             << "\nmsched run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False unless it is set: PyTorch's"
-               "\nexpandable segments are VMM memory, which msched can neither prefetch nor evict.\n"
+               "\nexpandable segments are VMM memory, which msched moves whole between turns but cannot page.\n"
             << "\nPer-job settings (environment variables, or msched run options):\n";
   for (const ConfigVariable& v : ConfigVariables()) {
     std::cout << "  " << v.name << "\n      " << v.meaning << "\n      accepted: " << v.accepted

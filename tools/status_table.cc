@@ -134,14 +134,16 @@ const std::vector<Column>& AllColumns() {
       {"RESIDENT", true, [](const json& j) { return Size(j, "resident_bytes"); }},
       {"BUDGET", true, [](const json& j) { return Size(j, "budget_bytes"); }},
       {"OVER", true, [](const json& j) { return Size(j, "peak_over_budget_bytes"); }},
+      {"SHARED", true, [](const json& j) { return Size(j, "shared_bytes"); }},
       {"SWAPS", true, [](const json& j) { return std::to_string(U64(j, "swaps_in")); }},
   });
   return *columns;
 }
 
 // First left out when narrow; the columns not named here always stay.
-constexpr const char* kDropOrder[] = {"SWAPS",   "OVER",     "BUDGET", "PID",       "CLASS",    "PRIO",   "SLICES",
-                                      "WORKSET", "DECLARED", "USER",   "ALLOCATED", "RESIDENT", "WAITED", "WHY"};
+constexpr const char* kDropOrder[] = {"SHARED", "SWAPS",     "OVER",     "BUDGET",  "PID",
+                                      "CLASS",  "PRIO",      "SLICES",   "WORKSET", "DECLARED",
+                                      "USER",   "ALLOCATED", "RESIDENT", "WAITED",  "WHY"};
 
 // Joins `parts` with ", " into lines of at most `width` columns (0: one line).
 std::string Wrap(const std::vector<std::string>& parts, size_t width) {

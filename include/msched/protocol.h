@@ -34,7 +34,7 @@ inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // (a budget answering it) before the job launches again; 6: each Go carries
 // the turn's idle yield; 7: a hello may declare the job a service; 8: the
 // counters carry the peak over budget.
-inline constexpr uint16_t kVersion = 8;
+inline constexpr uint16_t kVersion = 9;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -88,9 +88,13 @@ struct JobCounters {
   // was complete (a synchronisation of everything it launched, a stop's
   // drain): what kernels msched could not predict faulted in beyond it.
   uint64_t peak_over_budget = 0;
+  // Bytes of its memory shared with another process through a handle (VMM
+  // handles exported or imported, IPC imports): kept on the GPU, never
+  // moved by msched.
+  uint64_t shared = 0;
   template <typename V>
   bool Fields(V& v) {
-    return v(faults) && v(prefetched) && v(peak_over_budget);
+    return v(faults) && v(prefetched) && v(peak_over_budget) && v(shared);
   }
 };
 

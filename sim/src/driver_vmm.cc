@@ -58,7 +58,7 @@ void FreeIfUnused(Process& p, PhysicalMem* mem) {
   if (mem->refs > 0 || mem->mappings > 0) return;
   p.physical.erase(mem);
   close(mem->fd);
-  {
+  if (!mem->imported) {
     DeviceLock dl(p.dev);
     p.dev->ReleaseDevice(mem->size);
   }
@@ -121,6 +121,7 @@ MSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t si
     }
     mem->size = size;
     mem->refs = 1;
+    mem->exportable = (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0;
     p.physical.insert(mem);
     *handle = HandleOf(mem);
     return CUDA_SUCCESS;
@@ -156,6 +157,49 @@ MSIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp*
     *prop = CUmemAllocationProp{};  // what cuMemCreate accepts: pinned, on device 0
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop->location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    return CUDA_SUCCESS;
+  });
+}
+
+// Sharing with another process, as POSIX file descriptors only: the export
+// is a descriptor of the memory file (the handle must have been created
+// asking for that type, as the driver requires), and an import maps the
+// same file, whose HBM stays the exporter's. (If the exporter frees its
+// handle first, the device counts the memory free while the importer still
+// maps it: a simplification; the driver keeps it until both let go.)
+MSIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocationHandle handle,
+                                                  CUmemAllocationHandleType type, unsigned long long flags) {
+  if (shareable == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    PhysicalMem* mem = Held(p, handle);
+    if (mem == nullptr || !mem->exportable) return CUDA_ERROR_INVALID_VALUE;
+    const int fd = dup(mem->fd);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    *static_cast<int*>(shareable) = fd;
+    return CUDA_SUCCESS;
+  });
+}
+
+MSIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* os_handle,
+                                                    CUmemAllocationHandleType type) {
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(os_handle));
+  return Call(NeedCtx::kYes, [&](Process& p) {
+    const off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    if (size <= 0 || size % kChunk != 0) return CUDA_ERROR_INVALID_VALUE;
+    auto* mem = new PhysicalMem();
+    mem->fd = dup(fd);
+    if (mem->fd < 0) {
+      delete mem;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    mem->size = static_cast<uint64_t>(size);
+    mem->refs = 1;
+    mem->imported = true;
+    p.physical.insert(mem);
+    *handle = HandleOf(mem);
     return CUDA_SUCCESS;
   });
 }

@@ -114,8 +114,12 @@ struct PhysicalMem {
   uint32_t magic = kMagic;
   int fd = -1;
   uint64_t size = 0;
-  uint64_t refs = 0;      // handle references
-  uint64_t mappings = 0;  // its live cuMemMap mappings
+  uint64_t refs = 0;        // handle references
+  uint64_t mappings = 0;    // its live cuMemMap mappings
+  bool exportable = false;  // created asking for a POSIX file descriptor handle
+  // Imported from another process's export: its HBM is the exporter's,
+  // never reserved or released here.
+  bool imported = false;
 };
 
 struct Counters : UvmCounters {

@@ -3,7 +3,7 @@
 // simulated driver, alone or under LD_PRELOAD=libmsched.so.
 //
 //   msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]
-//            [--managed] [--no-checksum] [--arrive-ns T]
+//            [--managed | --vmm] [--no-checksum] [--arrive-ns T]
 //            [--attempts N] [--retry-delay-ns D]
 //   msim-run --replay TRACE [--host-ns-per-launch N] [the same options but --set]
 //
@@ -13,7 +13,9 @@
 // each launch whose trace records none (docs/simulator.md gives it for the
 // shared traces, with the measurement it comes from).
 // --managed allocates every device buffer as managed memory, as a
-// unified-memory program does (demand paging without msched).
+// unified-memory program does (demand paging without msched); --vmm maps
+// every one through the VMM API (cuMemCreate, cuMemMap), as vLLM's and
+// SGLang's allocators do.
 // --no-checksum skips reading the checksum buffers back (benchmark scale).
 // --arrive-ns submits the job at virtual time T: it allocates nothing
 // before every process sharing the device has reached T.
@@ -37,9 +39,9 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed] [--no-checksum]\n"
+    "usage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed | --vmm] [--no-checksum]\n"
     "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n"
-    "       msim-run --replay TRACE [--host-ns-per-launch N] [--json OUT.json] [--managed] [--no-checksum]\n"
+    "       msim-run --replay TRACE [--host-ns-per-launch N] [--json OUT.json] [--managed | --vmm] [--no-checksum]\n"
     "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n";
 
 int Usage(const char* why) {
@@ -58,6 +60,8 @@ int Help() {
       "  --set VAR=VALUE         override a workload variable (an integer expression)\n"
       "  --json OUT.json         write the result (times, checksums, counters) as JSON\n"
       "  --managed               allocate every buffer as managed memory (demand paging without msched)\n"
+      "  --vmm                   map every device buffer through the VMM API (cuMemCreate, cuMemMap), as a\n"
+      "                          serving engine's allocator does\n"
       "  --no-checksum           do not read the checksum buffers back (benchmark scale)\n"
       "  --arrive-ns T           start at virtual time T, after every process sharing the device reaches it\n"
       "  --attempts N            run again from the start after running out of device memory, N runs in all\n"
@@ -139,6 +143,8 @@ int main(int argc, char** argv) {
       overrides[kv.substr(0, eq)] = v;
     } else if (a == "--managed") {
       options.force_managed = true;
+    } else if (a == "--vmm") {
+      options.force_vmm = true;
     } else if (a == "--no-checksum") {
       options.checksums = false;
     } else if ((a == "--arrive-ns" || a == "--attempts" || a == "--retry-delay-ns" || a == "--host-ns-per-launch") &&
@@ -171,6 +177,7 @@ int main(int argc, char** argv) {
     }
   }
   if (path.empty()) return Usage("no workload given");
+  if (options.force_managed && options.force_vmm) return Usage("--managed and --vmm exclude each other");
   if (replay && !overrides.empty()) return Usage("--set does not apply to a replay");
   if (!replay && host_ns_per_launch != 0) return Usage("--host-ns-per-launch applies to a replay only");
   msched::Result<msim::Workload> loaded = msched::Status::Ok();

@@ -1,5 +1,7 @@
 #include "workload_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -160,10 +162,10 @@ msched::Result<CUresult> Runner::Free(const std::string& name) {
   Result<const BufferSpec*> spec = Spec(name);
   if (!spec.ok()) return spec.status();
   const CUdeviceptr p = buffer->first;
-  const std::string& kind = (*spec)->kind;
+  const std::string kind = KindOf(**spec);
   if (kind == "host") return cuMemFreeHost(reinterpret_cast<void*>(p));
-  if (kind == "vmm") return FreeVmm(p);
-  return kind == "async" && !options_.force_managed ? cuMemFreeAsync(p, nullptr) : cuMemFree(p);
+  if (kind == "vmm" || kind == "vmm_exported") return FreeVmm(p);
+  return kind == "async" ? cuMemFreeAsync(p, nullptr) : cuMemFree(p);
 }
 
 msched::Result<const BufferSpec*> Runner::Spec(const std::string& name) {
@@ -173,23 +175,31 @@ msched::Result<const BufferSpec*> Runner::Spec(const std::string& name) {
   return Status::InvalidArgument("no buffer " + name);
 }
 
+std::string Runner::KindOf(const BufferSpec& b) const {
+  const bool device = b.kind == "device" || b.kind == "pitch" || b.kind == "async";
+  if (device && options_.force_managed) return "managed";
+  if (device && options_.force_vmm) return "vmm";
+  return b.kind;
+}
+
 msched::Status Runner::Alloc(const BufferSpec& b) {
   Result<int64_t> evaluated = Eval(b.size, "size of " + b.name);
   if (!evaluated.ok()) return evaluated.status();
   const int64_t size = *evaluated;
   if (size <= 0) return Status::InvalidArgument("buffer " + b.name + " has size " + std::to_string(size));
   CUdeviceptr p = 0;
-  const std::string what = "allocating " + b.name + " (" + b.kind + ", " + std::to_string(size) + " bytes)";
-  if (b.kind == "vmm") {
-    MSCHED_RETURN_IF_ERROR(AllocVmm(static_cast<uint64_t>(size), &p, what));
-  } else if (b.kind == "managed" || (options_.force_managed && b.kind != "host")) {
+  const std::string kind = KindOf(b);
+  const std::string what = "allocating " + b.name + " (" + kind + ", " + std::to_string(size) + " bytes)";
+  if (kind == "vmm" || kind == "vmm_exported") {
+    MSCHED_RETURN_IF_ERROR(AllocVmm(static_cast<uint64_t>(size), kind == "vmm_exported", &p, what));
+  } else if (kind == "managed") {
     MSCHED_RETURN_IF_ERROR(Check(cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), what));
-  } else if (b.kind == "pitch") {
+  } else if (kind == "pitch") {
     size_t pitch = 0;
     MSCHED_RETURN_IF_ERROR(Check(cuMemAllocPitch(&p, &pitch, 4096, (size + 4095) / 4096, 4), what));
-  } else if (b.kind == "async") {
+  } else if (kind == "async") {
     MSCHED_RETURN_IF_ERROR(Check(cuMemAllocAsync(&p, size, nullptr), what));
-  } else if (b.kind == "host") {
+  } else if (kind == "host") {
     void* h = nullptr;
     MSCHED_RETURN_IF_ERROR(Check(cuMemAllocHost(&h, size), what));
     p = reinterpret_cast<CUdeviceptr>(h);
@@ -200,10 +210,11 @@ msched::Status Runner::Alloc(const BufferSpec& b) {
   return Status::Ok();
 }
 
-msched::Status Runner::AllocVmm(uint64_t size, CUdeviceptr* p, const std::string& what) {
+msched::Status Runner::AllocVmm(uint64_t size, bool exported, CUdeviceptr* p, const std::string& what) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  if (exported) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t granularity = 0;
   MSCHED_RETURN_IF_ERROR(
       Check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), what));
@@ -218,6 +229,9 @@ msched::Status Runner::AllocVmm(uint64_t size, CUdeviceptr* p, const std::string
   if (r == CUDA_SUCCESS) {
     const CUmemAccessDesc access{prop.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     r = cuMemSetAccess(*p, b.mapped, &access, 1);
+    if (r == CUDA_SUCCESS && exported) {
+      r = cuMemExportToShareableHandle(&b.exported_fd, b.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    }
     if (r != CUDA_SUCCESS) (void)cuMemUnmap(*p, b.mapped), (void)cuMemAddressFree(*p, b.mapped);
   }
   if (r != CUDA_SUCCESS) {
@@ -233,6 +247,7 @@ CUresult Runner::FreeVmm(CUdeviceptr p) {
   if (it == vmm_.end()) return CUDA_ERROR_INVALID_VALUE;
   const VmmBuffer b = it->second;
   vmm_.erase(it);
+  if (b.exported_fd >= 0) close(b.exported_fd);
   CUresult r = cuMemUnmap(p, b.mapped);
   if (const CUresult released = cuMemRelease(b.handle); r == CUDA_SUCCESS) r = released;
   if (const CUresult freed = cuMemAddressFree(p, b.mapped); r == CUDA_SUCCESS) r = freed;

@@ -61,12 +61,18 @@ class Runner {
   // Frees buffer `name` the way it was allocated: the driver's answer.
   Result<CUresult> Free(const std::string& name);
   Result<const BufferSpec*> Spec(const std::string& name);
+  // The kind buffer `b` is allocated as: its own, or what RunOptions'
+  // force_managed or force_vmm make of a device buffer (plain, pitch or
+  // async; host memory and the other kinds stay as they are).
+  std::string KindOf(const BufferSpec& b) const;
   Status Alloc(const BufferSpec& b);
   // A "vmm" buffer: physical memory created, mapped at an address range of
   // its own and made readable and writable, as a VMM allocator does (the
   // handle kept until the buffer is freed). Freed by unmapping, releasing
-  // the handle and freeing the range.
-  Status AllocVmm(uint64_t size, CUdeviceptr* p, const std::string& what);
+  // the handle and freeing the range. `exported` ("vmm_exported"): its
+  // handle is also exported as a file descriptor, as NCCL hands its buffers
+  // to a peer (the descriptor is kept open until the buffer is freed).
+  Status AllocVmm(uint64_t size, bool exported, CUdeviceptr* p, const std::string& what);
   CUresult FreeVmm(CUdeviceptr p);
   Result<Span> Buffer(const std::string& name);
   Result<CUstream> Stream(const std::string& name);
@@ -84,6 +90,7 @@ class Runner {
   struct VmmBuffer {
     CUmemGenericAllocationHandle handle = 0;
     uint64_t mapped = 0;  // bytes mapped (the size rounded up to the granularity)
+    int exported_fd = -1;
   };
   std::map<CUdeviceptr, VmmBuffer> vmm_;        // the "vmm" buffers, by address
   std::map<std::string, std::string> aliases_;  // a serve step's swap_as: the model buffer it names now

@@ -116,6 +116,7 @@ MetricsSnapshot CoordMetrics::Snapshot(const Scheduler& s) {
     jm.resident_bytes = j.resident;
     jm.budget_bytes = j.budget;
     jm.peak_over_budget_bytes = j.peak_over_budget;
+    jm.shared_bytes = j.shared;
     jm.waited_ns = WaitedNs(j, s.now());
     jm.on_gpu = j.active;
     jm.run_state = RunStateOf(j);

@@ -36,6 +36,7 @@ struct Job {
   // The most it reported holding in HBM beyond its budget
   // (proto::JobCounters): what its unpredicted kernels faulted in.
   uint64_t peak_over_budget = 0;
+  uint64_t shared = 0;  // of its memory, shared with another process: never moved (its latest report)
   JobState state = JobState::kWaiting;
   bool active = false;        // running and in the group that holds the GPU now
   bool was_admitted = false;  // paused before admission returns to the queue on resume

@@ -202,6 +202,10 @@ std::string RenderPrometheus(const MetricsSnapshot& s) {
        "The most the job reported holding in GPU memory beyond its budget when its work was complete: what "
        "kernels msched could not predict faulted in. 0 while it keeps to its budget.",
        [](const JobMetrics& j) { return std::to_string(j.peak_over_budget_bytes); }},
+      {"msched_job_shared_bytes", "gauge",
+       "Bytes of the job's GPU memory shared with another process through a handle (VMM handles exported or "
+       "imported, IPC imports): kept on the GPU through pauses and switches, since the peer maps it too.",
+       [](const JobMetrics& j) { return std::to_string(j.shared_bytes); }},
       {"msched_job_waited_seconds", "gauge",
        "How long the job waited from registering to admission, or has waited so far, in seconds of the device "
        "clock.",

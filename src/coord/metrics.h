@@ -44,6 +44,7 @@ struct JobMetrics {
   uint64_t resident_bytes = 0;
   uint64_t budget_bytes = 0;
   uint64_t peak_over_budget_bytes = 0;
+  uint64_t shared_bytes = 0;
   uint64_t waited_ns = 0;
   bool on_gpu = false;
   uint64_t faults = 0;

@@ -155,7 +155,10 @@ Commands Scheduler::Allocated(uint64_t id, uint64_t bytes, uint64_t now, uint64_
 }
 
 void Scheduler::Counted(uint64_t id, const proto::JobCounters& c) {
-  if (Job* j = Get(id)) j->peak_over_budget = std::max(j->peak_over_budget, c.peak_over_budget);
+  Job* j = Get(id);
+  if (j == nullptr) return;
+  j->peak_over_budget = std::max(j->peak_over_budget, c.peak_over_budget);
+  j->shared = c.shared;
 }
 
 Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {

@@ -101,6 +101,7 @@ std::string StatusReport(const Scheduler& s, const StatusContext& c) {
                     {"resident_bytes", j.resident},
                     {"budget_bytes", j.budget},
                     {"peak_over_budget_bytes", j.peak_over_budget},
+                    {"shared_bytes", j.shared},
                     {"submitted_ns", j.submitted_ns},
                     {"waited_ns", waits.waited_ns},
                     {"wait_ns", waits.wait_ns},

@@ -84,6 +84,9 @@ class JobMemory {
   // as pinned once the change is made:
   //   job.ChangeVmm()->Mapped(va, size, offset, id);
   const VmmMemory& vmm() const { return vmm_; }
+  // Memory shared with another process through a handle, which never
+  // moves: VMM handles exported or imported, and IPC imports.
+  uint64_t shared_bytes() const { return imported_ + vmm_.shared_bytes(); }
   class VmmChange {
    public:
     explicit VmmChange(JobMemory& job) : job_(job) {}

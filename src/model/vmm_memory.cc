@@ -5,19 +5,19 @@
 
 namespace msched {
 
-uint64_t VmmMemory::Add(uint64_t real, uint64_t size, bool shared, std::vector<uint8_t> recipe) {
+uint64_t VmmMemory::Add(uint64_t real, uint64_t size, bool imported, std::vector<uint8_t> recipe) {
   // The driver reuses a freed handle's value: if the program still knows a
   // moved handle by it, the new one gets an id of msched's own.
   const uint64_t id = handles_.count(real) ? next_virtual_++ : real;
-  handles_[id] = Handle{size, real, 1, shared, nullptr, std::move(recipe)};
+  handles_[id] = Handle{size, real, 1, imported, imported, nullptr, std::move(recipe)};
   return id;
 }
 
 uint64_t VmmMemory::Created(uint64_t real, uint64_t size, std::vector<uint8_t> recipe) {
-  return Add(real, size, /*shared=*/false, std::move(recipe));
+  return Add(real, size, /*imported=*/false, std::move(recipe));
 }
 
-uint64_t VmmMemory::Imported(uint64_t real, uint64_t size) { return Add(real, size, /*shared=*/true, {}); }
+uint64_t VmmMemory::Imported(uint64_t real, uint64_t size) { return Add(real, size, /*imported=*/true, {}); }
 
 VmmMemory::Retain VmmMemory::Retained(uint64_t real) {
   const uint64_t id = IdOf(real);
@@ -41,7 +41,10 @@ void VmmMemory::Exported(uint64_t id) {
 }
 
 void VmmMemory::Mapped(uint64_t va, uint64_t size, uint64_t offset, uint64_t id) {
-  if (!handles_.count(id)) return;  // not msched's to move (known to the driver only)
+  auto it = handles_.find(id);
+  if (it == handles_.end()) return;  // not msched's to move (known to the driver only)
+  // An imported handle's size is known only as far as it is mapped.
+  if (it->second.imported) it->second.size = std::max(it->second.size, offset + size);
   mappings_[va] = Mapping{size, offset, id, {}};
 }
 
@@ -81,7 +84,7 @@ uint64_t VmmMemory::IdOf(uint64_t real) const {
 
 uint64_t VmmMemory::device_bytes() const {
   uint64_t bytes = 0;
-  for (const auto& [id, h] : handles_) bytes += h.real != 0 ? h.size : 0;
+  for (const auto& [id, h] : handles_) bytes += h.real != 0 && !h.imported ? h.size : 0;
   return bytes;
 }
 

@@ -86,8 +86,9 @@ class VmmMemory {
   // cuMemCreate gave `real`, of `size` bytes, made by `recipe` (VmmOps::
   // Create): the id to give the program.
   uint64_t Created(uint64_t real, uint64_t size, std::vector<uint8_t> recipe);
-  // A handle another process gave (cuMemImportFromShareableHandle): the id
-  // to give the program. Never moved.
+  // A handle another process gave (cuMemImportFromShareableHandle), of
+  // `size` bytes as far as known (0: as far as it is mapped): the id to give
+  // the program. Never moved.
   uint64_t Imported(uint64_t real, uint64_t size);
   // cuMemRetainAllocationHandle gave `real`, with a driver reference: the
   // program's id for it, with one more reference here, and whether the
@@ -132,8 +133,9 @@ class VmmMemory {
   Status MoveBack(VmmOps& ops);
 
   // Bytes of physical memory the job holds on the device now (what the
-  // budget counts as pinned), bytes moved out, and bytes of handles that
-  // never move (shared with another process).
+  // budget counts as pinned; imported memory is its exporter's), bytes moved
+  // out, and bytes of handles that never move (shared with another process,
+  // either way).
   uint64_t device_bytes() const;
   uint64_t moved_bytes() const;
   uint64_t shared_bytes() const;
@@ -144,10 +146,11 @@ class VmmMemory {
   // it, else a handle whose release failed: it comes back by mapping).
   struct Handle {
     uint64_t size = 0;
-    uint64_t real = 0;  // the driver's handle
-    uint32_t refs = 0;  // the program's references
-    bool shared = false;
-    void* host = nullptr;  // the bytes, while moved out (VmmOps's memory)
+    uint64_t real = 0;      // the driver's handle
+    uint32_t refs = 0;      // the program's references
+    bool shared = false;    // exported or imported: never moved
+    bool imported = false;  // another process's memory: not the job's to count
+    void* host = nullptr;   // the bytes, while moved out (VmmOps's memory)
     std::vector<uint8_t> recipe;
   };
   struct Mapping {
@@ -158,7 +161,7 @@ class VmmMemory {
     std::vector<std::pair<ByteRange, std::vector<VmmAccess>>> access;
   };
 
-  uint64_t Add(uint64_t real, uint64_t size, bool shared, std::vector<uint8_t> recipe);
+  uint64_t Add(uint64_t real, uint64_t size, bool imported, std::vector<uint8_t> recipe);
   // Forgets `id` once the driver freed it: no reference and no mapping left
   // (host memory of a handle forgotten while out is given back at the next
   // move, through its VmmOps).

@@ -193,6 +193,7 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
     static CUmemAllocationProp prop{};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;  // exportable
     const size_t size = 2 << 20;
     if (base == "cuMemCreate") {
       auto f = fn(PFN_cuMemCreate_v10020{});
@@ -201,15 +202,18 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
         return f(&h, size, &prop, 0);
       };
     }
-    if (base == "cuMemImportFromShareableHandle") {
-      auto f = fn(PFN_cuMemImportFromShareableHandle_v10020{});
-      return [f] {
-        CUmemGenericAllocationHandle h;
-        return f(&h, reinterpret_cast<void*>(intptr_t{0}), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-      };
-    }
     CUmemGenericAllocationHandle h;
     CHECK(L<PFN_cuMemCreate_v10020>("cuMemCreate", 10020)(&h, size, &prop, 0));
+    if (base == "cuMemImportFromShareableHandle") {  // this process's own export, imported
+      int fd = -1;
+      CHECK(L<PFN_cuMemExportToShareableHandle_v10020>("cuMemExportToShareableHandle", 10020)(
+          &fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+      auto f = fn(PFN_cuMemImportFromShareableHandle_v10020{});
+      return [f, fd] {
+        CUmemGenericAllocationHandle imported;
+        return f(&imported, reinterpret_cast<void*>(intptr_t{fd}), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      };
+    }
     if (base == "cuMemRelease") {
       auto f = fn(PFN_cuMemRelease_v10020{});
       return [f, h] { return f(h); };

@@ -28,8 +28,7 @@ const std::map<std::string, std::string> kNotExercised = {};
 // Hooked calls the simulator does not implement: without injection they fail
 // with CUDA_ERROR_NOT_SUPPORTED from its stub, which the injected error must
 // replace all the same.
-const std::set<std::string> kSimulatorStubs = {"cuIpcOpenMemHandle", "cuIpcCloseMemHandle",
-                                               "cuMemExportToShareableHandle", "cuMemImportFromShareableHandle"};
+const std::set<std::string> kSimulatorStubs = {"cuIpcOpenMemHandle", "cuIpcCloseMemHandle"};
 
 // The call made under the hook, and the modes: "none" runs without the hook
 // (the simulator alone, so a failure there is fault_app's or MSIM_FAIL's).

@@ -294,6 +294,42 @@ TEST_F(SimDriverTest, VmmReadOnlyAccessLetsCopiesReadButNotWrite) {
   CU_ASSERT(cuMemRelease(h));
 }
 
+// An export is a file descriptor of the memory, for a handle created
+// asking for one; its import maps the same bytes and holds no HBM of its
+// own (the exporter's).
+TEST_F(SimDriverTest, VmmAnExportedHandleImportedMapsTheSameMemory) {
+  CUmemAllocationProp prop = Pinned();
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle h = 0, plain = Create(kGran);
+  CU_ASSERT(cuMemCreate(&h, kGran, &prop, 0));
+  int fd = -1;
+  EXPECT_EQ(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE)
+      << "not created exportable";
+  CU_ASSERT(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  const uint64_t used = UsedBytes();
+  CUmemGenericAllocationHandle imported = 0;
+  CU_ASSERT(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(intptr_t{fd}),
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  EXPECT_EQ(UsedBytes(), used) << "the exporter's memory, counted once";
+  const CUdeviceptr a = Reserve(kGran), b = Reserve(kGran);
+  CU_ASSERT(cuMemMap(a, kGran, 0, h, 0));
+  CU_ASSERT(cuMemMap(b, kGran, 0, imported, 0));
+  CU_ASSERT(SetAccess(a, kGran, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  CU_ASSERT(SetAccess(b, kGran, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  CU_ASSERT(cuMemsetD8(a, 0x3c, kGran));
+  uint8_t byte = 0;
+  CU_ASSERT(cuMemcpyDtoH(&byte, b + 100, 1));
+  EXPECT_EQ(byte, 0x3c);
+  for (CUdeviceptr va : {a, b}) {
+    CU_ASSERT(cuMemUnmap(va, kGran));
+    CU_ASSERT(cuMemAddressFree(va, kGran));
+  }
+  for (CUmemGenericAllocationHandle handle : {h, imported, plain}) CU_ASSERT(cuMemRelease(handle));
+  close(fd);
+  EXPECT_EQ(UsedBytes(), 0u);
+}
+
 TEST_F(SimDriverTest, VmmAddressFreeWithAMappingInsideIsRefused) {
   const CUmemGenericAllocationHandle h = Create(kGran);
   const CUdeviceptr va = Reserve(2 * kGran);

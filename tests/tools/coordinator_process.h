@@ -67,6 +67,12 @@ class CoordinatorProcessTest : public ::testing::Test {
   // Starts a vector-add job (workload_) of `foot` bytes and `tasks` tasks;
   // returns its index.
   size_t StartJob(uint64_t foot, int tasks, std::map<std::string, std::string> env = {}) {
+    return StartProgram({workload_, "--set", "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)},
+                        std::move(env));
+  }
+  // Starts msim-run with `args` as a job of this GPU's coordinator; returns
+  // its index.
+  size_t StartProgram(const std::vector<std::string>& args, std::map<std::string, std::string> env = {}) {
     const size_t i = jobs_.size();
     msched::SpawnOptions o;
     o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},  {"LD_PRELOAD", LIBMSCHED},
@@ -77,8 +83,9 @@ class CoordinatorProcessTest : public ::testing::Test {
     for (auto& [k, v] : env) o.env[k] = v;
     o.stdout_path = Out(i);
     o.stderr_path = dir_ + "/job" + std::to_string(i) + ".err";
-    auto p = msched::Subprocess::Spawn(
-        {MSIM_RUN, workload_, "--set", "FOOT=" + std::to_string(foot), "--set", "TASKS=" + std::to_string(tasks)}, o);
+    std::vector<std::string> argv = {MSIM_RUN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p = msched::Subprocess::Spawn(argv, o);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     jobs_.push_back(std::move(*p));
     return i;

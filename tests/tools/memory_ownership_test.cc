@@ -147,7 +147,97 @@ TEST_F(VmmMemoryTest, APausedJobsVmmMemoryIsFreeForAnyProcessAndTheJobResumesInt
   EXPECT_NE(r.out.find("its memory is on the host"), std::string::npos) << r.out;
   const json plain = PlainAlloc(foot);
   EXPECT_EQ(plain["status"], 0) << plain.dump();
-  EXPECT_GE(plain.value("free_bytes", uint64_t{0}), foot) << plain.dump();
+  EXPECT_EQ(plain.value("free_bytes", uint64_t{0}), kHbm) << "all of the GPU: " << plain.dump();
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+}
+
+// Two such jobs whose VMM memory together exceeds the GPU take turns: each
+// switch moves the stopped job's memory out whole and brings the other's
+// back, and both finish with the checksums of their runs alone.
+TEST_F(VmmMemoryTest, TwoJobsWhoseVmmMemoryExceedsTheGpuTakeTurnsIntact) {
+  StartDaemon({"--slice", "5ms", "--max-slice", "20ms"});
+  const uint64_t foot = 36 * kMiB;
+  const int tasks = 300;
+  StartJob(foot, tasks);
+  StartJob(foot, tasks);
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  ASSERT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  const json status = Status();
+  ASSERT_TRUE(status.is_object());
+  EXPECT_GE(status["coordinator"]["switches"].get<uint64_t>(), 4u) << "they took turns";
+  const std::string alone = AloneChecksum(foot, tasks);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), alone);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), alone);
+}
+
+// Two vLLM-like servers (llm_service.json under msim-run --vmm: weights and
+// a preallocated KV-cache pool mapped through the VMM API) whose memory
+// together exceeds the GPU answer their requests time-sliced by the
+// coordinator, every request with the data of each server's run alone.
+TEST_F(VmmMemoryTest, TwoVllmLikeServersWhoseMemoryExceedsTheGpuAnswerEveryRequestIntact) {
+  StartDaemon({"--slice", "5ms", "--max-slice", "20ms"});
+  // 24 MiB of weights, a 2 MiB KV pool and three small buffers of one
+  // 2 MiB granule each: 32 MiB a server, 64 MiB for the two.
+  const auto server = [&](int model) {
+    return std::vector<std::string>{std::string(WORKLOADS_DIR) + "/llm_service.json",
+                                    "--vmm",
+                                    "--set",
+                                    "FOOT=24M",
+                                    "--set",
+                                    "MODELS=2",
+                                    "--set",
+                                    "MODEL=" + std::to_string(model),
+                                    "--set",
+                                    "REQS=16",
+                                    "--set",
+                                    "RATE=200",
+                                    "--json",
+                                    dir_ + "/server" + std::to_string(model) + ".json"};
+  };
+  for (int model : {0, 1}) StartProgram(server(model), {{"MSCHED_CLASS", "service"}});
+  for (size_t i : {0, 1}) ASSERT_EQ(jobs_[i].Wait(), 0) << Err(i);
+  const json status = Status();
+  ASSERT_TRUE(status.is_object());
+  EXPECT_GE(status["coordinator"]["switches"].get<uint64_t>(), 2u) << "they took turns";
+  for (int model : {0, 1}) {
+    const json run = SimStats(dir_ + "/server" + std::to_string(model) + ".json");
+    EXPECT_FALSE(run["latency_ns"].empty()) << "server " << model << " answered requests";
+    std::vector<std::string> alone = server(model);
+    alone.back() = dir_ + "/alone" + std::to_string(model) + ".json";
+    alone.insert(alone.begin(), MSIM_RUN);
+    const ts::ProgramRun r = ts::RunProgram(alone, {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                                    {"LD_PRELOAD", ""},
+                                                    {"MSIM_DEVICE", device_ + "alone"},
+                                                    {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
+    ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json by_itself = SimStats(dir_ + "/alone" + std::to_string(model) + ".json");
+    EXPECT_EQ(run["checksums"], by_itself["checksums"]) << "server " << model;
+    EXPECT_EQ(run["latency_ns"].size(), by_itself["latency_ns"].size()) << "server " << model << ": every request";
+  }
+}
+
+// A handle exported to another process (workloads/vmm_shared_vadd.json: C,
+// as NCCL hands a buffer to a peer) is never moved, since the peer maps it
+// too: a pause moves the job's other VMM memory out and keeps that, and
+// `msched status` says so. Resumed, the job finishes intact.
+TEST_F(VmmMemoryTest, AHandleExportedToAnotherProcessStaysOnTheGpuThroughAPauseAndStatusSaysSo) {
+  workload_ = std::string(TEST_WORKLOADS_DIR) + "/vmm_shared_vadd.json";
+  StartDaemon();
+  const uint64_t foot = 36 * kMiB, buffer = foot / 3;
+  StartJob(foot, 1500);
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["on_gpu"] == true; }));
+  ASSERT_TRUE(Eventually([&] { return Job("job0")["shared_bytes"] == buffer; })) << Job("job0").dump();
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Job("job0")["resident_bytes"], buffer) << "the exported handle stays";
+  EXPECT_NE(Cli({"status"}).out.find("SHARED"), std::string::npos);
+  const json plain = PlainAlloc(foot - buffer);
+  EXPECT_EQ(plain["status"], 0) << "the rest is free: " << plain.dump();
+  EXPECT_EQ(plain.value("free_bytes", uint64_t{0}), kHbm - buffer) << "all but the exported handle: " << plain.dump();
   r = Cli({"resume", "job0"});
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);

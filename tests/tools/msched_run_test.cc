@@ -102,7 +102,7 @@ TEST(MschedRunTest, GpuPlacesTheJobOnThatGpu) {
   EXPECT_EQ(r.out, "[1|PCI_BUS_ID|]\n") << "GPU 1's coordinator, not the one MSCHED_SOCKET names";
 }
 
-// PyTorch's expandable segments bypass msched, so `msched run` asks for the
+// PyTorch's expandable segments cannot be paged, so `msched run` asks for the
 // native allocator with fixed segments unless the user chose, without a word
 // in the job's output (`msched help` says so); a choice of expandable
 // segments is kept, with a warning.
@@ -121,7 +121,7 @@ TEST(MschedRunTest, PyTorchsAllocatorIsChosenUnlessTheUserChose) {
 
   r = Msched(Join({"run", "--coord", "off", "--"}, show), {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
   EXPECT_EQ(r.out, "[expandable_segments:True]\n");
-  EXPECT_NE(r.err.find("msched cannot manage"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("msched cannot page"), std::string::npos) << r.err;
 
   r = Msched(Join({"run", "--coord", "off", "--mode", "off", "--"}, show), {{"PYTORCH_CUDA_ALLOC_CONF", ""}});
   EXPECT_EQ(r.out, "[]\n") << "msched off changes nothing";

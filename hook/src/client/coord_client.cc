@@ -258,12 +258,12 @@ Result<int> CoordClient::Reconnect() {
   return fd;
 }
 
-void CoordClient::ReportUsage() {
+void CoordClient::ReportUsage(uint64_t coming) {
   MutexLock order(&side_.usage_mu());
-  uint64_t bytes = 0;
+  uint64_t bytes = coming;
   {
     MutexLock lock(&rt_.mu());
-    bytes = rt_.allocs().total_bytes();
+    bytes += rt_.allocs().total_bytes();
   }
   side_.ReportUsage(bytes, Active() != nullptr);
 }
@@ -272,7 +272,7 @@ void CoordClient::ReportUsage() {
 // faults only CUPTI sees).
 proto::JobCounters CoordClient::Counters() {
   const HookCounters& c = rt_.counters();
-  return {env_.Faults().value_or(0), c.bytes_prefetched->value(), c.peak_over_budget->value()};
+  return {env_.Faults().value_or(0), c.bytes_prefetched->value(), c.peak_over_budget->value(), c.shared_bytes->value()};
 }
 
 void CoordClient::Send(const proto::Message& m) {

@@ -96,7 +96,9 @@ class CoordClient : private JobClock,
   // the others showed their size, are too large, and kernels queued on them
   // fault when they shrink.) Reports leave in the order their totals were
   // read, so the coordinator's last figure is the job's latest.
-  void ReportUsage() MSCHED_EXCLUDES(side_.usage_mu());
+  // `coming`: bytes about to be allocated that no record counts yet (VMM
+  // memory asks before it is made: it cannot be overcommitted).
+  void ReportUsage(uint64_t coming = 0) MSCHED_EXCLUDES(side_.usage_mu());
 
   // The launch path's gate: its fast path (no system call, no lock).
   JobGate& gate() { return gate_; }

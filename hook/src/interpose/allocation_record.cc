@@ -28,8 +28,8 @@ CUresult Admit(Runtime& rt, size_t bytes) {
   return s.code() == StatusCode::kResourceExhausted ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_PERMITTED;
 }
 
-void ReportUsage(Runtime& rt) {
-  if (CoordClient* cc = CoordClient::Get(rt)) cc->ReportUsage();
+void ReportUsage(Runtime& rt, uint64_t coming) {
+  if (CoordClient* cc = CoordClient::Get(rt)) cc->ReportUsage(coming);
 }
 
 }  // namespace msched::hook

@@ -27,7 +27,8 @@ void ForgetAllocation(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu());
 // with, or success.
 CUresult Admit(Runtime& rt, size_t bytes) MSCHED_EXCLUDES(rt.mu());
 
-// Tells the coordinator what the job has allocated now.
-void ReportUsage(Runtime& rt) MSCHED_EXCLUDES(rt.mu());
+// Tells the coordinator what the job has allocated now, and `coming` bytes
+// more that it is about to (CoordClient::ReportUsage).
+void ReportUsage(Runtime& rt, uint64_t coming = 0) MSCHED_EXCLUDES(rt.mu());
 
 }  // namespace msched::hook

@@ -20,13 +20,13 @@ namespace msched::hook {
 namespace {
 
 // Whether a VMM call changes what the job has allocated (its mappings are
-// in the allocation map): then the coordinator hears of it.
+// in the allocation map) or shares: then the coordinator hears of it.
 enum class Usage : bool { kSame, kChanged };
 
 // The shape of a VMM hook: through the gate, the real call with handles
 // translated (`call(real, real_of)`, `real_of` mapping the program's handle
 // to the driver's), then, when msched acts and the driver succeeded,
-// `learn(runtime)` under the runtime's lock, inside Safely, and the report
+// `learn(runtime)` (which takes the runtime's lock) inside Safely, and the report
 // of what the job has allocated if `usage` changed.
 template <typename Fn, typename Call, typename Learn>
 CUresult VmmCall(Entry e, Call&& call, Learn&& learn, Usage usage = Usage::kSame) {
@@ -48,8 +48,9 @@ CUresult VmmCall(Entry e, Call&& call, Learn&& learn, Usage usage = Usage::kSame
   const CUresult r = call(c.real, real_of);
   if (r != CUDA_SUCCESS) return r;
   Safely(rt, Info(e).symbol, [&] {
-    MutexLock lock(&rt.mu());
     learn(rt);
+    MutexLock lock(&rt.mu());
+    rt.counters().shared_bytes->Set(rt.job().shared_bytes());
   });
   if (usage == Usage::kChanged) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;
@@ -65,6 +66,10 @@ CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size
   HookScope scope;
   Runtime& rt = *c.rt;
   if (const CUresult refused = Admit(rt, size); refused != CUDA_SUCCESS) return refused;
+  // Physical memory cannot be overcommitted: the coordinator hears of it
+  // first, and the gate lets the call through once it has answered (making
+  // room, or time-slicing the job with those it no longer fits beside).
+  Safely(rt, "reporting allocations", [&] { ReportUsage(rt, size); });
   const CUresult r = [&] {
     const GatePass pass = PassGate(rt);
     return c.real(handle, size, prop, flags);
@@ -76,7 +81,6 @@ CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size
     rt.counters().alloc_pinned->Add();
     rt.counters().alloc_pinned_bytes->Add(size);
   });
-  Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;
 }
 
@@ -91,6 +95,7 @@ CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle) {
   Safely(rt, "cuMemRelease", [&] {
     MutexLock lock(&rt.mu());
     real = rt.job().ChangeVmm()->Releasing(handle);
+    rt.counters().shared_bytes->Set(rt.job().shared_bytes());
   });
   if (!real.has_value()) return c.real(handle);  // not one msched knows: the driver answers
   // msched holds one driver reference for all of the program's: it goes with the last.
@@ -101,7 +106,8 @@ CUresult Hook_cuMemMap(Entry e, CUdeviceptr_v2 ptr, size_t size, size_t offset, 
                        unsigned long long flags) {
   return VmmCall<PFN_cuMemMap_v10020>(
       e, [&](auto real, auto real_of) { return real(ptr, size, offset, real_of(handle), flags); },
-      [&](Runtime& rt) MSCHED_REQUIRES(rt.mu()) {
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
         rt.job().ChangeVmm()->Mapped(ptr, size, offset, handle);
         RecordAllocation(rt, ptr, size, AllocKind::kPinned);
       },
@@ -111,7 +117,8 @@ CUresult Hook_cuMemMap(Entry e, CUdeviceptr_v2 ptr, size_t size, size_t offset, 
 CUresult Hook_cuMemUnmap(Entry e, CUdeviceptr_v2 ptr, size_t size) {
   return VmmCall<PFN_cuMemUnmap_v10020>(
       e, [&](auto real, auto) { return real(ptr, size); },
-      [&](Runtime& rt) MSCHED_REQUIRES(rt.mu()) {
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
         rt.job().ChangeVmm()->Unmapped(ptr, size);
         // One call may unmap several mappings, laid end to end.
         for (uint64_t at = ptr; at < ptr + size;) {
@@ -127,7 +134,8 @@ CUresult Hook_cuMemUnmap(Entry e, CUdeviceptr_v2 ptr, size_t size) {
 CUresult Hook_cuMemSetAccess(Entry e, CUdeviceptr_v2 ptr, size_t size, const CUmemAccessDesc_v1* desc, size_t count) {
   return VmmCall<PFN_cuMemSetAccess_v10020>(
       e, [&](auto real, auto) { return real(ptr, size, desc, count); },
-      [&](Runtime& rt) MSCHED_REQUIRES(rt.mu()) {
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
         std::vector<VmmAccess> access;
         for (size_t i = 0; i < count; ++i) {
           access.push_back(
@@ -140,7 +148,8 @@ CUresult Hook_cuMemSetAccess(Entry e, CUdeviceptr_v2 ptr, size_t size, const CUm
 CUresult Hook_cuMemRetainAllocationHandle(Entry e, CUmemGenericAllocationHandle_v1* handle, void* addr) {
   return VmmCall<PFN_cuMemRetainAllocationHandle_v11000>(
       e, [&](auto real, auto) { return real(handle, addr); },
-      [&](Runtime& rt) MSCHED_REQUIRES(rt.mu()) {
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
         const VmmMemory::Retain retain = rt.job().ChangeVmm()->Retained(*handle);
         if (retain.drop_driver_reference) {
           if (auto release = RealDriver().cuMemRelease) release(*handle);
@@ -153,17 +162,23 @@ CUresult Hook_cuMemExportToShareableHandle(Entry e, void* shareable, CUmemGeneri
                                            CUmemAllocationHandleType type, unsigned long long flags) {
   return VmmCall<PFN_cuMemExportToShareableHandle_v10020>(
       e, [&](auto real, auto real_of) { return real(shareable, real_of(handle), type, flags); },
-      [&](Runtime& rt) MSCHED_REQUIRES(rt.mu()) { rt.job().ChangeVmm()->Exported(handle); });
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
+        rt.job().ChangeVmm()->Exported(handle);
+      },
+      Usage::kChanged);  // the coordinator hears what is shared
 }
 
 CUresult Hook_cuMemImportFromShareableHandle(Entry e, CUmemGenericAllocationHandle_v1* handle, void* os_handle,
                                              CUmemAllocationHandleType type) {
   return VmmCall<PFN_cuMemImportFromShareableHandle_v10020>(
       e, [&](auto real, auto) { return real(handle, os_handle, type); },
-      [&](Runtime& rt) MSCHED_REQUIRES(rt.mu()) {
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
         // Another process's memory: never moved, and not counted as the job's.
         *handle = rt.job().ChangeVmm()->Imported(*handle, 0);
-      });
+      },
+      Usage::kChanged);
 }
 
 CUresult Hook_cuMemGetAllocationPropertiesFromHandle(Entry e, CUmemAllocationProp_v1* prop,

@@ -115,6 +115,7 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.coord_stops = stats_.GetCounter("coordinator.stops");
   c_.coord_stop_ns = stats_.GetCounter("coordinator.stop_ns");
   c_.coord_loaded_bytes = stats_.GetCounter("coordinator.loaded_bytes");
+  c_.shared_bytes = stats_.GetCounter("bytes.shared");
   c_.vmm_moved_out_bytes = stats_.GetCounter("vmm.moved_out_bytes");
   c_.vmm_moved_back_bytes = stats_.GetCounter("vmm.moved_back_bytes");
   c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
@@ -204,6 +205,7 @@ bool Runtime::SynchronizedAll(CUstream stream, bool whole_context) {
 
 void Runtime::AddPinned(int64_t delta) {
   job_.AddPinned(delta);
+  c_.shared_bytes->Set(job_.shared_bytes());
   if (delta > 0) {
     c_.alloc_pinned->Add();
     c_.alloc_pinned_bytes->Add(static_cast<uint64_t>(delta));

@@ -80,6 +80,7 @@ struct HookCounters {
   Counter* coord_stops;
   Counter* coord_stop_ns;  // device time from taking a stop to answering it (drain, evictions, a pause's wait)
   Counter* coord_loaded_bytes;
+  Counter* shared_bytes;          // memory shared with another process (JobMemory::shared_bytes)
   Counter* vmm_moved_out_bytes;   // VMM memory moved to the host at stops
   Counter* vmm_moved_back_bytes;  // and mapped back
   Histogram* hook_latency_ns;

@@ -55,6 +55,7 @@ MetricsSnapshot Known() {
   a.declared_bytes = 8 * kGiB, a.allocated_bytes = 6 * kGiB, a.resident_bytes = 5 * kGiB, a.budget_bytes = 12 * kGiB;
   a.waited_ns = 250'000'000, a.on_gpu = true, a.faults = 2, a.prefetched_bytes = 1024;
   a.peak_over_budget_bytes = 3 << 20;
+  a.shared_bytes = 2 << 20;
   JobMetrics b;
   b.id = 5, b.uid = 0, b.name = "plain";
   b.waited_ns = 2'000'000'000;
@@ -94,6 +95,8 @@ TEST(MetricsTest, AKnownSnapshotRendersExactly) {
            "msched_job_budget_bytes{job_id=\"3\",uid=\"1000\"} 12884901888",
            "msched_job_peak_over_budget_bytes{job_id=\"3\",uid=\"1000\"} 3145728",
            "msched_job_peak_over_budget_bytes{job_id=\"5\",uid=\"0\"} 0",
+           "msched_job_shared_bytes{job_id=\"3\",uid=\"1000\"} 2097152",
+           "msched_job_shared_bytes{job_id=\"5\",uid=\"0\"} 0",
            "msched_job_waited_seconds{job_id=\"3\",uid=\"1000\"} 0.25",
            "msched_job_on_gpu{job_id=\"3\",uid=\"1000\"} 1",
            "# TYPE msched_job_faults_total counter",

@@ -140,5 +140,16 @@ TEST(StatusReportTest, ThePeakOverBudgetIsTheHighestAnyReportCarried) {
   EXPECT_EQ(s.jobs().size(), 1u);
 }
 
+TEST(StatusReportTest, MemorySharedWithAnotherProcessIsTheLatestReportsFigure) {
+  Scheduler s(Options());
+  s.Submit(NewJob(1, 4 * kGiB), 0, 1000);
+  auto shared = [&] { return JobIn(nlohmann::json::parse(StatusReport(s, {})), 1)["shared_bytes"]; };
+  EXPECT_EQ(shared(), 0u);
+  s.Counted(1, {.shared = 6 << 20});
+  EXPECT_EQ(shared(), 6u << 20);
+  s.Counted(1, {.shared = 2 << 20});  // a handle no longer shared
+  EXPECT_EQ(shared(), 2u << 20) << "what it shares now, not a peak";
+}
+
 }  // namespace
 }  // namespace msched

@@ -29,7 +29,7 @@ CUresult Copy(Process& p, uint64_t dst, uint64_t src, size_t n, Dir dir, Stream*
   if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   const bool dst_dev = dir == Dir::kHtoD || dir == Dir::kDtoD;
   const bool src_dev = dir == Dir::kDtoH || dir == Dir::kDtoD;
-  if ((dst_dev && p.FindAlloc(dst, n) == nullptr) || (src_dev && p.FindAlloc(src, n) == nullptr)) {
+  if ((dst_dev && !p.DeviceRange(dst, n)) || (src_dev && !p.DeviceRange(src, n))) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   // Either side, whatever the direction says, may name VMM addresses that
@@ -102,7 +102,7 @@ CUresult Memset(uint64_t dst, T value, size_t count, CUstream stream, bool ptsz,
         if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         const uint64_t bytes = count * sizeof(T);
         if (bytes == 0) return CUDA_SUCCESS;
-        if (p.FindAlloc(dst, bytes) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (!p.DeviceRange(dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
         const std::vector<TouchedRange> ranges = {{dst, dst + bytes, 2}};
         if (!msim::DeviceOp(p, s, "memset", ranges, msim::TransferNs(bytes, p.dev->profile().hbm_gbps))) {
           return CUDA_ERROR_INVALID_VALUE;

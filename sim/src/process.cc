@@ -295,6 +295,13 @@ Allocation* Process::FindAlloc(uint64_t p, uint64_t n) {
   return &a;
 }
 
+bool Process::DeviceRange(uint64_t p, uint64_t n) {
+  if (FindAlloc(p, n) != nullptr) return true;
+  const Allocation* first = FindAlloc(p);
+  return first != nullptr && first->type == AllocType::kVmmMapped && n <= UINT64_MAX - p &&
+         !MappingsCovering(p, p + n).empty();
+}
+
 bool Allocation::Grants(uint64_t begin, uint64_t end, bool write) const {
   if (type != AllocType::kVmmMapped) return true;
   for (uint64_t g = (begin - base) / kChunk; g * kChunk < end - base; ++g) {

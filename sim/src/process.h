@@ -211,6 +211,11 @@ class Process {
 
   // REQUIRES: mu. The allocation containing [p, p+n), or nullptr.
   Allocation* FindAlloc(uint64_t p, uint64_t n = 1);
+  // REQUIRES: mu. Whether [p, p+n) is memory a copy or memset may name on
+  // the device side: inside one allocation, or VMM mappings laid end to end
+  // (the driver's copies cross from one mapping to the next, as PyTorch's
+  // expandable segments need). Access is VmmAllows's to check.
+  bool DeviceRange(uint64_t p, uint64_t n);
   // REQUIRES: mu. The VMM mappings covering [begin, end) laid end to end,
   // in address order; empty when any byte of it is not mapped.
   std::vector<Allocation*> MappingsCovering(uint64_t begin, uint64_t end);

@@ -3,7 +3,7 @@
 // simulated driver, alone or under LD_PRELOAD=libmsched.so.
 //
 //   msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json]
-//            [--managed | --vmm] [--no-checksum] [--arrive-ns T]
+//            [--managed | --vmm | --expandable] [--no-checksum] [--arrive-ns T]
 //            [--attempts N] [--retry-delay-ns D]
 //   msim-run --replay TRACE [--host-ns-per-launch N] [the same options but --set]
 //
@@ -15,7 +15,8 @@
 // --managed allocates every device buffer as managed memory, as a
 // unified-memory program does (demand paging without msched); --vmm maps
 // every one through the VMM API (cuMemCreate, cuMemMap), as vLLM's and
-// SGLang's allocators do.
+// SGLang's allocators do; --expandable places them in one range grown in
+// 2 MiB VMM pieces, as PyTorch's expandable segments do.
 // --no-checksum skips reading the checksum buffers back (benchmark scale).
 // --arrive-ns submits the job at virtual time T: it allocates nothing
 // before every process sharing the device has reached T.
@@ -39,9 +40,11 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed | --vmm] [--no-checksum]\n"
+    "usage: msim-run WORKLOAD.json [--set VAR=VALUE]... [--json OUT.json] [--managed | --vmm | --expandable] "
+    "[--no-checksum]\n"
     "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n"
-    "       msim-run --replay TRACE [--host-ns-per-launch N] [--json OUT.json] [--managed | --vmm] [--no-checksum]\n"
+    "       msim-run --replay TRACE [--host-ns-per-launch N] [--json OUT.json] [--managed | --vmm | --expandable] "
+    "[--no-checksum]\n"
     "                [--arrive-ns T] [--attempts N] [--retry-delay-ns D]\n";
 
 int Usage(const char* why) {
@@ -62,6 +65,8 @@ int Help() {
       "  --managed               allocate every buffer as managed memory (demand paging without msched)\n"
       "  --vmm                   map every device buffer through the VMM API (cuMemCreate, cuMemMap), as a\n"
       "                          serving engine's allocator does\n"
+      "  --expandable            place every device buffer in an expandable segment (one reserved range grown\n"
+      "                          in 2 MiB VMM pieces), as PyTorch's expandable_segments:True does\n"
       "  --no-checksum           do not read the checksum buffers back (benchmark scale)\n"
       "  --arrive-ns T           start at virtual time T, after every process sharing the device reaches it\n"
       "  --attempts N            run again from the start after running out of device memory, N runs in all\n"
@@ -145,6 +150,8 @@ int main(int argc, char** argv) {
       options.force_managed = true;
     } else if (a == "--vmm") {
       options.force_vmm = true;
+    } else if (a == "--expandable") {
+      options.force_expandable = true;
     } else if (a == "--no-checksum") {
       options.checksums = false;
     } else if ((a == "--arrive-ns" || a == "--attempts" || a == "--retry-delay-ns" || a == "--host-ns-per-launch") &&
@@ -177,7 +184,9 @@ int main(int argc, char** argv) {
     }
   }
   if (path.empty()) return Usage("no workload given");
-  if (options.force_managed && options.force_vmm) return Usage("--managed and --vmm exclude each other");
+  if (options.force_managed + options.force_vmm + options.force_expandable > 1) {
+    return Usage("--managed, --vmm and --expandable exclude each other");
+  }
   if (replay && !overrides.empty()) return Usage("--set does not apply to a replay");
   if (!replay && host_ns_per_launch != 0) return Usage("--host-ns-per-launch applies to a replay only");
   msched::Result<msim::Workload> loaded = msched::Status::Ok();

@@ -113,7 +113,7 @@ inline constexpr char kReplayStampKernel[] = "msim-replay-stamp";
 struct BufferSpec {
   std::string name;
   ExprPtr size;
-  std::string kind;       // device | managed | pitch | async | host | vmm | vmm_exported
+  std::string kind;       // device | managed | pitch | async | host | vmm | vmm_exported | expandable
   bool deferred = false;  // allocated by an "alloc" step, not at start
 };
 

@@ -295,9 +295,9 @@ Result<BufferSpec> ParseBuffer(const json& b, const std::map<std::string, bool>&
   MSCHED_RETURN_IF_ERROR(Assign(msched::JsonStringOr(b, "kind", "device"), &spec.kind));
   MSCHED_RETURN_IF_ERROR(Assign(msched::JsonBoolOr(b, "deferred", false), &spec.deferred));
   if (spec.kind != "device" && spec.kind != "managed" && spec.kind != "pitch" && spec.kind != "async" &&
-      spec.kind != "host" && spec.kind != "vmm" && spec.kind != "vmm_exported") {
+      spec.kind != "host" && spec.kind != "vmm" && spec.kind != "vmm_exported" && spec.kind != "expandable") {
     return Bad("buffers." + spec.name + ".kind: '" + spec.kind +
-               "' is not device, managed, pitch, async, host, vmm or vmm_exported");
+               "' is not device, managed, pitch, async, host, vmm, vmm_exported or expandable");
   }
   if (names.count(spec.name)) return Bad("buffer '" + spec.name + "' declared twice");
   return spec;

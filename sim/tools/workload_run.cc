@@ -165,6 +165,7 @@ msched::Result<CUresult> Runner::Free(const std::string& name) {
   const std::string kind = KindOf(**spec);
   if (kind == "host") return cuMemFreeHost(reinterpret_cast<void*>(p));
   if (kind == "vmm" || kind == "vmm_exported") return FreeVmm(p);
+  if (kind == "expandable") return FreeExpandable(p);
   return kind == "async" ? cuMemFreeAsync(p, nullptr) : cuMemFree(p);
 }
 
@@ -179,6 +180,7 @@ std::string Runner::KindOf(const BufferSpec& b) const {
   const bool device = b.kind == "device" || b.kind == "pitch" || b.kind == "async";
   if (device && options_.force_managed) return "managed";
   if (device && options_.force_vmm) return "vmm";
+  if (device && options_.force_expandable) return "expandable";
   return b.kind;
 }
 
@@ -192,6 +194,8 @@ msched::Status Runner::Alloc(const BufferSpec& b) {
   const std::string what = "allocating " + b.name + " (" + kind + ", " + std::to_string(size) + " bytes)";
   if (kind == "vmm" || kind == "vmm_exported") {
     MSCHED_RETURN_IF_ERROR(AllocVmm(static_cast<uint64_t>(size), kind == "vmm_exported", &p, what));
+  } else if (kind == "expandable") {
+    MSCHED_RETURN_IF_ERROR(AllocExpandable(static_cast<uint64_t>(size), &p, what));
   } else if (kind == "managed") {
     MSCHED_RETURN_IF_ERROR(Check(cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), what));
   } else if (kind == "pitch") {
@@ -251,6 +255,72 @@ CUresult Runner::FreeVmm(CUdeviceptr p) {
   CUresult r = cuMemUnmap(p, b.mapped);
   if (const CUresult released = cuMemRelease(b.handle); r == CUDA_SUCCESS) r = released;
   if (const CUresult freed = cuMemAddressFree(p, b.mapped); r == CUDA_SUCCESS) r = freed;
+  return r;
+}
+
+msched::Status Runner::AllocExpandable(uint64_t size, CUdeviceptr* p, const std::string& what) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  size_t granularity = 0;
+  MSCHED_RETURN_IF_ERROR(
+      Check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), what));
+  if (segment_.base == 0) {
+    size_t total = 0;
+    MSCHED_RETURN_IF_ERROR(Check(cuDeviceTotalMem(&total, 0), what));
+    segment_.reserved = (total + granularity - 1) / granularity * granularity;
+    MSCHED_RETURN_IF_ERROR(Check(cuMemAddressReserve(&segment_.base, segment_.reserved, 0, 0, 0), what));
+    segment_.end = 0;
+  }
+  const uint64_t bytes = (size + granularity - 1) / granularity * granularity;
+  if (bytes > segment_.reserved - segment_.end) return Status::ResourceExhausted(what + ": the segment is full");
+  const CUdeviceptr at = segment_.base + segment_.end;
+  std::vector<CUmemGenericAllocationHandle> pieces;
+  CUresult r = CUDA_SUCCESS;
+  for (uint64_t off = 0; off < bytes && r == CUDA_SUCCESS; off += granularity) {
+    CUmemGenericAllocationHandle h = 0;
+    r = cuMemCreate(&h, granularity, &prop, 0);
+    if (r != CUDA_SUCCESS) break;
+    r = cuMemMap(at + off, granularity, 0, h, 0);
+    if (r != CUDA_SUCCESS) (void)cuMemRelease(h);
+    if (r == CUDA_SUCCESS) pieces.push_back(h);
+  }
+  if (r == CUDA_SUCCESS) {
+    const CUmemAccessDesc access{prop.location, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    r = cuMemSetAccess(at, bytes, &access, 1);  // over every piece at once
+  }
+  if (r != CUDA_SUCCESS) {
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      (void)cuMemUnmap(at + i * granularity, granularity);
+      (void)cuMemRelease(pieces[i]);
+    }
+    return Check(r, what);
+  }
+  segment_.end += bytes;
+  segment_.pieces[at] = std::move(pieces);
+  *p = at;
+  return Status::Ok();
+}
+
+CUresult Runner::FreeExpandable(CUdeviceptr p) {
+  auto it = segment_.pieces.find(p);
+  if (it == segment_.pieces.end()) return CUDA_ERROR_INVALID_VALUE;
+  const std::vector<CUmemGenericAllocationHandle> pieces = std::move(it->second);
+  segment_.pieces.erase(it);
+  size_t granularity = 0;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUresult r = cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r == CUDA_SUCCESS) r = cuMemUnmap(p, pieces.size() * granularity);  // all its pieces in one call
+  for (CUmemGenericAllocationHandle h : pieces) {
+    if (const CUresult released = cuMemRelease(h); r == CUDA_SUCCESS) r = released;
+  }
+  if (p + pieces.size() * granularity == segment_.base + segment_.end) segment_.end = p - segment_.base;
+  if (segment_.pieces.empty()) {
+    if (const CUresult freed = cuMemAddressFree(segment_.base, segment_.reserved); r == CUDA_SUCCESS) r = freed;
+    segment_ = Segment{};
+  }
   return r;
 }
 

@@ -36,10 +36,11 @@ struct RunResult {
 };
 
 struct RunOptions {
-  bool force_managed = false;  // every device buffer as cuMemAllocManaged (a unified-memory program)
-  bool force_vmm = false;      // every device buffer mapped through the VMM API (kind vmm: a serving engine's)
-  bool checksums = true;       // read the checksum buffers back at the end
-  uint64_t arrival_ns = 0;     // virtual time the job is submitted at (0: at once)
+  bool force_managed = false;     // every device buffer as cuMemAllocManaged (a unified-memory program)
+  bool force_vmm = false;         // every device buffer mapped through the VMM API (kind vmm: a serving engine's)
+  bool force_expandable = false;  // every device buffer in expandable segments (kind expandable: PyTorch's)
+  bool checksums = true;          // read the checksum buffers back at the end
+  uint64_t arrival_ns = 0;        // virtual time the job is submitted at (0: at once)
   // An attempt that runs out of device memory is discarded and the program
   // run again from the start after retry_delay_ns, up to max_attempts runs.
   int max_attempts = 1;

@@ -74,6 +74,13 @@ class Runner {
   // to a peer (the descriptor is kept open until the buffer is freed).
   Status AllocVmm(uint64_t size, bool exported, CUdeviceptr* p, const std::string& what);
   CUresult FreeVmm(CUdeviceptr p);
+  // An "expandable" buffer, as PyTorch's expandable segments place tensors:
+  // one address range reserved once (the device's size) and grown in
+  // pieces of one granule, each its own handle, mapped end to end as
+  // buffers are allocated. Freed by unmapping its pieces in one call and
+  // releasing them; the range goes once no buffer is left in it.
+  Status AllocExpandable(uint64_t size, CUdeviceptr* p, const std::string& what);
+  CUresult FreeExpandable(CUdeviceptr p);
   Result<Span> Buffer(const std::string& name);
   Result<CUstream> Stream(const std::string& name);
   Result<Span> Slice(const Step& s, const std::string& name);
@@ -92,7 +99,13 @@ class Runner {
     uint64_t mapped = 0;  // bytes mapped (the size rounded up to the granularity)
     int exported_fd = -1;
   };
-  std::map<CUdeviceptr, VmmBuffer> vmm_;        // the "vmm" buffers, by address
+  std::map<CUdeviceptr, VmmBuffer> vmm_;  // the "vmm" buffers, by address
+  struct Segment {
+    CUdeviceptr base = 0;            // 0: not reserved
+    uint64_t reserved = 0, end = 0;  // bytes reserved, and mapped from base (the next buffer's offset)
+    std::map<CUdeviceptr, std::vector<CUmemGenericAllocationHandle>> pieces;  // each buffer's, by address
+  };
+  Segment segment_;                             // the "expandable" buffers'
   std::map<std::string, std::string> aliases_;  // a serve step's swap_as: the model buffer it names now
   std::vector<uint64_t> latencies_;
   std::map<std::string, CUfunction> functions_;

@@ -177,7 +177,7 @@ TEST_F(SimDriverTest, VmmUnmappingPartOfAMappingIsRefusedAndChangesNothing) {
   CU_ASSERT(cuMemRelease(h));
 }
 
-TEST_F(SimDriverTest, VmmAdjacentMappingsTakeAccessAndUnmapInOneCall) {
+TEST_F(SimDriverTest, VmmAdjacentMappingsTakeAccessCopiesAndUnmapInOneCall) {
   const CUmemGenericAllocationHandle a = Create(kGran), b = Create(2 * kGran);
   const CUdeviceptr va = Reserve(3 * kGran);
   CU_ASSERT(cuMemMap(va, kGran, 0, a, 0));
@@ -185,6 +185,18 @@ TEST_F(SimDriverTest, VmmAdjacentMappingsTakeAccessAndUnmapInOneCall) {
   CU_ASSERT(SetAccess(va, 3 * kGran, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
   CU_ASSERT(cuMemsetD8(va, 1, kGran));
   CU_ASSERT(cuMemsetD8(va + kGran, 2, 2 * kGran));
+  // Copies and memsets cross from one mapping to the next, as on the driver.
+  std::vector<uint8_t> host(2 * kGran);
+  CU_ASSERT(cuMemcpyDtoH(host.data(), va + kGran / 2, host.size()));
+  EXPECT_EQ(host.front(), 1);
+  EXPECT_EQ(host.back(), 2);
+  CU_ASSERT(cuMemsetD8(va + kGran - 1, 3, 2));
+  CU_ASSERT(cuMemcpyDtoH(host.data(), va + kGran - 1, 2));
+  EXPECT_EQ(host[0], 3);
+  EXPECT_EQ(host[1], 3);
+  std::fill(host.begin(), host.end(), 4);
+  CU_ASSERT(cuMemcpyHtoD(va, host.data(), host.size()));
+  EXPECT_EQ(cuMemcpyHtoD(va + kGran, host.data(), host.size() + 1), CUDA_ERROR_INVALID_VALUE) << "past the last";
   CU_ASSERT(cuMemRelease(a));
   CU_ASSERT(cuMemRelease(b));
   EXPECT_EQ(cuMemUnmap(va + kGran, kGran), CUDA_ERROR_INVALID_VALUE) << "half of the second mapping";

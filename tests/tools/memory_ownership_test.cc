@@ -128,6 +128,17 @@ class VmmMemoryTest : public ts::CoordinatorProcessTest {
     result["status"] = r.status;
     return result;
   }
+
+  // msim-run with `args` alone, without msched, on a GPU of its own.
+  ts::ProgramRun RunAlone(std::vector<std::string> args) {
+    args.insert(args.begin(), MSIM_RUN);
+    const ts::ProgramRun r = ts::RunProgram(args, {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                                   {"LD_PRELOAD", ""},
+                                                   {"MSIM_DEVICE", device_ + "alone"},
+                                                   {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
+    ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
+    return r;
+  }
 };
 
 // The job registers at its first cuMemCreate, and a pause gives its VMM
@@ -207,12 +218,7 @@ TEST_F(VmmMemoryTest, TwoVllmLikeServersWhoseMemoryExceedsTheGpuAnswerEveryReque
     EXPECT_FALSE(run["latency_ns"].empty()) << "server " << model << " answered requests";
     std::vector<std::string> alone = server(model);
     alone.back() = dir_ + "/alone" + std::to_string(model) + ".json";
-    alone.insert(alone.begin(), MSIM_RUN);
-    const ts::ProgramRun r = ts::RunProgram(alone, {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
-                                                    {"LD_PRELOAD", ""},
-                                                    {"MSIM_DEVICE", device_ + "alone"},
-                                                    {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
-    ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
+    const ts::ProgramRun r = RunAlone(alone);
     ASSERT_EQ(r.status, 0) << r.err;
     const json by_itself = SimStats(dir_ + "/alone" + std::to_string(model) + ".json");
     EXPECT_EQ(run["checksums"], by_itself["checksums"]) << "server " << model;
@@ -242,6 +248,28 @@ TEST_F(VmmMemoryTest, AHandleExportedToAnotherProcessStaysOnTheGpuThroughAPauseA
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+}
+
+// A trainer whose buffers live in PyTorch-style expandable segments
+// (dnn_train.json under msim-run --expandable: one reserved range grown in
+// 2 MiB VMM pieces, tensors spanning several) takes turns with another VMM
+// job that does not fit beside it, and both finish with the checksums of
+// their runs alone.
+TEST_F(VmmMemoryTest, AnExpandableSegmentsTrainerTakesTurnsWithAnotherJobIntact) {
+  StartDaemon({"--slice", "5ms", "--max-slice", "20ms"});
+  const std::vector<std::string> trainer = {
+      std::string(WORKLOADS_DIR) + "/dnn_train.json", "--expandable", "--set", "FOOT=24M", "--set", "STEPS=40"};
+  StartProgram(trainer);
+  StartJob(36 * kMiB, 300);
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  ASSERT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  const json status = Status();
+  ASSERT_TRUE(status.is_object());
+  EXPECT_GE(status["coordinator"]["switches"].get<uint64_t>(), 2u) << "they took turns";
+  const ts::ProgramRun r = RunAlone(trainer);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), ts::Checksums(r.out)) << "the trainer";
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), AloneChecksum(36 * kMiB, 300)) << "the other job";
 }
 
 }  // namespace

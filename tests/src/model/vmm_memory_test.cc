@@ -273,6 +273,9 @@ TEST(VmmMemoryTest, AFailedCopyOrUnmapLeavesThatHandleMappedAsBeforeAndTheOthers
     EXPECT_EQ(driver.Read(0x20000), -1) << "the other moved";
     EXPECT_EQ(vmm.moved_bytes(), 16u);
     EXPECT_EQ(driver.host_buffers, 1);
+    driver.fail_call.clear();
+    ASSERT_TRUE(vmm.MoveBack(driver).ok());
+    EXPECT_EQ(driver.host_buffers, 0) << "the moved one's host copy given back";
   }
 }
 

@@ -272,4 +272,39 @@ TEST_F(VmmMemoryTest, AnExpandableSegmentsTrainerTakesTurnsWithAnotherJobIntact)
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), AloneChecksum(36 * kMiB, 300)) << "the other job";
 }
 
+// A paused VMM job resumed while a process that is not msched's holds the
+// memory it gave back: mapping back runs out of device memory, and the job
+// waits, its gate closed, until that process lets go. It never runs with a
+// mapping that lacks its data: it finishes with the checksums of its run
+// alone.
+TEST_F(VmmMemoryTest, AResumedJobWaitsWhileAnotherProcessHoldsItsMemoryAndNeverRunsWithoutIt) {
+  StartDaemon();
+  const uint64_t foot = 36 * kMiB;
+  StartJob(foot, 1500);
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["on_gpu"] == true; }));
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // A plain vector-add job of 40 MiB, long enough in real time to hold its
+  // memory across the resume.
+  msched::SpawnOptions o;
+  o.env = {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+           {"LD_PRELOAD", ""},
+           {"MSIM_DEVICE", device_},
+           {"MSIM_HBM_BYTES", std::to_string(kHbm)}};
+  o.stdout_path = dir_ + "/holder.out";
+  o.stderr_path = dir_ + "/holder.err";
+  msched::Result<msched::Subprocess> holder = msched::Subprocess::Spawn(
+      {MSIM_RUN, std::string(WORKLOADS_DIR) + "/micro_vadd.json", "--set", "FOOT=40M", "--set", "TASKS=40"}, o);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  ASSERT_TRUE(Eventually([&] { return PlainAlloc(kMiB).value("free_bytes", kHbm) <= kHbm - 40 * kMiB; }))
+      << "the plain job holds its memory";
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(holder->Wait(), 0) << ts::Slurp(dir_ + "/holder.err");
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+  EXPECT_NE(Err(0).find("waiting to map VMM memory back"), std::string::npos) << "it did wait for the memory:\n"
+                                                                              << Err(0);
+}
+
 }  // namespace

@@ -38,7 +38,9 @@ const DriverFunctions& RealDriver() {
 
 Status CheckDriverCall(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return Status::Ok();
-  return Status::Unavailable(std::string(what) + " failed with CUresult " + std::to_string(r));
+  std::string why = std::string(what) + " failed with CUresult " + std::to_string(r);
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? Status::ResourceExhausted(std::move(why))
+                                       : Status::Unavailable(std::move(why));
 }
 
 }  // namespace msched::hook

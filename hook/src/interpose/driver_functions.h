@@ -30,8 +30,10 @@ struct DriverFunctions {
 // The table, resolving it on first use (loading the driver if needed).
 const DriverFunctions& RealDriver();
 
-// OK for CUDA_SUCCESS, else Unavailable saying that `what` failed and with
+// OK for CUDA_SUCCESS, else an error saying that `what` failed and with
 // which CUresult: how the hook's own driver calls report failure.
+// ResourceExhausted for CUDA_ERROR_OUT_OF_MEMORY (a caller may wait for
+// memory and try again), Unavailable for the rest.
 Status CheckDriverCall(CUresult r, const char* what);
 
 }  // namespace msched::hook

@@ -19,9 +19,7 @@ Result<uint64_t> CudaPoolOps::AllocateChunk(uint64_t bytes) {
   const CUresult r = managed != nullptr ? managed(&base, bytes, CU_MEM_ATTACH_GLOBAL) : CUDA_ERROR_NOT_SUPPORTED;
   if (r != CUDA_SUCCESS) {
     chunk_error_ = r;
-    const std::string why = "cuMemAllocManaged of a " + std::to_string(bytes) +
-                            "-byte pool chunk failed with CUresult " + std::to_string(r);
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? Status::ResourceExhausted(why) : Status::Unavailable(why);
+    return CheckDriverCall(r, ("cuMemAllocManaged of a " + std::to_string(bytes) + "-byte pool chunk").c_str());
   }
   {
     MutexLock lock(&rt_.mu());

@@ -7,12 +7,6 @@
 namespace msched::hook {
 namespace {
 
-// As CheckDriverCall, but out of memory says so: moving back waits then.
-Status Checked(CUresult r, const char* what) {
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) return Status::ResourceExhausted(std::string(what) + ": out of device memory");
-  return CheckDriverCall(r, what);
-}
-
 Status Missing(const char* what) { return Status::Unavailable(std::string("the driver lacks ") + what); }
 
 }  // namespace
@@ -30,23 +24,23 @@ Result<uint64_t> CudaVmmOps::Create(uint64_t size, const std::vector<uint8_t>& r
   if (recipe.size() != sizeof prop) return Status::InvalidArgument("no allocation properties to make it again");
   std::memcpy(&prop, recipe.data(), sizeof prop);
   CUmemGenericAllocationHandle handle = 0;
-  MSCHED_RETURN_IF_ERROR(Checked(create(&handle, size, &prop, 0), "cuMemCreate"));
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(create(&handle, size, &prop, 0), "cuMemCreate"));
   return static_cast<uint64_t>(handle);
 }
 
 Status CudaVmmOps::Release(uint64_t real) {
   auto release = RealDriver().cuMemRelease;
-  return release != nullptr ? Checked(release(real), "cuMemRelease") : Missing("cuMemRelease");
+  return release != nullptr ? CheckDriverCall(release(real), "cuMemRelease") : Missing("cuMemRelease");
 }
 
 Status CudaVmmOps::Map(uint64_t va, uint64_t size, uint64_t offset, uint64_t real) {
   auto map = RealDriver().cuMemMap;
-  return map != nullptr ? Checked(map(va, size, offset, real, 0), "cuMemMap") : Missing("cuMemMap");
+  return map != nullptr ? CheckDriverCall(map(va, size, offset, real, 0), "cuMemMap") : Missing("cuMemMap");
 }
 
 Status CudaVmmOps::Unmap(uint64_t va, uint64_t size) {
   auto unmap = RealDriver().cuMemUnmap;
-  return unmap != nullptr ? Checked(unmap(va, size), "cuMemUnmap") : Missing("cuMemUnmap");
+  return unmap != nullptr ? CheckDriverCall(unmap(va, size), "cuMemUnmap") : Missing("cuMemUnmap");
 }
 
 Status CudaVmmOps::SetAccess(uint64_t va, uint64_t size, const std::vector<VmmAccess>& access) {
@@ -60,7 +54,7 @@ Status CudaVmmOps::SetAccess(uint64_t va, uint64_t size, const std::vector<VmmAc
     d.flags = static_cast<CUmemAccess_flags>(a.flags);
     descs.push_back(d);
   }
-  return Checked(set(va, size, descs.data(), descs.size()), "cuMemSetAccess");
+  return CheckDriverCall(set(va, size, descs.data(), descs.size()), "cuMemSetAccess");
 }
 
 template <typename Copy>
@@ -71,9 +65,9 @@ Status CudaVmmOps::ThroughOwnMapping(uint64_t real, uint64_t size, Copy&& copy) 
   }
   CUmemAllocationProp prop{};
   MSCHED_RETURN_IF_ERROR(
-      Checked(d.cuMemGetAllocationPropertiesFromHandle(&prop, real), "cuMemGetAllocationPropertiesFromHandle"));
+      CheckDriverCall(d.cuMemGetAllocationPropertiesFromHandle(&prop, real), "cuMemGetAllocationPropertiesFromHandle"));
   CUdeviceptr va = 0;
-  MSCHED_RETURN_IF_ERROR(Checked(d.cuMemAddressReserve(&va, size, 0, 0, 0), "cuMemAddressReserve"));
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(d.cuMemAddressReserve(&va, size, 0, 0, 0), "cuMemAddressReserve"));
   Status s = Map(va, size, 0, real);
   if (s.ok()) {
     s = SetAccess(va, size,
@@ -82,7 +76,7 @@ Status CudaVmmOps::ThroughOwnMapping(uint64_t real, uint64_t size, Copy&& copy) 
     if (s.ok()) s = copy(va);
     if (Status u = Unmap(va, size); s.ok()) s = u;
   }
-  if (Status f = Checked(d.cuMemAddressFree(va, size), "cuMemAddressFree"); s.ok()) s = f;
+  if (Status f = CheckDriverCall(d.cuMemAddressFree(va, size), "cuMemAddressFree"); s.ok()) s = f;
   return s;
 }
 
@@ -90,9 +84,9 @@ Result<void*> CudaVmmOps::CopyOut(uint64_t real, uint64_t size) {
   const DriverFunctions& d = RealDriver();
   if (!d.cuMemHostAlloc || !d.cuMemcpyDtoH_v2) return Missing("cuMemHostAlloc/cuMemcpyDtoH");
   void* host = nullptr;
-  MSCHED_RETURN_IF_ERROR(Checked(d.cuMemHostAlloc(&host, size, 0), "cuMemHostAlloc"));
+  MSCHED_RETURN_IF_ERROR(CheckDriverCall(d.cuMemHostAlloc(&host, size, 0), "cuMemHostAlloc"));
   const Status s = ThroughOwnMapping(
-      real, size, [&](CUdeviceptr va) { return Checked(d.cuMemcpyDtoH_v2(host, va, size), "cuMemcpyDtoH"); });
+      real, size, [&](CUdeviceptr va) { return CheckDriverCall(d.cuMemcpyDtoH_v2(host, va, size), "cuMemcpyDtoH"); });
   if (!s.ok()) {
     FreeHost(host, size);
     return s;
@@ -103,7 +97,8 @@ Result<void*> CudaVmmOps::CopyOut(uint64_t real, uint64_t size) {
 Status CudaVmmOps::CopyIn(const void* host, uint64_t real, uint64_t size) {
   auto copy = RealDriver().cuMemcpyHtoD_v2;
   if (copy == nullptr) return Missing("cuMemcpyHtoD");
-  return ThroughOwnMapping(real, size, [&](CUdeviceptr va) { return Checked(copy(va, host, size), "cuMemcpyHtoD"); });
+  return ThroughOwnMapping(real, size,
+                           [&](CUdeviceptr va) { return CheckDriverCall(copy(va, host, size), "cuMemcpyHtoD"); });
 }
 
 void CudaVmmOps::FreeHost(void* host, uint64_t) {

@@ -94,6 +94,9 @@ uint64_t MapAligned(uint64_t size, uint64_t* map_size, uint64_t align = kChunk);
 // or reclaiming dead processes' memory when it does not fit. False when it
 // cannot fit.
 bool ReserveHbm(Process& p, uint64_t bytes);
+// The device's default memory pool (cuDeviceGetDefaultMemPool); handles are
+// never dereferenced. Shared by driver_memory.cc and driver_export.cc.
+inline CUmemoryPool DefaultPool() { return reinterpret_cast<CUmemoryPool>(uintptr_t{0x6d506f6f6c}); }
 
 // Shared by the launch, copy and graph entry points. REQUIRE: p.mu.
 // Schedules a device-side operation touching `ranges` on the compute engine:

@@ -141,8 +141,9 @@ CUresult FreeAlloc(Process& p, CUdeviceptr dptr, bool host) {
 }
 
 // A stream-ordered allocation is made at once: with eager execution the
-// stream order is already the issue order.
-CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool ptsz,
+// stream order is already the issue order. `pool` is null for the current
+// pool (the device's default), else the default or one cuMemPoolCreate made.
+CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool ptsz, CUmemoryPool pool = nullptr,
                     const char* entry = __builtin_FUNCTION()) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return Call(
@@ -152,7 +153,13 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool pt
         msim::Stream* s = p.ResolveStream(stream, ptsz, &err);
         if (s == nullptr) return err;
         if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-        return AllocDevice(p, bytesize, AllocType::kAsync, dptr);
+        const auto made = p.pools.find(pool);
+        if (pool != nullptr && pool != msim::DefaultPool() && made == p.pools.end()) return CUDA_ERROR_INVALID_VALUE;
+        const CUresult r = AllocDevice(p, bytesize, AllocType::kAsync, dptr);
+        if (r == CUDA_SUCCESS && made != p.pools.end()) {
+          p.allocs[*dptr].exportable = made->second != CU_MEM_HANDLE_TYPE_NONE;
+        }
+        return r;
       },
       entry);
 }
@@ -167,9 +174,6 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream stream, bool ptsz, const char* ent
       },
       entry);
 }
-
-// The one pool the simulated device has; handles are never dereferenced.
-CUmemoryPool DefaultPool() { return reinterpret_cast<CUmemoryPool>(uintptr_t{0x6d506f6f6c}); }
 
 }  // namespace
 
@@ -207,11 +211,11 @@ MSIM_DECLARE(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t n, CUstream s) { return AllocAsync(d, n, s, true); }
 
 MSIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* d, size_t n, CUmemoryPool pool, CUstream s) {
-  return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : AllocAsync(d, n, s, false);
+  return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : AllocAsync(d, n, s, false, pool);
 }
 MSIM_DECLARE(cuMemAllocFromPoolAsync_ptsz, PFN_cuMemAllocFromPoolAsync_v11020_ptsz);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* d, size_t n, CUmemoryPool pool, CUstream s) {
-  return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : AllocAsync(d, n, s, true);
+  return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : AllocAsync(d, n, s, true, pool);
 }
 
 MSIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr d, CUstream s) { return FreeAsync(d, s, false); }
@@ -221,18 +225,19 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { return FreeAsync(d, s,
 MSIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *pool = DefaultPool();
+  *pool = msim::DefaultPool();
   return CUDA_SUCCESS;
 }
 MSIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
   return cuDeviceGetDefaultMemPool(pool, dev);
 }
 
-// The pool keeps nothing beyond its live allocations (each is made and freed
+// A pool keeps nothing beyond its live allocations (each is made and freed
 // at once), so there is never anything to trim.
 MSIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t) {
-  if (pool != DefaultPool()) return CUDA_ERROR_INVALID_VALUE;
-  return Call(NeedCtx::kNo, [](Process&) { return CUDA_SUCCESS; });
+  return Call(NeedCtx::kNo, [&](Process& p) {
+    return pool == msim::DefaultPool() || p.pools.count(pool) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
 }
 
 MSIM_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {

@@ -49,6 +49,9 @@ struct Allocation {
   // CUmemAccess_flags (PROT_NONE until granted).
   PhysicalMem* physical = nullptr;
   std::vector<uint8_t> access;
+  // kAsync from a pool created with an export handle type: another process
+  // may import it (cuMemPoolExportPointer).
+  bool exportable = false;
 
   // Whether a device access to [begin, end), inside this allocation, is
   // allowed: always, but in VMM memory only where access was granted (for a
@@ -167,6 +170,9 @@ class Process {
   std::set<Graph*> graphs;
   std::set<PhysicalMem*> physical;            // live, referenced or mapped
   std::map<uint64_t, uint64_t> reservations;  // VMM address ranges (cuMemAddressReserve): base -> size
+  // Pools made by cuMemPoolCreate (not the device's default pool), with the
+  // handle types their allocations may be exported as.
+  std::map<CUmemoryPool, CUmemAllocationHandleType> pools;
   Context primary;
   int primary_refs = 0;
   Stream legacy;

@@ -23,7 +23,7 @@
 namespace msim {
 
 inline constexpr uint64_t kMagic = 0x6d73696d44657631ull;  // "msimDev1"
-inline constexpr uint32_t kLayoutVersion = 11;             // 11: read-mostly advice per unit
+inline constexpr uint32_t kLayoutVersion = 12;             // 12: retained units
 
 struct DeviceHeader {
   uint64_t magic;
@@ -32,7 +32,7 @@ struct DeviceHeader {
   pthread_mutex_t mu;
   DeviceProfile profile;
   uint64_t capacity;
-  uint64_t used;  // device allocations + resident units + evictions in flight
+  uint64_t used;  // device allocations + resident and retained units + evictions in flight
   uint64_t compute_free;
   uint64_t h2d_free;
   uint64_t d2h_free;
@@ -42,6 +42,8 @@ struct DeviceHeader {
   uint32_t free_head;
   uint32_t lru_head;
   uint32_t lru_tail;
+  uint32_t retained_head;  // emptied first
+  uint32_t retained_tail;
   uint32_t rel_head;
   uint32_t rel_count;
   uint32_t lock_count;
@@ -84,9 +86,48 @@ void InitHeader(DeviceHeader* h, const DeviceProfile& profile, uint64_t hbm_over
   h->chunk_capacity = static_cast<uint32_t>(chunks);
   h->free_head = kNone;
   h->lru_head = h->lru_tail = kNone;
+  h->retained_head = h->retained_tail = kNone;
   h->layout_version = kLayoutVersion;
   h->magic = kMagic;
   __atomic_store_n(&h->initialized, 1u, __ATOMIC_RELEASE);
+}
+
+// One of the doubly linked lists of chunk records (the LRU list, the
+// retained list): its links in each record, its ends in the header, and the
+// flag its members carry.
+struct ChunkList {
+  uint32_t ChunkRec::*prev;
+  uint32_t ChunkRec::*next;
+  uint32_t& head;
+  uint32_t& tail;
+  uint32_t flag;
+};
+
+void Unlink(ChunkRec* chunks, const ChunkList& l, uint32_t idx) {
+  ChunkRec& c = chunks[idx];
+  if (!(c.flags & l.flag)) return;
+  if (c.*l.prev != kNone)
+    chunks[c.*l.prev].*l.next = c.*l.next;
+  else
+    l.head = c.*l.next;
+  if (c.*l.next != kNone)
+    chunks[c.*l.next].*l.prev = c.*l.prev;
+  else
+    l.tail = c.*l.prev;
+  c.*l.prev = c.*l.next = kNone;
+  c.flags &= ~l.flag;
+}
+
+void Append(ChunkRec* chunks, const ChunkList& l, uint32_t idx) {
+  ChunkRec& c = chunks[idx];
+  c.*l.prev = l.tail;
+  c.*l.next = kNone;
+  if (l.tail != kNone)
+    chunks[l.tail].*l.next = idx;
+  else
+    l.head = idx;
+  l.tail = idx;
+  c.flags |= l.flag;
 }
 
 }  // namespace
@@ -287,7 +328,7 @@ uint32_t SharedDevice::AllocChunk(uint64_t va, uint32_t valid_mask) {
   } else {
     return kNone;
   }
-  chunks_[idx] = ChunkRec{va, 0, 0, slot_, valid_mask, 0, 0, 0, 0, kNone, kNone, kNone, 0, 0};
+  chunks_[idx] = ChunkRec{va, 0, 0, 0, slot_, valid_mask, 0, 0, 0, 0, kNone, kNone, kNone, 0, 0, 0, kNone, kNone};
   return idx;
 }
 
@@ -295,44 +336,45 @@ void SharedDevice::FreeChunk(uint32_t idx) {
   ChunkRec& c = chunks_[idx];
   if (c.owner < 0) return;
   if (c.resident_mask) DropResident(idx, c.resident_mask, 0);
+  // Freeing the block frees the chunk it kept. (cuMemFree waits for the
+  // range's copies, so a copy out still under way is over by then.)
+  if (c.retained_mask) {
+    const uint64_t bytes = std::popcount(c.retained_mask) * kUnit;
+    Unretain(idx, c.retained_mask);
+    h_->used -= std::min(bytes, h_->used);
+  }
   c.owner = -1;
   c.next_free = h_->free_head;
   h_->free_head = idx;
 }
 
 void SharedDevice::LruUnlink(uint32_t idx) {
-  ChunkRec& c = chunks_[idx];
-  if (!(c.flags & kInLru)) return;
-  if (c.lru_prev != kNone)
-    chunks_[c.lru_prev].lru_next = c.lru_next;
-  else
-    h_->lru_head = c.lru_next;
-  if (c.lru_next != kNone)
-    chunks_[c.lru_next].lru_prev = c.lru_prev;
-  else
-    h_->lru_tail = c.lru_prev;
-  c.lru_prev = c.lru_next = kNone;
-  c.flags &= ~kInLru;
+  Unlink(chunks_, {&ChunkRec::lru_prev, &ChunkRec::lru_next, h_->lru_head, h_->lru_tail, kInLru}, idx);
 }
 
 void SharedDevice::LruAppend(uint32_t idx) {
-  ChunkRec& c = chunks_[idx];
-  c.lru_prev = h_->lru_tail;
-  c.lru_next = kNone;
-  if (h_->lru_tail != kNone)
-    chunks_[h_->lru_tail].lru_next = idx;
-  else
-    h_->lru_head = idx;
-  h_->lru_tail = idx;
-  c.flags |= kInLru;
+  Append(chunks_, {&ChunkRec::lru_prev, &ChunkRec::lru_next, h_->lru_head, h_->lru_tail, kInLru}, idx);
+}
+
+void SharedDevice::RetainedUnlink(uint32_t idx) {
+  Unlink(chunks_,
+         {&ChunkRec::retained_prev, &ChunkRec::retained_next, h_->retained_head, h_->retained_tail, kInRetained}, idx);
+}
+
+void SharedDevice::RetainedAppend(uint32_t idx) {
+  Append(chunks_,
+         {&ChunkRec::retained_prev, &ChunkRec::retained_next, h_->retained_head, h_->retained_tail, kInRetained}, idx);
 }
 
 void SharedDevice::AddResident(uint32_t idx, uint32_t units, uint64_t migrated_at, uint64_t ready_at) {
   ChunkRec& c = chunks_[idx];
   const uint32_t added = units & c.valid_mask & ~c.resident_mask;
   if (added == 0) return;
+  // The block's own retained units hold their HBM already.
+  const uint32_t reused = added & c.retained_mask;
+  if (reused) Unretain(idx, reused);
   c.resident_mask |= added;
-  h_->used += std::popcount(added) * kUnit;
+  h_->used += std::popcount(added & ~reused) * kUnit;
   c.migrated_at = migrated_at;
   c.ready_at = std::max(c.ready_at, ready_at);
   // The stock driver moves a block to the LRU tail whenever memory is
@@ -341,12 +383,17 @@ void SharedDevice::AddResident(uint32_t idx, uint32_t units, uint64_t migrated_a
   LruAppend(idx);
 }
 
-void SharedDevice::DropResident(uint32_t idx, uint32_t units, uint64_t release_at) {
+uint32_t SharedDevice::ClearResident(uint32_t idx, uint32_t units) {
   ChunkRec& c = chunks_[idx];
-  const uint32_t dropped = units & c.resident_mask;
+  const uint32_t cleared = units & c.resident_mask;
+  c.resident_mask &= ~cleared;
+  if (cleared != 0 && c.resident_mask == 0) LruUnlink(idx);
+  return cleared;
+}
+
+void SharedDevice::DropResident(uint32_t idx, uint32_t units, uint64_t release_at) {
+  const uint32_t dropped = ClearResident(idx, units);
   if (dropped == 0) return;
-  c.resident_mask &= ~dropped;
-  if (c.resident_mask == 0) LruUnlink(idx);
   const uint64_t bytes = std::popcount(dropped) * kUnit;
   if (release_at == 0) {
     h_->used -= std::min(bytes, h_->used);
@@ -363,6 +410,39 @@ void SharedDevice::DropResident(uint32_t idx, uint32_t units, uint64_t release_a
     ++h_->rel_count;
   }
   h_->pending_bytes += bytes;
+}
+
+void SharedDevice::RetainResident(uint32_t idx, uint32_t units, uint64_t emptied_at) {
+  const uint32_t emptied = ClearResident(idx, units);
+  if (emptied == 0) return;
+  ChunkRec& c = chunks_[idx];
+  if (c.retained_mask == 0) RetainedAppend(idx);
+  c.retained_mask |= emptied;
+  c.emptied_at = std::max(c.emptied_at, emptied_at);
+}
+
+void SharedDevice::Unretain(uint32_t idx, uint32_t units) {
+  ChunkRec& c = chunks_[idx];
+  c.retained_mask &= ~units;
+  if (c.retained_mask == 0) {
+    RetainedUnlink(idx);
+    c.emptied_at = 0;
+  }
+}
+
+uint64_t SharedDevice::ReclaimRetained(uint64_t bytes, uint64_t t, uint32_t exclude) {
+  for (uint32_t idx = h_->retained_head; idx != kNone && Free() + h_->pending_bytes < bytes;) {
+    ChunkRec& c = chunks_[idx];
+    const uint32_t next = c.retained_next;
+    if (idx != exclude) {
+      t = std::max(t, c.emptied_at);
+      const uint64_t freed = std::popcount(c.retained_mask) * kUnit;
+      Unretain(idx, c.retained_mask);
+      h_->used -= std::min(freed, h_->used);
+    }
+    idx = next;
+  }
+  return t;
 }
 
 uint64_t SharedDevice::ApplyReleases(uint64_t t) {
@@ -412,9 +492,10 @@ int SharedDevice::ReclaimDeadProcesses() {
 
 void SharedDevice::Repair() {
   // Recompute what can be derived from the chunk records and slots: the
-  // free list, the LRU list (by migration time) and the HBM in use. Pending
-  // releases are applied at once.
-  std::vector<uint32_t> resident;
+  // free list, the LRU list (by migration time), the retained list (by the
+  // end of their copies out) and the HBM in use. Pending releases are
+  // applied at once.
+  std::vector<uint32_t> resident, retained;
   uint64_t used = 0;
   h_->free_head = kNone;
   for (uint32_t i = h_->chunk_high_water; i-- > 0;) {
@@ -426,9 +507,11 @@ void SharedDevice::Repair() {
   }
   for (uint32_t i = 0; i < h_->chunk_high_water; ++i) {
     ChunkRec& c = chunks_[i];
-    c.flags &= ~kInLru;
+    c.flags &= ~(kInLru | kInRetained);
     c.lru_prev = c.lru_next = kNone;
+    c.retained_prev = c.retained_next = kNone;
     c.resident_mask &= c.valid_mask;
+    c.retained_mask &= c.valid_mask & ~c.resident_mask;
     c.host_mask &= c.valid_mask;
     c.host_pages_mask |= c.host_mask;
     c.known_mask |= c.resident_mask | c.host_mask;
@@ -436,11 +519,19 @@ void SharedDevice::Repair() {
       resident.push_back(i);
       used += std::popcount(c.resident_mask) * kUnit;
     }
+    if (c.owner >= 0 && c.retained_mask) {
+      retained.push_back(i);
+      used += std::popcount(c.retained_mask) * kUnit;
+    }
   }
   std::sort(resident.begin(), resident.end(),
             [&](uint32_t a, uint32_t b) { return chunks_[a].migrated_at < chunks_[b].migrated_at; });
   h_->lru_head = h_->lru_tail = kNone;
   for (uint32_t i : resident) LruAppend(i);
+  std::stable_sort(retained.begin(), retained.end(),
+                   [&](uint32_t a, uint32_t b) { return chunks_[a].emptied_at < chunks_[b].emptied_at; });
+  h_->retained_head = h_->retained_tail = kNone;
+  for (uint32_t i : retained) RetainedAppend(i);
   for (int i = 0; i < kMaxProcs; ++i) {
     if (h_->procs[i].in_use) used += h_->procs[i].device_bytes;
   }

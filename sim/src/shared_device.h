@@ -1,5 +1,5 @@
 // SharedDevice: the state of one modelled GPU that every process using it
-// shares: HBM accounting, managed-memory chunk records and their LRU list,
+// shares: HBM accounting, managed-memory chunk records and their lists,
 // the copy and compute engines' virtual timelines, and the process slots. It
 // lives in a shared memory segment named by MSIM_DEVICE (or in private
 // memory when unset) and is guarded by one robust, process-shared mutex: a
@@ -31,6 +31,7 @@ inline constexpr uint32_t kMaxReleases = 8192;
 enum ChunkFlags : uint32_t {
   kInLru = 1u << 0,
   kRemoteHost = 1u << 2,  // preferred location host or accessed-by: GPU reads it in place
+  kInRetained = 1u << 3,
 };
 
 // One 2 MiB block of one process's managed allocation. Per 64 KiB unit:
@@ -44,14 +45,22 @@ enum ChunkFlags : uint32_t {
 //             through the driver; whether the host wrote it with plain
 //             stores is learnt once, when the device first needs it. A known
 //             unit with neither copy holds nothing (never written, or
-//             discarded): the device populates it without a transfer.
-// Invariants: kInLru is set iff resident_mask != 0; resident_mask,
-// host_mask ⊆ valid_mask; resident_mask | host_mask ⊆ known_mask;
+//             discarded): the device populates it without a transfer;
+//   retained  not resident, but its HBM is still the block's: a prefetch to
+//             the host or a discard emptied it, and the driver keeps the
+//             emptied chunk allocated to the block until an allocation
+//             needs the memory (SharedDevice::ReclaimRetained) or the
+//             block is freed. Counted as used (cuMemGetInfo reports it so);
+//             the block migrating the unit back in reuses it.
+// Invariants: kInLru is set iff resident_mask != 0; kInRetained is set iff
+// retained_mask != 0; resident_mask, host_mask, retained_mask ⊆ valid_mask;
+// resident_mask ∩ retained_mask = ∅; resident_mask | host_mask ⊆ known_mask;
 // host_mask ⊆ host_pages_mask.
 struct ChunkRec {
   uint64_t va;             // block base in the owner's address space
   uint64_t migrated_at;    // virtual time of the last migration in (LRU order)
   uint64_t ready_at;       // virtual time the last migration in completes
+  uint64_t emptied_at;     // virtual time the copy out of its retained units completes
   int32_t owner;           // process slot, -1 when the record is free
   uint32_t valid_mask;     // 64 KiB units inside the allocation
   uint32_t resident_mask;  // units resident in HBM
@@ -63,6 +72,9 @@ struct ChunkRec {
   uint32_t next_free;
   uint32_t host_pages_mask;   // units the host has pages for (it held them once; an eviction then allocates none)
   uint32_t read_mostly_mask;  // units advised read-mostly
+  uint32_t retained_mask;     // units whose emptied HBM the block keeps
+  uint32_t retained_prev;     // the list of chunks with retained units, in the order they came to have them
+  uint32_t retained_next;
 };
 
 struct ProcSlot {
@@ -107,6 +119,10 @@ class SharedDevice {
   const DeviceProfile& profile() const;
   int slot() const { return slot_; }
   uint64_t capacity() const;
+  // HBM held: device allocations, resident and retained units, evictions in
+  // flight. Free() is what the driver reports free (cuMemGetInfo, with
+  // evictions in flight): retained units count as used, although an
+  // allocation may reclaim them at no cost.
   uint64_t used() const;
   uint64_t Free() const { return capacity() - used(); }
 
@@ -131,10 +147,22 @@ class SharedDevice {
   ChunkRec& chunk(uint32_t idx);
 
   // Residency bookkeeping; callers schedule the copies.
+  // Makes `units` resident. Those the chunk retains are reused; the others'
+  // HBM must be free (MakeRoom).
   void AddResident(uint32_t idx, uint32_t units, uint64_t migrated_at, uint64_t ready_at);
   // Clears `units`; the HBM they held is freed at `release_at` (or at once
-  // when release_at is 0).
+  // when release_at is 0): an eviction's, or a freed block's.
   void DropResident(uint32_t idx, uint32_t units, uint64_t release_at);
+  // Clears `units`, moved out on purpose (a prefetch to the host, a discard),
+  // whose copy out completes at `emptied_at` (0: done). Their HBM stays the
+  // chunk's: retained, still used.
+  void RetainResident(uint32_t idx, uint32_t units, uint64_t emptied_at);
+  // Gives retained HBM back, the chunk emptied first going first (as
+  // nvidia-uvm's PMM evicts root chunks from its unused list, before any
+  // in use), never `exclude`'s, until `bytes` fit in the free memory and
+  // the evictions in flight. Returns when the memory it gave back is free:
+  // `t`, or later when a copy out of it is still under way.
+  uint64_t ReclaimRetained(uint64_t bytes, uint64_t t, uint32_t exclude);
   uint32_t LruHead() const;
   // Applies releases due by `t`; returns bytes still pending after.
   uint64_t ApplyReleases(uint64_t t);
@@ -221,7 +249,15 @@ class SharedDevice {
   void AwaitChange(uint32_t seq, uint64_t now);
   void LruUnlink(uint32_t idx);
   void LruAppend(uint32_t idx);
-  // Rebuilds derived state (LRU list, totals) after a holder of the lock died.
+  void RetainedUnlink(uint32_t idx);
+  void RetainedAppend(uint32_t idx);
+  // Clears `units` of chunk idx's residency, taking it off the LRU list once
+  // none is left; returns the units that were resident.
+  uint32_t ClearResident(uint32_t idx, uint32_t units);
+  // Clears `units` of chunk idx's retained ones; the caller says what
+  // becomes of their HBM (freed, or resident again).
+  void Unretain(uint32_t idx, uint32_t units);
+  // Rebuilds derived state (the lists, totals) after a holder of the lock died.
   void Repair();
 
   DeviceHeader* h_ = nullptr;

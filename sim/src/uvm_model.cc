@@ -82,12 +82,14 @@ void EvictChunk(SharedDevice& d, uint32_t idx, uint64_t t, UvmCounters* c) {
   c->evict_d2h_bytes += dirty;
 }
 
-// Makes `bytes` of HBM free, evicting least recently migrated chunks (never
+// Makes `bytes` of HBM free: first by reclaiming retained units, which
+// costs nothing, then by evicting least recently migrated chunks (never
 // `exclude`). Returns the time the space is free, or kNoRoom when memory
 // nobody may evict (device allocations) fills the device.
 uint64_t MakeRoom(SharedDevice& d, uint64_t bytes, uint64_t t, uint32_t exclude, UvmCounters* c) {
   if (bytes > d.capacity()) return kNoRoom;
   d.ApplyReleases(t);
+  t = d.ReclaimRetained(bytes, t, exclude);
   while (d.capacity() - d.used() + d.pending_release_bytes() < bytes) {
     uint32_t victim = d.LruHead();
     if (victim == exclude && victim != kNone) victim = d.chunk(victim).lru_next;
@@ -207,7 +209,7 @@ class FaultBatcher {
       const uint32_t missing = e.units & ~ch.resident_mask;  // an earlier batch may have prefetched some
       if (missing == 0) continue;
       const uint32_t bring = missing | DensityPrefetch(ch.resident_mask, ch.valid_mask, missing);
-      const uint64_t room = MakeRoom(d_, Bytes(bring), now, e.idx, c_);
+      const uint64_t room = MakeRoom(d_, Bytes(bring & ~ch.retained_mask), now, e.idx, c_);
       if (room == kNoRoom) {  // nothing evictable: serve the rest remotely
         m_->remote_ns += TransferNs(Bytes(missing), p_.h2d_gbps);
         c_->remote_bytes += Bytes(missing);
@@ -316,7 +318,7 @@ uint64_t PrefetchToDevice(SharedDevice& d, const std::vector<ChunkTouch>& touche
     // on the D2H engine; each chunk's H2D waits only for its own space. The
     // two directions of the link thus overlap (a pipelined swap). Zero fills
     // use no link: they wait only for their space.
-    const uint64_t room = MakeRoom(d, Bytes(bring), issued, t.idx, c);
+    const uint64_t room = MakeRoom(d, Bytes(bring & ~ch.retained_mask), issued, t.idx, c);
     if (room == kNoRoom) continue;  // HBM full of unevictable memory: stays on the host
     const uint64_t begin = std::max(cursor, room);
     const Populated pop = Populate(d, t.idx, bring, begin);
@@ -351,7 +353,7 @@ uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches,
     duplicates += Bytes(out & ch.host_mask);
     if (dirty == 0) {
       ch.host_mask |= out;
-      d.DropResident(t.idx, out, 0);
+      d.RetainResident(t.idx, out, 0);
       continue;
     }
     const uint64_t begin = std::max(cursor, ch.ready_at);
@@ -361,7 +363,7 @@ uint64_t PrefetchToHost(SharedDevice& d, const std::vector<ChunkTouch>& touches,
     if (DeviceTrace* trace = DeviceTrace::Get()) {
       trace->Span(DeviceTrace::Track::kToHost, "prefetch to host", begin, cursor, dirty);
     }
-    d.DropResident(t.idx, out, cursor);
+    d.RetainResident(t.idx, out, cursor);
     c->prefetch_d2h_bytes += dirty;
   }
   if (duplicates != 0) cursor += UsToNs(p.duplicate_drop_us) + DuplicateDropNs(p, duplicates);
@@ -389,14 +391,15 @@ uint64_t Discard(SharedDevice& d, const std::vector<ChunkTouch>& touches, uint64
   }
   c->discarded_bytes += dropped;
   if (p.discard_gbps <= 0 || dropped == 0) {
-    for (const ChunkTouch& t : touches) d.DropResident(t.idx, t.units & d.chunk(t.idx).resident_mask, 0);
+    for (const ChunkTouch& t : touches) d.RetainResident(t.idx, t.units, 0);
     return t0 + UsToNs(p.api_call_us);
   }
-  // A measured discard takes time on the device: its space frees once done.
+  // A measured discard takes time on the device: its space can be
+  // reclaimed once done.
   const uint64_t begin = std::max(t0, d.d2h_free());
   const uint64_t end = begin + TransferNs(dropped, p.discard_gbps);
   d.d2h_free() = end;
-  for (const ChunkTouch& t : touches) d.DropResident(t.idx, t.units & d.chunk(t.idx).resident_mask, end);
+  for (const ChunkTouch& t : touches) d.RetainResident(t.idx, t.units, end);
   return end;
 }
 

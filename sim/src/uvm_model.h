@@ -15,6 +15,14 @@
 //  - when HBM is full the least recently *migrated* 2 MiB chunk is evicted
 //    whole: its pages without a valid host copy are copied back on the
 //    device-to-host engine before its space frees;
+//  - HBM emptied on purpose (a prefetch to the host, a discard) stays
+//    allocated to its block, as nvidia-uvm's PMM keeps an emptied root chunk
+//    on its unused list (measured on an H200, 2026-11-28): it is reported
+//    used, in every process, but an allocation that does not fit in the
+//    free memory (any process's, device or managed) reclaims it at no
+//    cost, the earliest emptied first, before anything is evicted; the
+//    block migrating back in reuses its own, and freeing the block
+//    (cuMemFree, process exit) gives it back. Eviction frees its space;
 //  - prefetches move ranges in bulk on the copy engines; each kind of move
 //    at its profile's rate (a first eviction, with no host pages yet, at
 //    first_eviction_gbps; dropping duplicates and discarding at theirs), and

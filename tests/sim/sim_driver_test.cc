@@ -1,7 +1,8 @@
 // Tests of the simulated driver in one process: allocation limits and the
 // unified-memory model against hand-computed expectations (faults, LRU of
-// migration time, bulk prefetch, full-duplex swaps, advice). The driver API's
-// other semantics are in sim_driver_api_test.cc.
+// migration time, bulk prefetch, full-duplex swaps, advice, the chunks a
+// move out leaves allocated). The driver API's other semantics are in
+// sim_driver_api_test.cc.
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,13 @@ constexpr double kPrefetchCallNs = 10000;
 constexpr uint64_t kBatchBytes = 1 * kMiB;
 // Fault entries of densely touching `bytes` (one per 4 KiB page).
 constexpr uint64_t FaultEntries(uint64_t bytes) { return bytes / 4096; }
+
+// The device memory cuMemGetInfo reports free.
+uint64_t FreeBytes() {
+  size_t free = 0, total = 0;
+  EXPECT_EQ(cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  return free;
+}
 
 using msim_test::SimDriverTest;
 
@@ -311,6 +319,103 @@ TEST_F(SimDriverTest, DiscardMakesContentsVisiblyUndefined) {
   CU_ASSERT(cuMemcpyDtoH(data.data(), a, data.size()));
   EXPECT_EQ(data[0], 0xCD);
   EXPECT_EQ(cuMemDiscardBatchAsync(&a, &size, 1, 0, nullptr), CUDA_ERROR_INVALID_VALUE);  // legacy stream refused
+  CU_ASSERT(cuStreamDestroy(s));
+}
+
+// As the driver does (measured on an H200, 2026-11-28): moving managed data
+// to the host leaves its emptied chunks allocated to it, still reported
+// used, until its allocation is freed.
+TEST_F(SimDriverTest, PrefetchingToTheHostLeavesTheEmptiedChunksReportedUsedUntilFreed) {
+  CUdeviceptr m = HostWritten(32 * kMiB);
+  Prefetch(m, 32 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  EXPECT_EQ(FreeBytes(), 32 * kMiB);
+  const auto before = Stats();
+  Prefetch(m, 32 * kMiB, false);
+  CU_ASSERT(cuCtxSynchronize());
+  EXPECT_EQ(Delta(Stats()["bytes"]["d2h"]["prefetch"], before["bytes"]["d2h"]["prefetch"]), 32 * kMiB);
+  EXPECT_EQ(FreeBytes(), 32 * kMiB) << "the emptied chunks are still the allocation's";
+  CU_ASSERT(cuMemFree(m));
+  allocs_.erase(std::find(allocs_.begin(), allocs_.end(), m));
+  EXPECT_EQ(FreeBytes(), kDeviceBytes) << "freeing the allocation frees them";
+}
+
+// An allocation that does not fit in the free memory takes the emptied
+// chunks first, copying nothing and evicting nothing; what it does not need
+// stays reported used.
+TEST_F(SimDriverTest, AnAllocationReclaimsEmptiedChunksWithoutEvictingOrCopying) {
+  CUdeviceptr m = HostWritten(48 * kMiB);
+  Prefetch(m, 48 * kMiB, true);
+  Prefetch(m, 48 * kMiB, false);
+  CU_ASSERT(cuCtxSynchronize());
+  EXPECT_EQ(FreeBytes(), 16 * kMiB);
+  const auto before = Stats();
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc(&d, 48 * kMiB), CUDA_SUCCESS);
+  const auto after = Stats();
+  EXPECT_EQ(Delta(after["evictions"], before["evictions"]), 0u);
+  EXPECT_EQ(Delta(after["bytes"]["d2h"]["eviction"], before["bytes"]["d2h"]["eviction"]), 0u);
+  EXPECT_EQ(FreeBytes(), 0u) << "16 MiB of the emptied chunks were not needed: still m's";
+  std::vector<uint8_t> back(48 * kMiB);
+  CU_ASSERT(cuMemcpyDtoH(back.data(), m, back.size()));
+  EXPECT_EQ(std::count(back.begin(), back.end(), 0x5A), static_cast<ptrdiff_t>(back.size())) << "m's data is intact";
+  CU_ASSERT(cuMemFree(d));
+  EXPECT_EQ(FreeBytes(), 48 * kMiB);
+}
+
+// The block migrating back in reuses its own emptied chunks: the free
+// memory stays free.
+TEST_F(SimDriverTest, MigratingBackInReusesTheEmptiedChunksNotTheFreeMemory) {
+  CUdeviceptr m = HostWritten(32 * kMiB);
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc(&d, 16 * kMiB), CUDA_SUCCESS);
+  Prefetch(m, 32 * kMiB, true);
+  Prefetch(m, 32 * kMiB, false);
+  CU_ASSERT(cuCtxSynchronize());
+  EXPECT_EQ(FreeBytes(), 16 * kMiB);
+  const auto before = Stats();
+  Prefetch(m, 32 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  const auto after = Stats();
+  EXPECT_EQ(Delta(after["bytes"]["h2d"]["prefetch"], before["bytes"]["h2d"]["prefetch"]), 32 * kMiB);
+  EXPECT_EQ(Delta(after["evictions"], before["evictions"]), 0u);
+  EXPECT_EQ(FreeBytes(), 16 * kMiB);
+  CU_ASSERT(cuMemFree(d));
+}
+
+// Chunks the driver evicts to make room are freed for what needed them:
+// none stays allocated to their owner.
+TEST_F(SimDriverTest, EvictingToMakeRoomLeavesNoChunkAllocatedToTheOwner) {
+  CUdeviceptr a = HostWritten(48 * kMiB), b = Managed(32 * kMiB);
+  Prefetch(a, 48 * kMiB, true);
+  CU_ASSERT(cuCtxSynchronize());
+  const auto before = Stats();
+  Prefetch(b, 32 * kMiB, true);  // evicts 16 MiB of a
+  CU_ASSERT(cuCtxSynchronize());
+  const auto after = Stats();
+  EXPECT_EQ(Delta(after["evictions"], before["evictions"]), 8u);
+  EXPECT_EQ(FreeBytes(), 0u);
+  CU_ASSERT(cuMemFree(b));
+  allocs_.erase(std::find(allocs_.begin(), allocs_.end(), b));
+  EXPECT_EQ(FreeBytes(), 32 * kMiB) << "only a's 32 MiB still resident";
+}
+
+// A discard empties chunks as a prefetch to the host does (the driver
+// clears the block's residency, keeping its chunk, on both paths).
+TEST_F(SimDriverTest, DiscardingLeavesTheEmptiedChunksReportedUsedAndReclaimable) {
+  CUdeviceptr a = HostWritten(32 * kMiB);
+  Prefetch(a, 32 * kMiB, true);
+  CUstream s;
+  CU_ASSERT(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  size_t size = 32 * kMiB;
+  CU_ASSERT(cuMemDiscardBatchAsync(&a, &size, 1, 0, s));
+  CU_ASSERT(cuCtxSynchronize());
+  EXPECT_EQ(FreeBytes(), 32 * kMiB);
+  const auto before = Stats();
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc(&d, 64 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Delta(Stats()["evictions"], before["evictions"]), 0u);
+  CU_ASSERT(cuMemFree(d));
   CU_ASSERT(cuStreamDestroy(s));
 }
 

@@ -1,7 +1,9 @@
 // Several processes on one shared simulated device: they contend for HBM,
-// evict each other's managed memory, a process killed with SIGKILL (even
-// inside a driver call) gives its memory back without wedging the others,
-// and one that exits holding VMM memory gives it back.
+// evict each other's managed memory, see the chunks a peer's managed memory
+// left on the device when moved to the host as used yet allocate them, a
+// process killed with SIGKILL (even inside a driver call) gives its memory
+// back without wedging the others, and one that exits holding VMM memory or
+// such chunks gives them back.
 // Each scenario runs in child processes, which attach to a device named for
 // the test; this process never initialises the driver.
 #include <signal.h>
@@ -193,6 +195,81 @@ TEST_F(SimMultiProcessTest, ProcessesEvictEachOthersManagedMemoryAndKeepTheirDat
   }
   EXPECT_EQ(a.Wait(), 0);
   EXPECT_EQ(b.Wait(), 0);
+}
+
+// The driver keeps the chunks that moving managed memory to the host
+// empties allocated to their owner (measured on an H200, 2026-11-28): every
+// process's cuMemGetInfo counts them as used, but another process's
+// cuMemAlloc gets them, with no eviction and no copy. The owner's cuMemFree
+// gives back what is left of them.
+constexpr uint64_t kRetainedBytes = 48 * kMiB;
+
+bool PrefetchedOut(CUdeviceptr* m) {
+  CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 0}, host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  std::vector<uint8_t> data(kRetainedBytes, 0x5A);
+  return cuMemAllocManaged(m, kRetainedBytes, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS &&
+         cuMemcpyHtoD(*m, data.data(), kRetainedBytes) == CUDA_SUCCESS &&
+         cuMemPrefetchAsync(*m, kRetainedBytes, dev, 0, nullptr) == CUDA_SUCCESS &&
+         cuMemPrefetchAsync(*m, kRetainedBytes, host, 0, nullptr) == CUDA_SUCCESS && cuCtxSynchronize() == CUDA_SUCCESS;
+}
+
+uint64_t FreeBytes() {
+  size_t free = 0, total = 0;
+  return cuMemGetInfo(&free, &total) == CUDA_SUCCESS ? free : UINT64_MAX;
+}
+
+TEST_F(SimMultiProcessTest, ChunksAPeerEmptiedByPrefetchingToTheHostAreReportedUsedYetAllocatable) {
+  Child owner(device_, [](Child& self) {
+    CUdeviceptr m;
+    if (!Attach() || !PrefetchedOut(&m)) return 1;
+    if (FreeBytes() != kDeviceBytes - kRetainedBytes) return 2;
+    self.Tell('o');
+    self.Hear();  // the other process holds 48 MiB, 32 of them reclaimed from m
+    if (FreeBytes() != 0) return 3;
+    return cuMemFree(m) == CUDA_SUCCESS && FreeBytes() == 16 * kMiB ? 0 : 4;
+  });
+  ASSERT_EQ(owner.Listen(), 'o');
+  Child other(device_, [](Child& self) {
+    CUdeviceptr d;
+    if (!Attach()) return 1;
+    // The owner's emptied chunks count as used; the allocation reclaims 32
+    // MiB of them, evicting nothing, and the other 16 are still the owner's.
+    if (FreeBytes() != kDeviceBytes - kRetainedBytes) return 2;
+    if (cuMemAlloc(&d, 48 * kMiB) != CUDA_SUCCESS) return 3;
+    const nlohmann::json s = Stats();
+    if (s["evictions"] != 0 || s["bytes"]["d2h"]["eviction"] != 0) return 4;
+    if (FreeBytes() != 0) return 5;
+    self.Tell('a');
+    self.Hear();  // the owner has freed m
+    return FreeBytes() == 16 * kMiB && cuMemFree(d) == CUDA_SUCCESS ? 0 : 6;
+  });
+  ASSERT_EQ(other.Listen(), 'a');
+  owner.Say('x');
+  EXPECT_EQ(owner.Wait(), 0);
+  other.Say('x');
+  EXPECT_EQ(other.Wait(), 0);
+}
+
+TEST_F(SimMultiProcessTest, AProcessThatExitsGivesBackTheChunksItsPrefetchToTheHostEmptied) {
+  Child owner(device_, [](Child& self) {
+    CUdeviceptr m;
+    if (!Attach() || !PrefetchedOut(&m)) return 1;
+    self.Tell('o');
+    self.Hear();
+    std::exit(0);  // a normal exit, m not freed
+  });
+  ASSERT_EQ(owner.Listen(), 'o');
+  Child observer(device_, [](Child& self) {
+    if (!Attach() || FreeBytes() != kDeviceBytes - kRetainedBytes) return 1;
+    self.Tell('b');
+    self.Hear();  // the owner has exited
+    return FreeBytes() == kDeviceBytes ? 0 : 2;
+  });
+  ASSERT_EQ(observer.Listen(), 'b');
+  owner.Say('x');
+  EXPECT_EQ(owner.Wait(), 0);
+  observer.Say('x');
+  EXPECT_EQ(observer.Wait(), 0);
 }
 
 TEST_F(SimMultiProcessTest, KilledProcessReleasesItsMemory) {

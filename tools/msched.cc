@@ -285,19 +285,15 @@ Status StartCoordinator(const std::string& socket) {
 // the command starts after `--` or at the first argument that is not an option.
 // PyTorch's expandable segments map memory through VMM (cuMemCreate,
 // cuMemMap), which msched cannot make managed: it moves it whole between
-// turns but cannot page it, so a job cannot hold more of it than its
-// budget. Its native allocator with fixed segments is the one whose memory
-// msched can page and keep within the budget (docs/real-gpu.md), so
-// `msched run` asks for it unless the user chose (`msched help` says so;
-// a line on every run would land in the output of every job, PyTorch or
-// not), and warns when the user's choice bypasses msched.
-void ChooseTorchAllocator(std::map<std::string, std::string>* env) {
+// turns (docs/design.md, "VMM memory") but cannot page it, so such a job's
+// budget must hold all of it. The user's choice stands; `msched run` says
+// what it costs when the user asks for expandable segments (PyTorch's
+// default, fixed segments, is the allocator msched can page).
+void NoteTorchAllocator() {
   const char* chosen = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
-  if (chosen == nullptr || *chosen == '\0') {
-    (*env)["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:False";
-  } else if (std::strstr(chosen, "expandable_segments:True") != nullptr) {
-    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments, whose memory msched cannot page "
-                 "(it moves whole between turns, and the job cannot hold more of it than its budget)\n";
+  if (chosen != nullptr && std::strstr(chosen, "expandable_segments:True") != nullptr) {
+    std::cerr << "msched: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments: msched moves that memory whole "
+                 "between turns but cannot page it, so the job's budget must hold all of it\n";
   }
 }
 
@@ -431,7 +427,7 @@ int Run(Target target, int argc, char** argv) {
     return 1;
   }
   env["LD_PRELOAD"] = PreloadWith(*lib);
-  if (parse.config.mode != Mode::kOff) ChooseTorchAllocator(&env);
+  if (parse.config.mode != Mode::kOff) NoteTorchAllocator();
   // A user who started the job here hears of its waits (MSCHED_PROGRESS).
   if (std::getenv("MSCHED_PROGRESS") == nullptr) env.emplace("MSCHED_PROGRESS", "on");
   const CoordMode coord = parse.config.coord;
@@ -471,8 +467,8 @@ int TraceCommand(int argc, char** argv) {
 
 int Help() {
   std::cout << kUsage
-            << "\nmsched run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False unless it is set: PyTorch's"
-               "\nexpandable segments are VMM memory, which msched moves whole between turns but cannot page.\n"
+            << "\nPyTorch's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) are VMM memory,"
+               "\nwhich msched moves whole between turns but cannot page: the job's budget must hold all of it.\n"
             << "\nPer-job settings (environment variables, or msched run options):\n";
   for (const ConfigVariable& v : ConfigVariables()) {
     std::cout << "  " << v.name << "\n      " << v.meaning << "\n      accepted: " << v.accepted

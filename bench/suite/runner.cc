@@ -164,6 +164,7 @@ class Stage {
       argv.insert(argv.end(), {"--replay", job.trace});
     }
     argv.insert(argv.end(), {"--json", File(i, "json")});
+    if (!job.allocator.empty()) argv.push_back("--" + job.allocator);
     for (const auto& [k, v] : job.vars) argv.insert(argv.end(), {"--set", k + "=" + std::to_string(v)});
     if (!o_.host_kernels) argv.push_back("--no-checksum");
     if (job.arrival_ns > 0) argv.insert(argv.end(), {"--arrive-ns", std::to_string(job.arrival_ns)});

@@ -71,8 +71,9 @@ struct BenchPaths {
 struct JobSpec {
   std::string label;  // for reports: "vadd-1"
   std::string user = "user";
-  std::string workload;  // file name under the workloads directory
-  std::string trace;     // or a profile trace to replay (msim-run --replay), its path
+  std::string workload;   // file name under the workloads directory
+  std::string trace;      // or a profile trace to replay (msim-run --replay), its path
+  std::string allocator;  // ScenarioJob::allocator: msim-run --vmm or --expandable when set
   std::map<std::string, int64_t> vars;
   uint64_t footprint = 0;  // bytes (for reports and MSCHED_MEM)
   bool declare_memory = false;

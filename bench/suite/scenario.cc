@@ -134,9 +134,14 @@ Status JobProgram(const json& j, ScenarioJob* out) {
       return Bad("jobs." + out->label + ": exactly one of share and hbm_share, a fraction from 0 to 1");
     }
     MSCHED_RETURN_IF_ERROR(Assign(StringAt(j, "work"), &out->work_var));
+    MSCHED_RETURN_IF_ERROR(Assign(JsonStringOr(j, "allocator", ""), &out->allocator));
+    if (!out->allocator.empty() && out->allocator != "vmm" && out->allocator != "expandable") {
+      return Bad("jobs." + out->label + ".allocator: vmm or expandable");
+    }
     return Assign(JsonStringOr(j, "unit", "tasks"), &out->unit);
   }
   if (j.contains("workload")) return Bad("jobs." + out->label + ": a workload or a trace, not both");
+  if (j.contains("allocator")) return Bad("jobs." + out->label + ": a trace replays its program's allocations");
   const json& t = j["trace"];
   if (t.is_string()) {
     out->trace_full = out->trace_quick = t.get<std::string>();
@@ -451,6 +456,7 @@ Point Expand(const Scenario& s, int percent, uint64_t hbm_bytes, bool quick, con
       spec.label = count > 1 ? j.label + "-" + std::to_string(i) : j.label;
       spec.user = j.user;
       spec.workload = j.workload;
+      spec.allocator = j.allocator;
       spec.footprint = static_cast<uint64_t>(each) & ~uint64_t{0xffff};  // whole 64 KiB
       spec.job_class = j.job_class;
       spec.declare_memory = s.multiuser || s.declare_memory;

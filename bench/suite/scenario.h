@@ -37,6 +37,10 @@ struct ScenarioJob {
   int priority = 0;  // MSCHED_PRIORITY (an urgent job: above 0)
   Arrivals full_arrivals, quick_arrivals;
   std::string workload;  // under bench/workloads
+  // How its device buffers are allocated: "" as the workload says, "vmm"
+  // (msim-run --vmm: mapped through the VMM API, as vLLM's allocator) or
+  // "expandable" (--expandable: PyTorch's expandable segments).
+  std::string allocator;
   // Or a real program's profile trace under bench/traces (xz), replayed
   // (msim-run --replay); the quick form may name a smaller one. Such a job's
   // footprint is its program's, its work one run: `share` is then the part

@@ -33,8 +33,9 @@ inline constexpr uint32_t kMagic = 0x4443534d;  // "MSCD" in memory order
 // going idle and having work again; 5: a usage report may ask for an answer
 // (a budget answering it) before the job launches again; 6: each Go carries
 // the turn's idle yield; 7: a hello may declare the job a service; 8: the
-// counters carry the peak over budget.
-inline constexpr uint16_t kVersion = 9;
+// counters carry the peak over budget; 9: and the shared bytes; 10: and the
+// bytes that cannot page.
+inline constexpr uint16_t kVersion = 10;
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr uint32_t kMaxPayload = 1 << 20;  // a status report; every other frame is far smaller
 inline constexpr size_t kMaxName = 63;
@@ -92,9 +93,13 @@ struct JobCounters {
   // handles exported or imported, IPC imports): kept on the GPU, never
   // moved by msched.
   uint64_t shared = 0;
+  // Bytes of its memory that cannot page (VMM memory, on the GPU or moved
+  // out, and shared memory), with a VMM allocation being made: all of it
+  // must be on the GPU whenever the job runs.
+  uint64_t unpaged = 0;
   template <typename V>
   bool Fields(V& v) {
-    return v(faults) && v(prefetched) && v(peak_over_budget) && v(shared);
+    return v(faults) && v(prefetched) && v(peak_over_budget) && v(shared) && v(unpaged);
   }
 };
 

@@ -37,6 +37,8 @@ struct Job {
   // (proto::JobCounters): what its unpredicted kernels faulted in.
   uint64_t peak_over_budget = 0;
   uint64_t shared = 0;  // of its memory, shared with another process: never moved (its latest report)
+  uint64_t unpaged =
+      0;  // of its memory, what cannot page (VMM, shared): all resident while it runs (its latest report)
   JobState state = JobState::kWaiting;
   bool active = false;        // running and in the group that holds the GPU now
   bool was_admitted = false;  // paused before admission returns to the queue on resume
@@ -86,11 +88,13 @@ struct Job {
   // The memory admission counts: what it declared, or what it allocated if more.
   uint64_t Footprint() const { return std::max(declared, allocated); }
   // The HBM it needs to run without faulting: its measured working set, or
-  // its whole footprint until a slice has measured it.
+  // its whole footprint until a slice has measured it; never less than the
+  // memory it holds that cannot page (a slice measured before it made more
+  // of that does not count it).
   uint64_t WorkingSetEstimate() const {
     const uint64_t f = Footprint();
-    if (working_set == 0) return f;
-    return f == 0 ? working_set : std::min(working_set, f);
+    const uint64_t measured = working_set == 0 ? f : f == 0 ? working_set : std::min(working_set, f);
+    return std::max(measured, unpaged);
   }
 };
 

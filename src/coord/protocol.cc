@@ -176,7 +176,7 @@ std::string SanitizeName(std::string_view name) {
 
 uint32_t MaxPayloadOf(MsgType t) {
   constexpr uint32_t kText = 4;          // a text's length field
-  constexpr uint32_t kCounters = 4 * 8;  // JobCounters
+  constexpr uint32_t kCounters = 5 * 8;  // JobCounters
   switch (t) {
     case MsgType::kHello: return 4 * 8 + 4 + 1 + kText + kMaxName;
     case MsgType::kUsage: return 3 * 8 + kCounters;

@@ -159,6 +159,7 @@ void Scheduler::Counted(uint64_t id, const proto::JobCounters& c) {
   if (j == nullptr) return;
   j->peak_over_budget = std::max(j->peak_over_budget, c.peak_over_budget);
   j->shared = c.shared;
+  j->unpaged = c.unpaged;
 }
 
 Commands Scheduler::SliceEnded(uint64_t id, uint64_t now) {

@@ -21,8 +21,8 @@ void JobMemory::SetGranted(uint64_t bytes) {
   ApplyBudget();
 }
 
-void JobMemory::AddPinned(int64_t delta) {
-  imported_ = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(imported_) + delta));
+void JobMemory::AddShared(int64_t delta) {
+  shared_ = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(shared_) + delta));
   CountPinned();
 }
 

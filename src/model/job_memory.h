@@ -34,8 +34,8 @@ struct JobBudget {
   uint64_t configured = 0;  // MSCHED_GPU_MEMORY; 0: not set
   uint64_t device = 0;      // the device's memory as its driver reports it; 0: not asked yet
   uint64_t granted = 0;     // the coordinator's grant while it coordinates the job; 0: none
-  // Memory msched does not page (VMM memory on the device, IPC-imported
-  // memory): it counts against the total.
+  // Memory msched does not page (VMM memory on the device, memory shared
+  // through IPC or an exportable pool): it counts against the total.
   uint64_t pinned = 0;
 
   // What the job may hold in HBM: the grant, else the configured size, else
@@ -76,8 +76,9 @@ class JobMemory {
   void SetDevice(uint64_t bytes);
   // 0 withdraws the grant (the coordinator went away).
   void SetGranted(uint64_t bytes);
-  // Memory imported from another process (cuIpcOpenMemHandle) came or went.
-  void AddPinned(int64_t delta);
+  // Memory shared with another process outside VMM came or went: imported
+  // (cuIpcOpenMemHandle), or a block of a pool created to be exported.
+  void AddShared(int64_t delta);
 
   // The job's VMM memory (vmm_memory.h). Every change goes through
   // ChangeVmm, whose result keeps what the job holds on the device counted
@@ -86,7 +87,11 @@ class JobMemory {
   const VmmMemory& vmm() const { return vmm_; }
   // Memory shared with another process through a handle, which never
   // moves: VMM handles exported or imported, and IPC imports.
-  uint64_t shared_bytes() const { return imported_ + vmm_.shared_bytes(); }
+  uint64_t shared_bytes() const { return shared_ + vmm_.shared_bytes(); }
+  // Memory that cannot page, wherever it is now: VMM memory (on the device
+  // or moved out between turns) and the other shared memory. The job needs
+  // all of it on the device to run.
+  uint64_t unpaged_bytes() const { return shared_ + vmm_.device_bytes() + vmm_.moved_bytes(); }
   class VmmChange {
    public:
     explicit VmmChange(JobMemory& job) : job_(job) {}
@@ -206,7 +211,7 @@ class JobMemory {
   }
   void ApplyBudget() { manager_.set_budget(budget_.Managed()); }
   void CountPinned() {
-    budget_.pinned = imported_ + vmm_.device_bytes();
+    budget_.pinned = shared_ + vmm_.device_bytes();
     ApplyBudget();
   }
   MoveOutcome Carry(const MemoryActions& actions, StreamHandle stream, DeviceOps& ops, bool wait);
@@ -214,7 +219,7 @@ class JobMemory {
   MoveOutcome EvictAll(DeviceOps& ops, bool wait);
 
   JobBudget budget_;
-  uint64_t imported_ = 0;  // IPC memory, of budget_.pinned
+  uint64_t shared_ = 0;  // AddShared's memory, of budget_.pinned
   VmmMemory vmm_;
   MemoryManager manager_{0};
   std::vector<ByteRange> last_working_set_;             // the last slice's, in first-use order

@@ -180,6 +180,26 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
     auto f = fn(PFN_cuMemPoolTrimTo_v11020{});
     return [f, pool] { return f(pool, 0); };
   }
+  if (base == "cuMemPoolCreate" || base == "cuMemPoolDestroy") {
+    static const CUmemPoolProps props = [] {
+      CUmemPoolProps p{};
+      p.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+      p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+      p.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+      return p;
+    }();
+    if (base == "cuMemPoolCreate") {
+      auto f = fn(PFN_cuMemPoolCreate_v11020{});
+      return [f] {
+        CUmemoryPool pool;
+        return f(&pool, &props);
+      };
+    }
+    CUmemoryPool pool;
+    CHECK(L<PFN_cuMemPoolCreate_v11020>("cuMemPoolCreate", 11020)(&pool, &props));
+    auto f = fn(PFN_cuMemPoolDestroy_v11020{});
+    return [f, pool] { return f(pool); };
+  }
   if (base == "cuMemGetInfo") {
     auto f = fn(PFN_cuMemGetInfo_v3020{});
     return [f] {
@@ -266,6 +286,13 @@ Action Prepare(World& w, const std::string& base, int version, int flavour) {
   if (base == "cuIpcCloseMemHandle") {
     auto f = fn(PFN_cuIpcCloseMemHandle_v4010{});
     return [f, A] { return f(A); };
+  }
+  if (base == "cuIpcGetMemHandle") {
+    auto f = fn(PFN_cuIpcGetMemHandle_v4010{});
+    return [f, A] {
+      CUipcMemHandle h;
+      return f(&h, A);
+    };
   }
   void** params = w.params;
   const CUfunction k = w.vadd;

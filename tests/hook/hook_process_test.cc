@@ -266,6 +266,34 @@ TEST(HookProcessTest, VmmMemoryIsPinnedAndMemGetInfoShowsTheJobsView) {
       << r.out;
 }
 
+// Memory meant for another process: a pool created with an export handle
+// type is left to the driver (its blocks are plain device memory, which
+// cuMemPoolExportPointer exports), counted as shared while it lives; the
+// default pool's blocks are msched's managed memory. The driver cannot
+// export managed memory through legacy IPC: msched says why, once, and the
+// program gets the driver's answer.
+TEST(HookProcessTest, ExportablePoolsAreLeftToTheDriverAndAnIpcExportOfManagedMemoryIsExplained) {
+  Outcome r = RunHooked({PROBE_APP, "share", "keep"}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("exportable managed 0 export 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default managed 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ipc 1\n"), std::string::npos) << "the driver's CUDA_ERROR_INVALID_VALUE: " << r.out;
+  EXPECT_NE(r.err.find("the driver cannot share managed memory through IPC"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("MSCHED_MODE=off"), std::string::npos) << r.err;
+  EXPECT_EQ(U(r.hook, {"ipc", "export_refused"}), 1u);
+  EXPECT_EQ(U(r.hook, {"bytes", "shared"}), 4u << 20) << "the exportable block, still allocated";
+
+  r = RunHooked({PROBE_APP, "share", "free"}, {{"MSCHED_MODE", "msched"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(U(r.hook, {"bytes", "shared"}), 0u) << "freed, it is no longer shared";
+
+  r = RunHooked({PROBE_APP, "share", "free"}, {{"MSCHED_MODE", "off"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ipc 0\n"), std::string::npos) << "plain device memory exports: " << r.out;
+  EXPECT_NE(r.out.find("default managed 0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("cannot share managed memory"), std::string::npos) << r.err;
+}
+
 TEST(HookProcessTest, StreamOrderedFreesWaitForTheirStream) {
   for (const char* mode : {"off", "msched"}) {
     const Outcome r = RunHooked({PROBE_APP, "async"}, {{"MSCHED_MODE", mode}});

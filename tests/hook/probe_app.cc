@@ -8,6 +8,12 @@
 //   capture   a launch captured into a graph, then replayed
 //   vmm       VMM memory mapped and used; prints cuMemGetInfo
 //   async     stream-ordered allocations freed while kernels still use them
+//   share keep|free
+//             memory meant for another process: 4 MiB from a pool created
+//             with an export handle type (managed? exported?), 4 MiB from the
+//             default pool (managed?), and an IPC handle asked for a
+//             cuMemAlloc buffer (the answer); the exportable block is freed
+//             or kept to the end
 //   pool [S]  S steps of a per-tensor stream-ordered allocator (as PyTorch's
 //             cudaMallocAsync backend): every activation allocated from a
 //             pool just before its kernel and freed right after its
@@ -247,6 +253,45 @@ int Vmm(Api& api) {
   return 0;
 }
 
+int Share(Api& api, bool keep) {
+  auto pool_create = L<PFN_cuMemPoolCreate_v11020>("cuMemPoolCreate", 11020);
+  auto pool_destroy = L<PFN_cuMemPoolDestroy_v11020>("cuMemPoolDestroy", 11020);
+  auto default_pool = L<PFN_cuDeviceGetDefaultMemPool_v11020>("cuDeviceGetDefaultMemPool", 11020);
+  auto alloc_from = L<PFN_cuMemAllocFromPoolAsync_v11020>("cuMemAllocFromPoolAsync", 11020);
+  auto free_async = L<PFN_cuMemFreeAsync_v11020>("cuMemFreeAsync", 11020);
+  auto export_pointer = L<PFN_cuMemPoolExportPointer_v11020>("cuMemPoolExportPointer", 11020);
+  auto attribute = L<PFN_cuPointerGetAttribute_v4000>("cuPointerGetAttribute", 4000);
+  auto ipc_handle = L<PFN_cuIpcGetMemHandle_v4010>("cuIpcGetMemHandle", 4010);
+  const auto managed = [&](CUdeviceptr p) {
+    int is = -1;
+    return attribute(&is, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == CUDA_SUCCESS ? is : -1;
+  };
+  CUstream s;
+  CHECK(api.stream_create(&s, CU_STREAM_NON_BLOCKING));
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  props.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUmemoryPool exportable, standard;
+  CHECK(pool_create(&exportable, &props));
+  CHECK(default_pool(&standard, 0));
+  CUdeviceptr shared, own, plain;
+  CHECK(alloc_from(&shared, 4 << 20, exportable, s));
+  CHECK(alloc_from(&own, 4 << 20, standard, s));
+  CUmemPoolPtrExportData data;
+  std::printf("exportable managed %d export %d\n", managed(shared), export_pointer(&data, shared));
+  std::printf("default managed %d\n", managed(own));
+  CHECK(api.alloc(&plain, 1 << 20));
+  CUipcMemHandle handle;
+  std::printf("ipc %d\n", ipc_handle(&handle, plain));
+  CHECK(free_async(own, s));
+  if (!keep) CHECK(free_async(shared, s));
+  CHECK(api.stream_sync(s));
+  if (!keep) CHECK(pool_destroy(exportable));
+  CHECK(api.free(plain));
+  return 0;
+}
+
 int Async(Api& api) {
   auto alloc_async = L<PFN_cuMemAllocAsync_v11020>("cuMemAllocAsync", 11020);
   auto free_async = L<PFN_cuMemFreeAsync_v11020>("cuMemFreeAsync", 11020);
@@ -454,6 +499,7 @@ int main(int argc, char** argv) {
   if (cmd == "run_ptsz") return Run(api, 1 << 18, true);
   if (cmd == "capture") return Capture(api);
   if (cmd == "vmm") return Vmm(api);
+  if (cmd == "share") return Share(api, argc > 2 && std::string(argv[2]) == "keep");
   if (cmd == "async") return Async(api);
   if (cmd == "pool") return Pool(api, argc > 2 ? std::atoi(argv[2]) : 20);
   if (cmd == "crash") return LaunchThenCrash(api);

@@ -88,7 +88,7 @@ TEST(BenchScenarioTest, TheShippedScenariosLoadInOrder) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"micro", "A", "B", "C", "D", "E", "E-train", "ablation-prediction",
                                       "ablation-eviction", "ablation-slice", "overhead", "multiuser", "hostphase",
-                                      "urgent", "services", "real-llama", "real-resnet", "real-mix"}));
+                                      "urgent", "services", "real-llama", "real-resnet", "real-mix", "vmm"}));
   const b::Scenario& slice = Named(*all, "ablation-slice");
   EXPECT_EQ(slice.jobs.size(), Named(*all, "micro").jobs.size()) << "jobs_from copies the micro jobs";
   ASSERT_EQ(slice.policies.size(), 2u);
@@ -294,6 +294,12 @@ TEST(BenchSuiteTest, QuickFormRunsEveryScenarioUnderEveryPolicyWithCorrectResult
   EXPECT_EQ(column("services,msched", "requests"), column("services,swap", "requests"));
   EXPECT_GT(column("services,msched", "requests"), 0u);
   EXPECT_GT(column("services,msched", "latency_p99_ns"), 0u);
+  // VMM memory (servers mapping theirs, a trainer in expandable segments):
+  // time-sliced, every request answered, and (row ok) every checksum that
+  // of the jobs run one at a time.
+  EXPECT_EQ(column("vmm,msched", "ooms"), 0u);
+  EXPECT_GT(column("vmm,msched", "switches"), 0u);
+  EXPECT_EQ(column("vmm,msched", "requests"), column("vmm,exclusive", "requests"));
   const std::string report = ts::Slurp(out + "/report.md");
   EXPECT_NE(report.find("simulated"), std::string::npos);
   EXPECT_NE(report.find("57.88x"), std::string::npos) << "the paper's figures are beside ours";

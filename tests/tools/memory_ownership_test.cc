@@ -272,6 +272,122 @@ TEST_F(VmmMemoryTest, AnExpandableSegmentsTrainerTakesTurnsWithAnotherJobIntact)
   EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), AloneChecksum(36 * kMiB, 300)) << "the other job";
 }
 
+// Unified memory, by contrast (micro_vadd.json, which msched makes
+// managed): a pause moves the job's pages to the host, but the driver keeps
+// their GPU chunks allocated to the job until another allocation needs
+// them. A process that is not msched's sees that memory used in
+// cuMemGetInfo, and yet its cuMemAlloc of it succeeds. Resumed, the job
+// finishes intact.
+TEST_F(VmmMemoryTest, APausedUnifiedMemoryJobsChunksLookUsedToAnotherProcessYetItsAllocationGetsThem) {
+  workload_ = std::string(WORKLOADS_DIR) + "/micro_vadd.json";
+  StartDaemon();
+  const uint64_t foot = 36 * kMiB;
+  StartJob(foot, 1500);
+  ASSERT_TRUE(Eventually([&] { return PlainAlloc(kMiB).value("free_bytes", kHbm) <= kHbm - foot; }))
+      << "the job's data reached the GPU";
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Job("job0")["resident_bytes"], 0) << "its pages are on the host";
+  const json plain = PlainAlloc(foot);
+  EXPECT_EQ(plain["status"], 0) << "the driver takes the emptied chunks back: " << plain.dump();
+  EXPECT_LE(plain.value("free_bytes", kHbm), kHbm - foot) << "yet they look used: " << plain.dump();
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+}
+
+// A coordinated job's cuMemCreate that runs out of memory in its turn
+// waits for the memory its grant counted on (a job stopped for the turn
+// may answer late) and tries again: a refusal that passes (MSIM_FAIL, once)
+// never reaches the program. Without a coordinator the driver's answer
+// stands.
+TEST_F(VmmMemoryTest, ACoordinatedJobsVmmAllocationWaitsOutAPassingOutOfMemory) {
+  StartDaemon();
+  const uint64_t foot = 36 * kMiB;
+  const std::string once = "cuMemCreate:2:CUDA_ERROR_OUT_OF_MEMORY";
+  StartJob(foot, 20, {{"MSIM_FAIL", once}});
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_NE(Err(0).find("waiting for device memory"), std::string::npos) << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 20));
+  const ts::ProgramRun alone = ts::RunProgram({MSIM_RUN, workload_, "--set", "FOOT=36M", "--set", "TASKS=20"},
+                                              {{"LD_LIBRARY_PATH", SIM_LIB_DIR},
+                                               {"LD_PRELOAD", LIBMSCHED},
+                                               {"MSCHED_COORD", "off"},
+                                               {"MSIM_FAIL", once},
+                                               {"MSIM_DEVICE", device_ + "alone"},
+                                               {"MSIM_HBM_BYTES", std::to_string(kHbm)}});
+  ::unlink(("/dev/shm/msim-" + device_ + "alone").c_str());
+  EXPECT_NE(alone.status, 0) << "uncoordinated, the program gets the driver's answer";
+  EXPECT_NE(alone.err.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << alone.err;
+}
+
+// The driver refuses one of msched's calls while it moves a paused job's
+// VMM memory (MSIM_FAIL names the call and which one: the job's own calls
+// of that name come before, so the failure lands on msched's): out, the
+// copy, either unmap or the release; back, the creation, the copy in, the
+// mapping or the access. What failed going out stays on the GPU; what
+// failed coming back is tried again before the job runs. Either way the job
+// finishes with the checksums of its run alone.
+class VmmMoveFailureTest : public VmmMemoryTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(VmmMoveFailureTest, TheJobFinishesIntactWhateverStepTheDriverRefuses) {
+  StartDaemon();
+  const uint64_t foot = 36 * kMiB;
+  StartJob(foot, 1500, {{"MSIM_FAIL", GetParam()}});
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["on_gpu"] == true; }));
+  ts::ProgramRun r = Cli({"pause", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = Cli({"resume", "job0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  EXPECT_NE(Err(0).find("msim: MSIM_FAIL: "), std::string::npos) << "the failure was injected:\n" << Err(0);
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), AloneChecksum(foot, 1500));
+}
+
+// vmm_vadd.json makes 3 handles, 3 mappings and 3 grants of access before
+// it is paused, and no copy to the host, unmap or release until its end;
+// msched copies each handle through a mapping of its own.
+INSTANTIATE_TEST_SUITE_P(EachStep, VmmMoveFailureTest,
+                         ::testing::Values("cuMemcpyDtoH:1:CUDA_ERROR_UNKNOWN", "cuMemUnmap:1:CUDA_ERROR_UNKNOWN",
+                                           "cuMemUnmap:2:CUDA_ERROR_UNKNOWN", "cuMemRelease:1:CUDA_ERROR_UNKNOWN",
+                                           "cuMemCreate:4:CUDA_ERROR_OUT_OF_MEMORY",
+                                           "cuMemcpyHtoD:3:CUDA_ERROR_UNKNOWN", "cuMemMap:8:CUDA_ERROR_UNKNOWN",
+                                           "cuMemSetAccess:8:CUDA_ERROR_UNKNOWN"));
+
+// A job that maps its output buffer afresh for every task and unmaps and
+// releases it after (workloads/vmm_churn.json) is paused and resumed twice
+// and takes turns with another VMM job: stops find it between a map and an
+// unmap, with the buffer mapped or not, and it maps new memory after msched
+// released and brought back the rest. Both finish with the checksums of
+// their runs alone, and the churning job's VMM memory did move.
+TEST_F(VmmMemoryTest, AJobThatMapsAndUnmapsEveryTaskIsPausedAndTimeSlicedIntact) {
+  StartDaemon({"--slice", "5ms", "--max-slice", "20ms"});
+  const std::string churn = std::string(TEST_WORKLOADS_DIR) + "/vmm_churn.json";
+  const std::vector<std::string> args = {churn, "--set", "FOOT=36M", "--set", "TASKS=600"};
+  StartProgram(args, {{"MSCHED_STATS", dir_ + "/churn.hook.json"}});
+  ASSERT_TRUE(Eventually([&] { return Job("job0").is_object() && Job("job0")["on_gpu"] == true; }));
+  StartJob(36 * kMiB, 300);
+  for (int round = 0; round < 2; ++round) {
+    ts::ProgramRun r = Cli({"pause", "job0"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("its memory is on the host"), std::string::npos) << r.out;
+    r = Cli({"resume", "job0"});
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  ASSERT_EQ(jobs_[0].Wait(), 0) << Err(0);
+  ASSERT_EQ(jobs_[1].Wait(), 0) << Err(1);
+  const ts::ProgramRun alone = RunAlone(args);
+  ASSERT_EQ(alone.status, 0) << alone.err;
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(0))), ts::Checksums(alone.out)) << "the churning job";
+  EXPECT_EQ(ts::Checksums(ts::Slurp(Out(1))), AloneChecksum(36 * kMiB, 300)) << "the other job";
+  const json hook = SimStats(dir_ + "/churn.hook.json");
+  ASSERT_TRUE(hook.is_object());
+  EXPECT_GT(ts::JsonU64(hook, {"vmm", "moved_out_bytes"}), 0u) << hook.dump();
+  EXPECT_EQ(ts::JsonU64(hook, {"vmm", "moved_out_bytes"}), ts::JsonU64(hook, {"vmm", "moved_back_bytes"}))
+      << "all of it came back";
+}
+
 // A paused VMM job resumed while a process that is not msched's holds the
 // memory it gave back: mapping back runs out of device memory, and the job
 // waits, its gate closed, until that process lets go. It never runs with a

@@ -149,31 +149,26 @@ prolog_case() {
   fi
 }
 printf '%s\n' '# a comment' '  shardmemory = 2GiB  # per shard' 'SocketDir=/run/msched-test' >"$tmp/case/msched.conf"
-torch=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False
 prolog_case "no GPU" "" SLURM_JOB_ID=9
 prolog_case "shards of two GPUs" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,1 SLURM_SHARDS_ON_NODE=2
 prolog_case "GPUs 0 and 2, whole" "export MSCHED_JOB_NAME=slurm-9.1
 export MSCHED_SOCKET_DIR=/run/msched-test
 unset MSCHED_SOCKET
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2 MSCHED_SOCKET=/tmp/mine/gpu0.sock
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2 MSCHED_SOCKET=/tmp/mine/gpu0.sock
 prolog_case "GPU 01 is GPU 1" "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched-test/gpu1.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=01
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=01
 prolog_case "not a list of indexes" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,
 prolog_case "a batch script with 3 shards of GPU 1" "export MSCHED_MEM=$((3 << 31))
 export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched-test/gpu1.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=1 SLURM_SHARDS_ON_NODE=3
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=1 SLURM_SHARDS_ON_NODE=3
 prolog_case "step 2 with a whole GPU, inside a batch script under msched" "export MSCHED_JOB_NAME=slurm-9.2
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock" SLURM_JOB_ID=9 SLURM_STEP_ID=2 SLURM_JOB_GPUS=0 SLURM_STEP_GPUS=0 \
   LD_PRELOAD="$lib" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 prolog_case "a job's own preload" "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock
-export LD_PRELOAD=$lib:/opt/other.so
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD=/opt/other.so
+export LD_PRELOAD=$lib:/opt/other.so" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD=/opt/other.so
 printf '%s\n' 'ShardMemory=2 GiB' >"$tmp/case/msched.conf"
 prolog_case "a size it cannot read" "fail:ShardMemory '2 GiB' is not a size" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=1
 printf '%s\n' 'ShardMem=2GiB' >"$tmp/case/msched.conf"
@@ -182,8 +177,7 @@ rm "$tmp/case/msched.conf"
 prolog_case "shards with no ShardMemory" "fail:sets no ShardMemory" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=1
 prolog_case "a whole GPU with no msched.conf" "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
 log "the TaskProlog alone: as expected"
 
 # What each job computes alone, in plain device memory on a GPU big enough.

@@ -99,38 +99,33 @@ conf() {
   echo "$tmp/$1"
 }
 
-torch=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False
 plain=$(printf '%s\n' '# a node' 'ShardMemory=1GiB' 'SocketDir=/run/msched-test' | conf plain)
 none=$tmp/none
 mkdir -p "$none"
 # What a task on GPU 0 gets with $plain's settings, for job 9 (step STEP).
 whole0() {
   printf '%s\n' "export MSCHED_JOB_NAME=slurm-9${1:+.$1}" \
-    "export MSCHED_SOCKET=/run/msched-test/gpu0.sock" "export LD_PRELOAD=$lib" "export $torch"
+    "export MSCHED_SOCKET=/run/msched-test/gpu0.sock" "export LD_PRELOAD=$lib"
 }
 
 echo "== values printed as they are, or refused: no line added or swallowed"
 ok "job id with a backslash-n prints it, adds no export line" "$plain" \
   "export MSCHED_JOB_NAME=slurm-9\\nexport EVIL=2.1
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID='9\nexport EVIL=2' SLURM_STEP_ID=1 SLURM_STEP_GPUS=0
+export LD_PRELOAD=$lib" SLURM_JOB_ID='9\nexport EVIL=2' SLURM_STEP_ID=1 SLURM_STEP_GPUS=0
 ok "step id with a backslash-c keeps the MSCHED_SOCKET line" "$plain" \
   "export MSCHED_JOB_NAME=slurm-9.1\\c
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID='1\c' SLURM_STEP_GPUS=0
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_STEP_ID='1\c' SLURM_STEP_GPUS=0
 ok "SocketDir with a backslash-c keeps the LD_PRELOAD line" \
   "$(printf '%s\n' 'SocketDir=/run/ms\cched' | conf backslash-c)" \
   "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/ms\\cched/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
 ok "a job's preload with a backslash-n is kept as it is" "$plain" \
   "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock
-export LD_PRELOAD=$lib:/opt/a\\nexport EVIL=1
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD='/opt/a\nexport EVIL=1'
+export LD_PRELOAD=$lib:/opt/a\\nexport EVIL=1" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD='/opt/a\nexport EVIL=1'
 refused "job id with a newline is refused" "$plain" "SLURM_JOB_ID holds a control character" \
   SLURM_JOB_ID=$'9\nexport EVIL=2' SLURM_JOB_GPUS=0
 refused "step id with a newline is refused" "$plain" "SLURM_STEP_ID holds a control character" \
@@ -146,8 +141,7 @@ ok "a SocketDir whose socket fits 107 bytes exactly is taken" \
   "$(printf 'SocketDir=/%s\n' "$(head -c 96 /dev/zero | tr '\0' d)" | conf socketdir-107)" \
   "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/$(head -c 96 /dev/zero | tr '\0' d)/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
 refused "an over-long SocketDir is refused" \
   "$(printf 'SocketDir=/%s\n' "$(head -c 97 /dev/zero | tr '\0' d)" | conf socketdir-108)" \
   "SocketDir is too long" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
@@ -180,8 +174,7 @@ huge=$(printf '%s\n' 'ShardMemory=8000000TiB' | conf huge)
 ok "one shard of 8000000TiB fits 2^63-1 bytes" "$huge" "export MSCHED_MEM=8796093022208000000
 export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=1
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=1
 refused "two shards of 8000000TiB would wrap: refused" "$huge" "2 shards of ShardMemory 8000000TiB are more than 2^63-1 bytes" \
   SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=2
 refused "ShardMemory past 2^63-1 bytes is not a size" \
@@ -199,8 +192,7 @@ comments=$( { for ((i = 0; i < 20000; i++)); do echo '#'; done; echo 'ShardMemor
 ok "20,000 comment lines, then a setting" "$comments" "export MSCHED_MEM=$((3 << 31))
 export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched/gpu1.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=1 SLURM_SHARDS_ON_NODE=3
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=1 SLURM_SHARDS_ON_NODE=3
 refused "a 1 MB value is refused" \
   "$( { printf 'SocketDir=/'; head -c 1000000 /dev/zero | tr '\0' a; echo; } | conf value-1mb)" \
   "msched.conf is larger than 64 KiB" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
@@ -210,8 +202,7 @@ ok "64 KiB exactly is read" \
   "export MSCHED_MEM=$((1 << 31))
 export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=1
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=1
 refused "64 KiB and one byte are refused" \
   "$( { printf '#'; head -c $((65536 - 17 - 1)) /dev/zero | tr '\0' c; echo; echo 'ShardMemory=2GiB'; } | conf size-64k1)" \
   "msched.conf is larger than 64 KiB" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
@@ -222,23 +213,20 @@ echo "== settings that work keep working"
 ok "no GPU: nothing" "$plain" "" SLURM_JOB_ID=9
 ok "a whole GPU with no msched.conf" "$none" "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0
 ok "comments, blanks and case in msched.conf" \
   "$(printf '%s\n' '  # a comment' '' $'\tshardmemory = 2GiB   # per shard' \
        $'SOCKETDIR\t=\t/run/my msched  ' | conf layout)" \
   "export MSCHED_MEM=$((3 << 31))
 export MSCHED_JOB_NAME=slurm-9.4
 export MSCHED_SOCKET=/run/my msched/gpu1.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID=4 SLURM_JOB_GPUS=1 SLURM_STEP_GPUS=1 SLURM_SHARDS_ON_NODE=3
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_STEP_ID=4 SLURM_JOB_GPUS=1 SLURM_STEP_GPUS=1 SLURM_SHARDS_ON_NODE=3
 ok "CRLF lines, no newline at the end, a later setting wins" \
   "$(printf 'ShardMemory=1GiB\r\nSocketDir=/run/a\r\nshardMemory=4GiB' | conf crlf)" \
   "export MSCHED_MEM=$((2 << 32))
 export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/a/gpu0.sock
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=2
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 SLURM_SHARDS_ON_NODE=2
 ok "a link to a regular msched.conf is read" \
   "$(mkdir -p "$tmp/link" && ln -s "$plain/msched.conf" "$tmp/link/msched.conf" && echo "$tmp/link")" \
   "export MSCHED_MEM=$((2 << 30))
@@ -248,15 +236,13 @@ ok "shards of two GPUs: left alone" "$plain" "" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0,
 ok "GPUs 0 and 2, whole" "$plain" "export MSCHED_JOB_NAME=slurm-9.1
 export MSCHED_SOCKET_DIR=/run/msched-test
 unset MSCHED_SOCKET
-export LD_PRELOAD=$lib
-export $torch" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2
+export LD_PRELOAD=$lib" SLURM_JOB_ID=9 SLURM_STEP_ID=1 SLURM_JOB_GPUS=0,2 SLURM_STEP_GPUS=0,2
 ok "a step inside a batch script under msched" "$plain" "export MSCHED_JOB_NAME=slurm-9.2
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock" SLURM_JOB_ID=9 SLURM_STEP_ID=2 SLURM_STEP_GPUS=0 \
   LD_PRELOAD="$lib" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 ok "a job's own preload comes after libmsched.so" "$plain" "export MSCHED_JOB_NAME=slurm-9
 export MSCHED_SOCKET=/run/msched-test/gpu0.sock
-export LD_PRELOAD=$lib:/opt/other.so
-export $torch" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD=/opt/other.so
+export LD_PRELOAD=$lib:/opt/other.so" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0 LD_PRELOAD=/opt/other.so
 refused "a misspelt setting, with its file and line" \
   "$(printf '%s\n' '# first' 'SocketDir=/run/a' 'ShardMem=2GiB' | conf misspelt)" \
   "$tmp/misspelt/msched.conf:3: unknown setting 'ShardMem' (known: ShardMemory, SocketDir)" SLURM_JOB_ID=9 SLURM_JOB_GPUS=0

@@ -96,9 +96,18 @@ class CoordClient : private JobClock,
   // the others showed their size, are too large, and kernels queued on them
   // fault when they shrink.) Reports leave in the order their totals were
   // read, so the coordinator's last figure is the job's latest.
-  // `coming`: bytes about to be allocated that no record counts yet (VMM
-  // memory asks before it is made: it cannot be overcommitted).
+  // `coming`: bytes of VMM memory about to be made, which no record counts
+  // yet: it asks before it is made, since it cannot be overcommitted, and it
+  // counts as memory that cannot page (JobCounters::unpaged).
   void ReportUsage(uint64_t coming = 0) MSCHED_EXCLUDES(side_.usage_mu());
+
+  // Waits kMemoryPause for device memory that others hold now and are
+  // giving back (a job stopped for this one's turn that answers late, a
+  // process that is not msched's), letting the device's other processes
+  // run meanwhile: for the allocations that cannot be overcommitted (VMM
+  // memory), which retry after it. Takes no lock.
+  void PauseForMemory();
+  static constexpr std::chrono::milliseconds kMemoryPause{10};
 
   // The launch path's gate: its fast path (no system call, no lock).
   JobGate& gate() { return gate_; }
@@ -181,7 +190,6 @@ class CoordClient : private JobClock,
   // moved. Back, it retries while the device's memory is held by others.
   uint64_t MoveVmm(bool out) MSCHED_REQUIRES(rt_.mu());
   static constexpr int kVmmMoveBackTries = 3;  // for errors other than out of memory
-  static constexpr std::chrono::milliseconds kVmmMoveBackPause{10};
   // The job's running totals that its reports carry, for mschedd's metrics.
   proto::JobCounters Counters() override;
   void Send(const proto::Message& m) override;
@@ -210,6 +218,8 @@ class CoordClient : private JobClock,
   Runtime& rt_;
   const Config& config_;
   DeviceEnv& env_;
+  // ReportUsage's `coming`, for the counters its report carries.
+  std::atomic<uint64_t> coming_unpaged_{0};
 
   Mutex register_mu_;  // one registration at a time
   bool registered_ MSCHED_GUARDED_BY(register_mu_) = false;

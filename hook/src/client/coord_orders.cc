@@ -187,11 +187,19 @@ uint64_t CoordClient::MoveVmm(bool out) {
     LogOnce("vmm-wait", spdlog::level::warn,
             "waiting to map VMM memory back: " + s.ToString() + " (another process may hold the GPU's memory)");
     rt_.mu().Unlock();
-    std::this_thread::sleep_for(kVmmMoveBackPause);
+    PauseForMemory();
     rt_.mu().Lock();
   }
   rt_.counters().vmm_moved_back_bytes->Add(moved() - before);
   return moved() - before;
+}
+
+void CoordClient::PauseForMemory() {
+  // Blocked, the job's clock holds no other process back in the
+  // simulator's lockstep, so the one giving the memory back gets to.
+  env_.SetBlocked(true, connection_.link().orders_received.load());
+  std::this_thread::sleep_for(kMemoryPause);
+  env_.SetBlocked(false, 0);
 }
 
 void CoordClient::FitBudget(uint64_t budget) {

@@ -14,9 +14,13 @@
 // tensor. The allocation map records each block as the program sees it (for
 // whole-allocation prediction, copies and profiles), within its chunk,
 // whose entry holds the memory manager's chunks. One pool stands in for
-// every CUmemoryPool. Calls on a stream that is capturing a graph are left
-// to the driver (graph memory nodes), and a pool block freed during a
-// capture is never reused (when the graph will free it is unknowable).
+// every CUmemoryPool but those created with an export handle type: another
+// process may map their blocks (cuMemPoolExportPointer), which managed
+// memory cannot serve, so their allocations are left to the driver, never
+// moved, and counted as shared memory (JobMemory::AddShared). Calls on a
+// stream that is capturing a graph are left to the driver (graph memory
+// nodes), and a pool block freed during a capture is never reused (when
+// the graph will free it is unknowable).
 #include <optional>
 
 #include "client/coord_client.h"
@@ -42,11 +46,15 @@ void RecordConverted(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind)
   rt.counters().alloc_converted_bytes->Add(size);
 }
 
-// After the driver freed `dptr`: msched forgets it and tells the coordinator.
+// After the driver freed `dptr`: msched forgets it (and what it shared, for
+// a block of an exportable pool) and tells the coordinator.
 void AfterRealFree(Runtime& rt, const char* where, CUdeviceptr dptr) {
   Safely(rt, where, [&] {
     {
       MutexLock lock(&rt.mu());
+      const Allocation* a = rt.allocs().Find(dptr);
+      if (a != nullptr && a->base == dptr && a->kind == AllocKind::kPinned)
+        rt.AddShared(-static_cast<int64_t>(a->size));
       ForgetAllocation(rt, dptr);
     }
     ReportUsage(rt);
@@ -105,6 +113,33 @@ CUresult AllocateFromPool(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, CUstre
   });
   if (!served) return original_call();
   if (r == CUDA_SUCCESS) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
+  return r;
+}
+
+// Whether `pool` was created to be exported (its allocations are the driver's).
+bool Exportable(Runtime& rt, CUmemoryPool pool) {
+  bool exportable = false;
+  Safely(rt, "looking up a pool", [&] {
+    MutexLock lock(&rt.mu());
+    exportable = rt.exportable_pools().count(pool) != 0;
+  });
+  return exportable;
+}
+
+// Makes an allocation of an exportable pool through the driver, after
+// admission, and counts it as shared.
+template <typename Original>
+CUresult AllocateShared(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original&& original_call) {
+  if (dptr == nullptr || size == 0) return original_call();
+  if (const CUresult refused = Admit(rt, size); refused != CUDA_SUCCESS) return refused;
+  const CUresult r = original_call();
+  if (r != CUDA_SUCCESS) return r;
+  Safely(rt, "an exportable pool's allocation", [&] {
+    MutexLock lock(&rt.mu());
+    RecordAllocation(rt, *dptr, size, AllocKind::kPinned);
+    rt.AddShared(static_cast<int64_t>(size));
+  });
+  Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;
 }
 
@@ -209,6 +244,9 @@ CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t byte
   if (!c.real) return NoRealFunction(e);
   if (!c.act || pool == nullptr) return c.real(dptr, bytesize, pool, stream);
   HookScope scope;
+  if (Exportable(*c.rt, pool)) {
+    return AllocateShared(*c.rt, dptr, bytesize, [&] { return c.real(dptr, bytesize, pool, stream); });
+  }
   return AllocateFromPool(*c.rt, dptr, bytesize, EffectiveStream(e, stream),
                           [&] { return c.real(dptr, bytesize, pool, stream); });
 }
@@ -255,6 +293,26 @@ CUresult Hook_cuMemPoolTrimTo(Entry e, CUmemoryPool pool, size_t min_bytes_to_ke
     (void)c.rt->pool().Trim(min_bytes_to_keep, ops);
   });
   return r;
+}
+
+CUresult Hook_cuMemPoolCreate(Entry e, CUmemoryPool* pool, const CUmemPoolProps_v1* props) {
+  return CallThenLearn<PFN_cuMemPoolCreate_v11020>(
+      e, [&](auto real) { return real(pool, props); },
+      [&](Runtime& rt) {
+        if (props->handleTypes == CU_MEM_HANDLE_TYPE_NONE) return;
+        MutexLock lock(&rt.mu());
+        rt.exportable_pools().insert(*pool);
+      });
+}
+
+// A destroyed pool's handle may come back for a new pool: it is forgotten.
+CUresult Hook_cuMemPoolDestroy(Entry e, CUmemoryPool pool) {
+  return CallThenLearn<PFN_cuMemPoolDestroy_v11020>(
+      e, [&](auto real) { return real(pool); },
+      [&](Runtime& rt) {
+        MutexLock lock(&rt.mu());
+        rt.exportable_pools().erase(pool);
+      });
 }
 
 CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total) {

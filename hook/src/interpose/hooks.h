@@ -27,6 +27,8 @@ CUresult Hook_cuMemAllocFromPoolAsync(Entry e, CUdeviceptr_v2* dptr, size_t byte
                                       CUstream stream);
 CUresult Hook_cuMemFreeAsync(Entry e, CUdeviceptr_v2 dptr, CUstream stream);
 CUresult Hook_cuMemPoolTrimTo(Entry e, CUmemoryPool pool, size_t min_bytes_to_keep);
+CUresult Hook_cuMemPoolCreate(Entry e, CUmemoryPool* pool, const CUmemPoolProps_v1* props);
+CUresult Hook_cuMemPoolDestroy(Entry e, CUmemoryPool pool);
 CUresult Hook_cuMemGetInfo(Entry e, size_t* free, size_t* total);
 
 // vmm_hooks.cc
@@ -48,6 +50,7 @@ CUresult Hook_cuMemGetAllocationPropertiesFromHandle(Entry e, CUmemAllocationPro
 // pinned_memory_hooks.cc
 CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle, unsigned int flags);
 CUresult Hook_cuIpcCloseMemHandle(Entry e, CUdeviceptr_v2 dptr);
+CUresult Hook_cuIpcGetMemHandle(Entry e, CUipcMemHandle_v1* handle, CUdeviceptr_v2 dptr);
 
 // launch_hooks.cc
 CUresult Hook_cuLaunchKernel(Entry e, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,

@@ -9,6 +9,8 @@
 // in the allocation map as pinned (a launch's prediction may point into
 // them; the memory manager never prefetches them). The job registers with
 // its coordinator at its first cuMemCreate, as at its first cuMemAlloc.
+#include <chrono>
+
 #include "client/coord_client.h"
 #include "interpose/allocation_record.h"
 #include "interpose/driver_functions.h"
@@ -18,6 +20,9 @@
 
 namespace msched::hook {
 namespace {
+
+// How long cuMemCreate waits for memory its turn's grant counted on.
+constexpr std::chrono::milliseconds kMemoryWait{10000};
 
 // Whether a VMM call changes what the job has allocated (its mappings are
 // in the allocation map) or shares: then the coordinator hears of it.
@@ -50,7 +55,7 @@ CUresult VmmCall(Entry e, Call&& call, Learn&& learn, Usage usage = Usage::kSame
   Safely(rt, Info(e).symbol, [&] {
     learn(rt);
     MutexLock lock(&rt.mu());
-    rt.counters().shared_bytes->Set(rt.job().shared_bytes());
+    rt.CountUnpaged();
   });
   if (usage == Usage::kChanged) Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;
@@ -72,12 +77,27 @@ CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size
   Safely(rt, "reporting allocations", [&] { ReportUsage(rt, size); });
   const CUresult r = [&] {
     const GatePass pass = PassGate(rt);
-    return c.real(handle, size, prop, flags);
+    CUresult made = c.real(handle, size, prop, flags);
+    // Out of memory in a turn whose grant counted this memory: a job
+    // stopped for the turn has not given its memory back yet (it answers
+    // late: idle, or on a loaded host). The call waits for it, at most
+    // kMemoryWait, before the driver's answer stands.
+    CoordClient* cc = CoordClient::Active();
+    for (auto waited = std::chrono::milliseconds{0};
+         made == CUDA_ERROR_OUT_OF_MEMORY && cc != nullptr && waited < kMemoryWait;
+         waited += CoordClient::kMemoryPause) {
+      LogOnce("vmm-create-wait", spdlog::level::warn,
+              "cuMemCreate: waiting for device memory that a stopped job is still giving back");
+      cc->PauseForMemory();
+      made = c.real(handle, size, prop, flags);
+    }
+    return made;
   }();
   if (r != CUDA_SUCCESS) return r;
   Safely(rt, "cuMemCreate", [&] {
     MutexLock lock(&rt.mu());
     *handle = rt.job().ChangeVmm()->Created(*handle, size, CudaVmmOps::Recipe(*prop));
+    rt.CountUnpaged();
     rt.counters().alloc_pinned->Add();
     rt.counters().alloc_pinned_bytes->Add(size);
   });
@@ -95,7 +115,7 @@ CUresult Hook_cuMemRelease(Entry e, CUmemGenericAllocationHandle_v1 handle) {
   Safely(rt, "cuMemRelease", [&] {
     MutexLock lock(&rt.mu());
     real = rt.job().ChangeVmm()->Releasing(handle);
-    rt.counters().shared_bytes->Set(rt.job().shared_bytes());
+    rt.CountUnpaged();
   });
   if (!real.has_value()) return c.real(handle);  // not one msched knows: the driver answers
   // msched holds one driver reference for all of the program's: it goes with the last.

@@ -116,6 +116,8 @@ Runtime::Runtime() : job_(HookConfig().eviction) {
   c_.coord_stop_ns = stats_.GetCounter("coordinator.stop_ns");
   c_.coord_loaded_bytes = stats_.GetCounter("coordinator.loaded_bytes");
   c_.shared_bytes = stats_.GetCounter("bytes.shared");
+  c_.unpaged_bytes = stats_.GetCounter("bytes.unpaged");
+  c_.ipc_export_refused = stats_.GetCounter("ipc.export_refused");
   c_.vmm_moved_out_bytes = stats_.GetCounter("vmm.moved_out_bytes");
   c_.vmm_moved_back_bytes = stats_.GetCounter("vmm.moved_back_bytes");
   c_.hook_latency_ns = stats_.GetHistogram("hook.launch_latency_ns");
@@ -203,9 +205,14 @@ bool Runtime::SynchronizedAll(CUstream stream, bool whole_context) {
   return everything;
 }
 
-void Runtime::AddPinned(int64_t delta) {
-  job_.AddPinned(delta);
+void Runtime::CountUnpaged() {
   c_.shared_bytes->Set(job_.shared_bytes());
+  c_.unpaged_bytes->Set(job_.unpaged_bytes());
+}
+
+void Runtime::AddShared(int64_t delta) {
+  job_.AddShared(delta);
+  CountUnpaged();
   if (delta > 0) {
     c_.alloc_pinned->Add();
     c_.alloc_pinned_bytes->Add(static_cast<uint64_t>(delta));

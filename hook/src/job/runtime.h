@@ -81,6 +81,8 @@ struct HookCounters {
   Counter* coord_stop_ns;  // device time from taking a stop to answering it (drain, evictions, a pause's wait)
   Counter* coord_loaded_bytes;
   Counter* shared_bytes;          // memory shared with another process (JobMemory::shared_bytes)
+  Counter* unpaged_bytes;         // memory that cannot page (JobMemory::unpaged_bytes)
+  Counter* ipc_export_refused;    // cuIpcGetMemHandle refused for managed memory (pinned_memory_hooks.cc)
   Counter* vmm_moved_out_bytes;   // VMM memory moved to the host at stops
   Counter* vmm_moved_back_bytes;  // and mapped back
   Histogram* hook_latency_ns;
@@ -149,9 +151,16 @@ class Runtime {
   // answer, for the budget's fallback (JobBudget::device). Called by the
   // paths that plan or report memory, before they do.
   void LearnDeviceMemory() MSCHED_REQUIRES(mu_);
-  // Memory imported from another process (IPC) came or went: it counts
-  // against the budget (JobBudget::pinned).
-  void AddPinned(int64_t delta) MSCHED_REQUIRES(mu_);
+  // Memory shared with another process outside VMM came or went
+  // (JobMemory::AddShared): it counts against the budget (JobBudget::pinned).
+  void AddShared(int64_t delta) MSCHED_REQUIRES(mu_);
+  // Sets the statistics of memory msched does not page (bytes.shared,
+  // bytes.unpaged: JobMemory's figures, which the coordinator hears of)
+  // after a change to the job's VMM or shared memory.
+  void CountUnpaged() MSCHED_REQUIRES(mu_);
+  // Pools the program created with an export handle type (cuMemPoolCreate):
+  // their allocations are left to the driver (alloc_hooks.cc).
+  std::set<CUmemoryPool>& exportable_pools() MSCHED_REQUIRES(mu_) { return exportable_pools_; }
   // A launch or copy was queued on `stream`.
   void LaunchedOn(CUstream stream) MSCHED_REQUIRES(mu_) { streams_since_sync_.insert(stream); }
   // A synchronisation of `stream`, or of the whole context, succeeded. True
@@ -205,6 +214,7 @@ class Runtime {
   uint64_t seq_ MSCHED_GUARDED_BY(mu_) = 0;
   std::set<CUstream> streams_since_sync_ MSCHED_GUARDED_BY(mu_);  // streams that ran launches since
   std::set<CUstream> capturing_streams_ MSCHED_GUARDED_BY(mu_);
+  std::set<CUmemoryPool> exportable_pools_ MSCHED_GUARDED_BY(mu_);
 };
 
 // Marks the calling thread as inside a span of msched's own, for as long as

@@ -44,7 +44,7 @@ std::vector<Message> Samples() {
   return {hello,
           Usage{1 << 20, 5, {6, 7}, 3},
           SliceEnd{77},
-          Stopped{1, 2, 3, 4, 5, {6, 7, 11, 12}},
+          Stopped{1, 2, 3, 4, 5, {6, 7, 11, 12, 13}},
           Goodbye{8, {9, 10}},
           welcome,
           Refused{"too big"},
@@ -76,6 +76,7 @@ TEST(ProtocolTest, EveryMessageRoundTrips) {
   EXPECT_EQ(st.counters.prefetched, 7u);
   EXPECT_EQ(st.counters.peak_over_budget, 11u);
   EXPECT_EQ(st.counters.shared, 12u);
+  EXPECT_EQ(st.counters.unpaged, 13u);
   EXPECT_EQ(std::get<Usage>(*Decode(Encode(Samples()[1]))).counters.prefetched, 7u);
   EXPECT_EQ(std::get<Goodbye>(*Decode(Encode(Samples()[4]))).counters.faults, 9u);
   // The welcome tells the job its idle yield; a job reports going
@@ -94,10 +95,10 @@ TEST(ProtocolTest, HeadersFromAnotherProgramOrVersionAreRejected) {
   bad[0] ^= 1;
   EXPECT_NE(Decode(bad).status().message().find("bad magic"), std::string::npos);
   bad = frame;
-  bad[4] = 10;  // version
-  EXPECT_NE(Decode(bad).status().message().find("protocol version 10"), std::string::npos);
-  bad[4] = 8;  // the version before the counters carried the shared bytes: refused as clearly
-  EXPECT_NE(Decode(bad).status().message().find("protocol version 8 (this msched speaks 9): mixed msched versions?"),
+  bad[4] = 11;  // version
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 11"), std::string::npos);
+  bad[4] = 9;  // the version before the counters carried the bytes that cannot page: refused as clearly
+  EXPECT_NE(Decode(bad).status().message().find("protocol version 9 (this msched speaks 10): mixed msched versions?"),
             std::string::npos);
   bad = frame;
   bad[6] = 99;  // type

@@ -84,6 +84,19 @@ TEST(SchedulerTest, AnAskIsAnsweredOnceTheGrantsAreSettled) {
   }
 }
 
+// Memory that cannot page (VMM memory, shared memory) must all be on the
+// GPU whenever the job runs: a working set measured before the job made
+// more of it does not make its estimate smaller than that memory.
+TEST(SchedulerTest, MemoryThatCannotPageCountsWholeInTheWorkingSetEstimate) {
+  Job j = NewJob(1, 0);
+  j.allocated = 12 * kGiB;
+  EXPECT_EQ(j.WorkingSetEstimate(), 12 * kGiB) << "not measured: its footprint";
+  j.working_set = 4 * kGiB;
+  EXPECT_EQ(j.WorkingSetEstimate(), 4 * kGiB) << "measured: what it used";
+  j.unpaged = 10 * kGiB;
+  EXPECT_EQ(j.WorkingSetEstimate(), 10 * kGiB) << "all of what cannot page";
+}
+
 TEST(SchedulerTest, AJobThatExitsIsNotAnsweredAndHoldsNobodysAnswerBack) {
   Scheduler s(Options());
   StartTwoJobsOf4GiB(s);

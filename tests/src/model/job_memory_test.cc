@@ -25,9 +25,9 @@ TEST(JobMemoryTest, TheBudgetIsTheGrantElseTheConfiguredSizeElseTheDevicesLessWh
   EXPECT_EQ(jm.budget().Total(), 8 * kMiB) << "MSCHED_GPU_MEMORY beats the device";
   jm.SetGranted(4 * kMiB);
   EXPECT_EQ(jm.budget().Total(), 4 * kMiB) << "the coordinator's grant beats both";
-  jm.AddPinned(1 * kMiB);
+  jm.AddShared(1 * kMiB);
   EXPECT_EQ(jm.manager().budget(), 3 * kMiB) << "pinned memory counts against the budget";
-  jm.AddPinned(-5 * static_cast<int64_t>(kMiB));
+  jm.AddShared(-5 * static_cast<int64_t>(kMiB));
   EXPECT_EQ(jm.budget().pinned, 0u) << "never below zero";
   jm.SetGranted(0);
   EXPECT_EQ(jm.manager().budget(), 8 * kMiB) << "without a coordinator, back to its own budget";

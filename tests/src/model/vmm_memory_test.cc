@@ -200,6 +200,36 @@ TEST(VmmMemoryTest, TheProgramKeepsItsHandleAfterAMoveAndAReusedValueGetsAnIdOfI
   EXPECT_EQ(vmm.RealOf(12345), 12345u);
 }
 
+// A handle the program made and filled, then unmapped (as an allocator
+// keeps a piece for later), moves out with its bytes like any other; mapped
+// again by the program after it came back, through the value the program
+// holds, it shows the bytes it had, at the new address.
+TEST(VmmMemoryTest, AHandleMappedAfterItsBackingWasReleasedShowsItsBytes) {
+  FakeVmmDriver driver;
+  VmmMemory vmm;
+  const uint64_t id = CreateAndMap(driver, vmm, 0x10000, 16, 40);
+  ASSERT_TRUE(driver.Unmap(0x10000, 16).ok());
+  vmm.Unmapped(0x10000, 16);
+  ASSERT_TRUE(vmm.MoveOut(driver).ok());
+  EXPECT_EQ(driver.used(), 0u) << "its backing released, though nothing mapped it";
+  ASSERT_TRUE(vmm.MoveBack(driver).ok());
+
+  const uint64_t real = vmm.RealOf(id);
+  EXPECT_NE(real, 0u);
+  ASSERT_TRUE(driver.Map(0x30000, 16, 0, real).ok()) << "the program's value reaches the handle made anew";
+  vmm.Mapped(0x30000, 16, 0, id);
+  ASSERT_TRUE(driver.SetAccess(0x30000, 16, kReadWrite).ok());
+  vmm.AccessSet(0x30000, 16, kReadWrite);
+  for (uint64_t i = 0; i < 16; ++i) EXPECT_EQ(driver.Read(0x30000 + i), 40 + static_cast<int>(i)) << i;
+  EXPECT_EQ(vmm.device_bytes(), 16u);
+
+  // And it moves again, mapped where the program put it.
+  ASSERT_TRUE(vmm.MoveOut(driver).ok());
+  ASSERT_TRUE(vmm.MoveBack(driver).ok());
+  EXPECT_EQ(driver.Read(0x30000 + 3), 43);
+  EXPECT_EQ(driver.host_buffers, 0);
+}
+
 TEST(VmmMemoryTest, AHandleReleasedWhileMappedLivesByItsMappingsAfterItComesBack) {
   FakeVmmDriver driver;
   VmmMemory vmm;
@@ -336,7 +366,7 @@ TEST(VmmMemoryTest, TheJobCountsItsVmmMemoryOnTheDeviceAsPinned) {
   EXPECT_EQ(job.manager().budget(), 70u);
   ASSERT_TRUE(driver.Map(0x10000, 30, 0, id).ok());
   job.ChangeVmm()->Mapped(0x10000, 30, 0, id);
-  job.AddPinned(5);  // imported memory beside it
+  job.AddShared(5);  // imported memory beside it
   EXPECT_EQ(job.budget().pinned, 35u);
   ASSERT_TRUE(job.ChangeVmm()->MoveOut(driver).ok());
   EXPECT_EQ(job.budget().pinned, 5u) << "moved out: no longer on the device";

@@ -265,9 +265,7 @@ void CoordClient::ReportUsage(uint64_t coming) {
     MutexLock lock(&rt_.mu());
     bytes += rt_.allocs().total_bytes();
   }
-  coming_unpaged_.store(coming);
   side_.ReportUsage(bytes, Active() != nullptr);
-  coming_unpaged_.store(0);
 }
 
 // The faults only a driver that counts them reports (0 on a GPU, whose
@@ -275,7 +273,7 @@ void CoordClient::ReportUsage(uint64_t coming) {
 proto::JobCounters CoordClient::Counters() {
   const HookCounters& c = rt_.counters();
   return {env_.Faults().value_or(0), c.bytes_prefetched->value(), c.peak_over_budget->value(), c.shared_bytes->value(),
-          c.unpaged_bytes->value() + coming_unpaged_.load()};
+          c.unpaged_bytes->value() + creating_unpaged_.load()};
 }
 
 void CoordClient::Send(const proto::Message& m) {

@@ -97,8 +97,7 @@ class CoordClient : private JobClock,
   // fault when they shrink.) Reports leave in the order their totals were
   // read, so the coordinator's last figure is the job's latest.
   // `coming`: bytes of VMM memory about to be made, which no record counts
-  // yet: it asks before it is made, since it cannot be overcommitted, and it
-  // counts as memory that cannot page (JobCounters::unpaged).
+  // yet: it asks before it is made, since it cannot be overcommitted.
   void ReportUsage(uint64_t coming = 0) MSCHED_EXCLUDES(side_.usage_mu());
 
   // Waits kMemoryPause for device memory that others hold now and are
@@ -108,6 +107,11 @@ class CoordClient : private JobClock,
   // memory), which retry after it. Takes no lock.
   void PauseForMemory();
   static constexpr std::chrono::milliseconds kMemoryPause{10};
+  // VMM memory being made (cuMemCreate, from its report until the driver
+  // answered) came or went: the reports count it as memory that cannot page
+  // (JobCounters::unpaged), so that a stop in between does not make the
+  // coordinator forget it.
+  void Creating(int64_t delta) { creating_unpaged_.fetch_add(static_cast<uint64_t>(delta)); }
 
   // The launch path's gate: its fast path (no system call, no lock).
   JobGate& gate() { return gate_; }
@@ -218,8 +222,7 @@ class CoordClient : private JobClock,
   Runtime& rt_;
   const Config& config_;
   DeviceEnv& env_;
-  // ReportUsage's `coming`, for the counters its report carries.
-  std::atomic<uint64_t> coming_unpaged_{0};
+  std::atomic<uint64_t> creating_unpaged_{0};  // Creating's total
 
   Mutex register_mu_;  // one registration at a time
   bool registered_ MSCHED_GUARDED_BY(register_mu_) = false;

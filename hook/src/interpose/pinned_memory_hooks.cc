@@ -43,17 +43,18 @@ CUresult Hook_cuIpcGetMemHandle(Entry e, CUipcMemHandle_v1* handle, CUdeviceptr_
   auto c = Enter<PFN_cuIpcGetMemHandle_v4010>(e);
   if (!c.real) return NoRealFunction(e);
   const CUresult r = c.real(handle, dptr);
-  if (!c.act || r == CUDA_SUCCESS || !c.rt->converting()) return r;
+  if (!c.act || r != CUDA_ERROR_INVALID_VALUE || !c.rt->converting()) return r;
   Safely(*c.rt, "cuIpcGetMemHandle", [&] {
     MutexLock lock(&c.rt->mu());
     const Allocation* a = c.rt->allocs().Find(dptr);
-    if (a == nullptr || !IsManaged(a->kind)) return;
+    if (a == nullptr || a->kind != AllocKind::kManaged) return;
     c.rt->counters().ipc_export_refused->Add();
-    LogOnce("ipc-export", spdlog::level::err,
-            "cuIpcGetMemHandle: the driver cannot share managed memory through IPC, and msched makes cuMemAlloc's "
-            "memory managed so that it can move it; memory shared from an exportable pool (cuMemPoolCreate with a "
-            "handle type) or through VMM (cuMemExportToShareableHandle) is left to the driver and stays on the GPU, "
-            "or run this job with MSCHED_MODE=off");
+    LogOnce(
+        "ipc-export", spdlog::level::err,
+        "cuIpcGetMemHandle: the driver cannot share managed memory through IPC, and under msched cuMemAlloc's "
+        "memory is managed (so that msched can move it); memory shared from an exportable pool (cuMemPoolCreate with a "
+        "handle type) or through VMM (cuMemExportToShareableHandle) is left to the driver and stays on the GPU, "
+        "or run this job with MSCHED_MODE=off");
   });
   return r;
 }

@@ -24,6 +24,37 @@ namespace {
 // How long cuMemCreate waits for memory its turn's grant counted on.
 constexpr std::chrono::milliseconds kMemoryWait{10000};
 
+// VMM memory being made, for the coordinator's reports meanwhile
+// (CoordClient::Creating), from before its report to the driver's answer.
+class Creating {
+ public:
+  Creating(CoordClient* cc, uint64_t bytes) : cc_(cc), bytes_(static_cast<int64_t>(bytes)) {
+    if (cc_ != nullptr) cc_->Creating(bytes_);
+  }
+  Creating(const Creating&) = delete;
+  Creating& operator=(const Creating&) = delete;
+  ~Creating() {
+    if (cc_ != nullptr) cc_->Creating(-bytes_);
+  }
+
+ private:
+  CoordClient* cc_;
+  int64_t bytes_;
+};
+
+// Whether the job's grant holds its memory that cannot page with `size`
+// more: then an out-of-memory answer is memory others still hold, not the
+// job's own excess.
+bool GrantCounts(Runtime& rt, uint64_t size) {
+  bool counts = false;
+  Safely(rt, "reading the grant", [&] {
+    MutexLock lock(&rt.mu());
+    const uint64_t granted = rt.job().budget().granted;
+    counts = granted != 0 && rt.job().unpaged_bytes() + size <= granted;
+  });
+  return counts;
+}
+
 // Whether a VMM call changes what the job has allocated (its mappings are
 // in the allocation map) or shares: then the coordinator hears of it.
 enum class Usage : bool { kSame, kChanged };
@@ -74,25 +105,25 @@ CUresult Hook_cuMemCreate(Entry e, CUmemGenericAllocationHandle_v1* handle, size
   // Physical memory cannot be overcommitted: the coordinator hears of it
   // first, and the gate lets the call through once it has answered (making
   // room, or time-slicing the job with those it no longer fits beside).
+  CoordClient* cc = CoordClient::Active();
+  const Creating creating(cc, size);
   Safely(rt, "reporting allocations", [&] { ReportUsage(rt, size); });
-  const CUresult r = [&] {
-    const GatePass pass = PassGate(rt);
-    CUresult made = c.real(handle, size, prop, flags);
-    // Out of memory in a turn whose grant counted this memory: a job
+  CUresult r = CUDA_SUCCESS;
+  for (auto waited = std::chrono::milliseconds{0};; waited += CoordClient::kMemoryPause) {
+    {
+      const GatePass pass = PassGate(rt);
+      r = c.real(handle, size, prop, flags);
+    }
+    // Out of memory although the turn's grant counted this memory: a job
     // stopped for the turn has not given its memory back yet (it answers
     // late: idle, or on a loaded host). The call waits for it, at most
-    // kMemoryWait, before the driver's answer stands.
-    CoordClient* cc = CoordClient::Active();
-    for (auto waited = std::chrono::milliseconds{0};
-         made == CUDA_ERROR_OUT_OF_MEMORY && cc != nullptr && waited < kMemoryWait;
-         waited += CoordClient::kMemoryPause) {
-      LogOnce("vmm-create-wait", spdlog::level::warn,
-              "cuMemCreate: waiting for device memory that a stopped job is still giving back");
-      cc->PauseForMemory();
-      made = c.real(handle, size, prop, flags);
-    }
-    return made;
-  }();
+    // kMemoryWait, outside the gate (a stop may come meanwhile), before the
+    // driver's answer stands.
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || cc == nullptr || waited >= kMemoryWait || !GrantCounts(rt, size)) break;
+    LogOnce("vmm-create-wait", spdlog::level::warn,
+            "cuMemCreate: waiting for device memory that a stopped job is still giving back");
+    cc->PauseForMemory();
+  }
   if (r != CUDA_SUCCESS) return r;
   Safely(rt, "cuMemCreate", [&] {
     MutexLock lock(&rt.mu());

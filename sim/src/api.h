@@ -97,6 +97,9 @@ bool ReserveHbm(Process& p, uint64_t bytes);
 // The device's default memory pool (cuDeviceGetDefaultMemPool); handles are
 // never dereferenced. Shared by driver_memory.cc and driver_export.cc.
 inline CUmemoryPool DefaultPool() { return reinterpret_cast<CUmemoryPool>(uintptr_t{0x6d506f6f6c}); }
+// REQUIRES: p.mu. Whether `pool` names a pool of the process: the default
+// one, or one cuMemPoolCreate made and no cuMemPoolDestroy ended.
+inline bool KnownPool(const Process& p, CUmemoryPool pool) { return pool == DefaultPool() || p.pools.count(pool) != 0; }
 
 // Shared by the launch, copy and graph entry points. REQUIRE: p.mu.
 // Schedules a device-side operation touching `ranges` on the compute engine:

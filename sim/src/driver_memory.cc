@@ -153,8 +153,8 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool pt
         msim::Stream* s = p.ResolveStream(stream, ptsz, &err);
         if (s == nullptr) return err;
         if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        if (pool != nullptr && !msim::KnownPool(p, pool)) return CUDA_ERROR_INVALID_VALUE;
         const auto made = p.pools.find(pool);
-        if (pool != nullptr && pool != msim::DefaultPool() && made == p.pools.end()) return CUDA_ERROR_INVALID_VALUE;
         const CUresult r = AllocDevice(p, bytesize, AllocType::kAsync, dptr);
         if (r == CUDA_SUCCESS && made != p.pools.end()) {
           p.allocs[*dptr].exportable = made->second != CU_MEM_HANDLE_TYPE_NONE;
@@ -235,9 +235,8 @@ MSIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
 // A pool keeps nothing beyond its live allocations (each is made and freed
 // at once), so there is never anything to trim.
 MSIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t) {
-  return Call(NeedCtx::kNo, [&](Process& p) {
-    return pool == msim::DefaultPool() || p.pools.count(pool) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  });
+  return Call(NeedCtx::kNo,
+              [&](Process& p) { return msim::KnownPool(p, pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; });
 }
 
 MSIM_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {

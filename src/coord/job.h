@@ -37,8 +37,9 @@ struct Job {
   // (proto::JobCounters): what its unpredicted kernels faulted in.
   uint64_t peak_over_budget = 0;
   uint64_t shared = 0;  // of its memory, shared with another process: never moved (its latest report)
-  uint64_t unpaged =
-      0;  // of its memory, what cannot page (VMM, shared): all resident while it runs (its latest report)
+  // Of its memory, what cannot page (VMM, shared): all resident while it
+  // runs (its latest report).
+  uint64_t unpaged = 0;
   JobState state = JobState::kWaiting;
   bool active = false;        // running and in the group that holds the GPU now
   bool was_admitted = false;  // paused before admission returns to the queue on resume

@@ -52,10 +52,7 @@ void AfterRealFree(Runtime& rt, const char* where, CUdeviceptr dptr) {
   Safely(rt, where, [&] {
     {
       MutexLock lock(&rt.mu());
-      const Allocation* a = rt.allocs().Find(dptr);
-      if (a != nullptr && a->base == dptr && a->kind == AllocKind::kPinned)
-        rt.AddShared(-static_cast<int64_t>(a->size));
-      ForgetAllocation(rt, dptr);
+      if (!ForgetShared(rt, dptr)) ForgetAllocation(rt, dptr);
     }
     ReportUsage(rt);
   });
@@ -136,8 +133,7 @@ CUresult AllocateShared(Runtime& rt, CUdeviceptr_v2* dptr, size_t size, Original
   if (r != CUDA_SUCCESS) return r;
   Safely(rt, "an exportable pool's allocation", [&] {
     MutexLock lock(&rt.mu());
-    RecordAllocation(rt, *dptr, size, AllocKind::kPinned);
-    rt.AddShared(static_cast<int64_t>(size));
+    RecordShared(rt, *dptr, size);
   });
   Safely(rt, "reporting allocations", [&] { ReportUsage(rt); });
   return r;

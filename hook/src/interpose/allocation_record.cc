@@ -19,6 +19,19 @@ void ForgetAllocation(Runtime& rt, CUdeviceptr base) {
   if (ProfileRecorder* p = ProfileRecorder::Get(rt)) p->Free(base);
 }
 
+void RecordShared(Runtime& rt, CUdeviceptr base, size_t size) {
+  RecordAllocation(rt, base, size, AllocKind::kPinned);
+  rt.AddShared(static_cast<int64_t>(size));
+}
+
+bool ForgetShared(Runtime& rt, CUdeviceptr base) {
+  const Allocation* a = rt.allocs().Find(base);
+  if (a == nullptr || a->base != base || a->kind != AllocKind::kPinned) return false;
+  rt.AddShared(-static_cast<int64_t>(a->size));
+  ForgetAllocation(rt, base);
+  return true;
+}
+
 CUresult Admit(Runtime& rt, size_t bytes) {
   Status s;
   Safely(rt, "registering with the coordinator", [&] {

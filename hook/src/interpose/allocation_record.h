@@ -22,6 +22,16 @@ void RecordAllocation(Runtime& rt, CUdeviceptr base, size_t size, AllocKind kind
 // Forgets the allocation at `base`, if msched knows it.
 void ForgetAllocation(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu());
 
+// Records memory shared with another process outside VMM (an IPC import, a
+// block of a pool created to be exported): pinned in the allocation map and
+// counted against the budget as shared (JobMemory::AddShared).
+void RecordShared(Runtime& rt, CUdeviceptr base, size_t size) MSCHED_REQUIRES(rt.mu());
+
+// Forgets the allocation at `base`, with what it shared, if RecordShared
+// recorded it (the only pinned memory a program frees by its address);
+// false when it did not.
+bool ForgetShared(Runtime& rt, CUdeviceptr base) MSCHED_REQUIRES(rt.mu());
+
 // Registers the job with the coordinator at its first allocation (of any
 // kind), waiting while it is queued. The error the allocation must fail
 // with, or success.

@@ -22,8 +22,7 @@ CUresult Hook_cuIpcOpenMemHandle(Entry e, CUdeviceptr_v2* pdptr, CUipcMemHandle_
         size_t size = 0;
         if (pdptr == nullptr || range == nullptr || range(&base, &size, *pdptr) != CUDA_SUCCESS) return;
         MutexLock lock(&rt.mu());
-        RecordAllocation(rt, base, size, AllocKind::kPinned);
-        rt.AddShared(static_cast<int64_t>(size));
+        RecordShared(rt, base, size);
       });
 }
 
@@ -32,10 +31,7 @@ CUresult Hook_cuIpcCloseMemHandle(Entry e, CUdeviceptr_v2 dptr) {
       e, [&](auto real) { return real(dptr); },
       [&](Runtime& rt) {
         MutexLock lock(&rt.mu());
-        const Allocation* a = rt.allocs().Find(dptr);
-        if (a == nullptr || a->kind != AllocKind::kPinned) return;
-        rt.AddShared(-static_cast<int64_t>(a->size));
-        ForgetAllocation(rt, a->base);
+        (void)ForgetShared(rt, dptr);
       });
 }
 
